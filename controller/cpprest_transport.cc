@@ -1,0 +1,165 @@
+// The cpprestsdk implementation of Transport: the only file that includes cpprest headers.
+// cpprest exceptions stop here and become Status values.
+
+// cpprest's U() macro collides with GoogleTest and others; keep it out of the project.
+#define _TURN_OFF_PLATFORM_STRING
+#include <cpprest/http_client.h>
+#include <cpprest/rawptrstream.h>
+#include <cpprest/streams.h>
+
+#include <boost/asio/ssl.hpp>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "controller/transport.h"
+
+namespace stasis {
+namespace {
+
+namespace http = web::http;
+using web::http::client::http_client;
+using web::http::client::http_client_config;
+
+class CpprestTransport : public Transport {
+ public:
+  explicit CpprestTransport(RestConfig config) : config_(std::move(config)) {
+    web::uri uri(config_.server);
+    host_ = uri.host() + ":" + std::to_string(uri.port());
+  }
+
+  std::string Host() const override { return host_; }
+
+  Result<HttpResponse> Do(const HttpRequest& request) override {
+    try {
+      auto response = ClientFor(request.timeout).request(Build(request)).get();
+      HttpResponse out;
+      out.status = response.status_code();
+      out.body = response.extract_utf8string(true).get();
+      return out;
+    } catch (const http::http_exception& e) {
+      return Classify(request, e.what(), e.error_code().value());
+    } catch (const std::exception& e) {
+      return Classify(request, e.what(), 0);
+    }
+  }
+
+  Result<HttpResponse> Stream(const HttpRequest& request,
+                              const std::function<bool(std::string_view)>& on_line,
+                              const std::atomic<bool>* cancel) override {
+    pplx::cancellation_token_source cts;
+    // cpprest blocks inside a read with no way to interrupt it but the request's cancellation
+    // token (which closes the connection); a small watchdog turns the flag into that token.
+    std::atomic<bool> done{false};
+    std::thread watchdog([&] {
+      while (!done.load()) {
+        if (cancel && cancel->load()) {
+          cts.cancel();
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+    auto finish = [&](Result<HttpResponse> r) {
+      done = true;
+      watchdog.join();
+      return r;
+    };
+    try {
+      auto response = ClientFor(request.timeout).request(Build(request), cts.get_token()).get();
+      HttpResponse out;
+      out.status = response.status_code();
+      if (out.status != http::status_codes::OK) {
+        out.body = response.extract_utf8string(true).get();
+        return finish(out);
+      }
+      auto body = response.body();
+      std::string line;
+      while (!(cancel && cancel->load())) {
+        concurrency::streams::container_buffer<std::string> buf;
+        size_t n = body.read_line(buf).get();
+        if (n == 0 && body.is_eof()) break;
+        line = std::move(buf.collection());
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty()) continue;
+        if (!on_line(line)) break;
+      }
+      return finish(out);
+    } catch (const pplx::task_canceled&) {
+      HttpResponse out;
+      out.status = http::status_codes::OK;
+      return finish(out);  // cancelled by the caller: a clean end
+    } catch (const http::http_exception& e) {
+      if (cancel && cancel->load()) return finish(HttpResponse{200, ""});
+      return finish(Classify(request, e.what(), e.error_code().value()));
+    } catch (const std::exception& e) {
+      if (cancel && cancel->load()) return finish(HttpResponse{200, ""});
+      return finish(Classify(request, e.what(), 0));
+    }
+  }
+
+ private:
+  http::http_request Build(const HttpRequest& request) {
+    http::http_request req(http::method(request.method));
+    req.set_request_uri(web::uri(request.path));
+    req.headers().add("Accept", "application/json");
+    req.headers().add("User-Agent", config_.user_agent);
+    if (config_.bearer_token) {
+      if (auto token = config_.bearer_token(); !token.empty()) {
+        req.headers().add("Authorization", "Bearer " + token);
+      }
+    }
+    if (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
+        request.method == "PATCH") {
+      req.set_body(request.body, request.content_type);
+    }
+    return req;
+  }
+
+  // One client per timeout: cpprest fixes the timeout per client, and clients are cheap to
+  // keep (they pool connections).
+  http_client& ClientFor(std::chrono::milliseconds timeout) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = clients_.find(timeout.count());
+    if (it != clients_.end()) return *it->second;
+    http_client_config cfg;
+    cfg.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
+    cfg.set_validate_certificates(true);
+    const RestConfig config = config_;
+    cfg.set_ssl_context_callback([config](boost::asio::ssl::context& ctx) {
+      ctx.add_certificate_authority(boost::asio::buffer(config.ca_pem));
+      if (!config.client_cert_pem.empty()) {
+        ctx.use_certificate_chain(boost::asio::buffer(config.client_cert_pem));
+        ctx.use_private_key(boost::asio::buffer(config.client_key_pem),
+                            boost::asio::ssl::context::pem);
+      }
+    });
+    auto client = std::make_unique<http_client>(web::uri(config_.server), cfg);
+    auto& ref = *client;
+    clients_.emplace(timeout.count(), std::move(client));
+    return ref;
+  }
+
+  Status Classify(const HttpRequest& request, const std::string& what, int error_code) {
+    const std::string msg = request.method + " " + config_.server + request.path + ": " + what;
+    // cpprest reports its own timeouts as ETIMEDOUT (errc::timed_out).
+    if (error_code == static_cast<int>(std::errc::timed_out) ||
+        what.find("timed out") != std::string::npos) {
+      return Status(Code::kDeadlineExceeded, msg);
+    }
+    return Status(Code::kUnavailable, msg);
+  }
+
+  RestConfig config_;
+  std::string host_;
+  std::mutex mu_;
+  std::map<long, std::unique_ptr<http_client>> clients_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> NewCpprestTransport(const RestConfig& config) {
+  return std::make_unique<CpprestTransport>(config);
+}
+
+}  // namespace stasis

@@ -1,0 +1,241 @@
+#include "controller/kube_client.h"
+
+#include <random>
+#include <thread>
+
+namespace stasis {
+namespace {
+
+thread_local ApiError last_error;
+
+Code CodeForReason(const std::string& reason, int http_code) {
+  if (reason == "Conflict") return Code::kAborted;
+  if (reason == "NotFound") return Code::kNotFound;
+  if (reason == "AlreadyExists") return Code::kAlreadyExists;
+  if (reason == "Gone" || reason == "Expired") return Code::kGone;
+  if (reason == "Invalid" || reason == "BadRequest" || reason == "RequestEntityTooLarge" ||
+      reason == "UnsupportedMediaType" || reason == "NotAcceptable" || reason == "MethodNotAllowed") {
+    return Code::kInvalidArgument;
+  }
+  if (reason == "Forbidden") return Code::kPermissionDenied;
+  if (reason == "Unauthorized") return Code::kUnauthenticated;
+  if (reason == "Timeout" || reason == "ServerTimeout" || reason == "TooManyRequests" ||
+      reason == "ServiceUnavailable" || reason == "InternalError") {
+    return Code::kUnavailable;
+  }
+  switch (http_code) {
+    case 400: case 422: return Code::kInvalidArgument;
+    case 401: return Code::kUnauthenticated;
+    case 403: return Code::kPermissionDenied;
+    case 404: return Code::kNotFound;
+    case 409: return Code::kAborted;
+    case 410: return Code::kGone;
+    case 429: return Code::kUnavailable;
+    default: return http_code >= 500 ? Code::kUnavailable : Code::kInternal;
+  }
+}
+
+}  // namespace
+
+std::string UrlEncode(const std::string& s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+Status StatusFromResponse(int http_code, const std::string& body, const std::string& what) {
+  std::string reason, message;
+  auto parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_object() && parsed.value("kind", "") == "Status") {
+    reason = parsed.value("reason", "");
+    message = parsed.value("message", "");
+  }
+  if (message.empty()) message = body.substr(0, 512);
+  last_error = ApiError{http_code, reason};
+  return Status(CodeForReason(reason, http_code),
+                what + ": HTTP " + std::to_string(http_code) +
+                    (reason.empty() ? "" : " " + reason) + ": " + message);
+}
+
+KubeClient::KubeClient(std::unique_ptr<Transport> transport, Observer observe)
+    : transport_(std::move(transport)), observe_(std::move(observe)) {}
+
+ApiError KubeClient::LastError() { return last_error; }
+
+std::string KubeClient::Path(const ResourceType& type, const std::string& ns,
+                             const std::string& name, const std::string& subresource) const {
+  std::string p = type.group.empty() ? "/api/" + type.version
+                                     : "/apis/" + type.group + "/" + type.version;
+  if (type.namespaced && !ns.empty()) p += "/namespaces/" + UrlEncode(ns);
+  p += "/" + type.plural;
+  if (!name.empty()) p += "/" + UrlEncode(name);
+  if (!subresource.empty()) p += "/" + subresource;
+  return p;
+}
+
+Result<json> KubeClient::Send(const std::string& method, const std::string& path,
+                              const std::string& body, const std::string& content_type) {
+  HttpRequest req;
+  req.method = method;
+  req.path = path;
+  req.body = body;
+  req.content_type = content_type;
+  auto resp = transport_->Do(req);
+  if (!resp.ok()) {
+    last_error = ApiError{0, ""};
+    if (observe_) observe_(method, "<error>");
+    return resp.status();
+  }
+  if (observe_) observe_(method, std::to_string(resp->status));
+  if (resp->status < 200 || resp->status >= 300) {
+    return StatusFromResponse(resp->status, resp->body, method + " " + path);
+  }
+  if (resp->body.empty()) return json::object();
+  auto parsed = json::parse(resp->body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) {
+    return Status(Code::kInternal, method + " " + path + ": response is not JSON");
+  }
+  return parsed;
+}
+
+Result<json> KubeClient::Get(const ResourceType& type, const std::string& ns,
+                             const std::string& name) {
+  return Send("GET", Path(type, ns, name), "", "");
+}
+
+Result<json> KubeClient::ListPage(const ResourceType& type, const std::string& ns,
+                                  const ListOptions& o) {
+  std::string q;
+  auto add = [&](const std::string& k, const std::string& v) {
+    if (!v.empty()) q += (q.empty() ? "?" : "&") + k + "=" + UrlEncode(v);
+  };
+  add("labelSelector", o.label_selector);
+  add("fieldSelector", o.field_selector);
+  if (o.limit > 0) add("limit", std::to_string(o.limit));
+  add("continue", o.continue_token);
+  add("resourceVersion", o.resource_version);
+  return Send("GET", Path(type, ns) + q, "", "");
+}
+
+Result<json> KubeClient::List(const ResourceType& type, const std::string& ns, ListOptions o) {
+  json all;
+  while (true) {
+    auto page = ListPage(type, ns, o);
+    if (!page.ok()) return page.status();
+    if (all.is_null()) {
+      all = *page;
+      if (!all.contains("items") || all["items"].is_null()) all["items"] = json::array();
+    } else {
+      for (auto& item : (*page)["items"]) all["items"].push_back(std::move(item));
+    }
+    std::string next = page->value("/metadata/continue"_json_pointer, "");
+    if (next.empty()) break;
+    o.continue_token = next;
+    o.resource_version.clear();  // not allowed together with continue
+  }
+  all["metadata"].erase("continue");
+  return all;
+}
+
+Result<json> KubeClient::Create(const ResourceType& type, const std::string& ns, const json& obj) {
+  return Send("POST", Path(type, ns), obj.dump(), "application/json");
+}
+
+Result<json> KubeClient::Update(const ResourceType& type, const json& obj) {
+  return Send("PUT",
+              Path(type, obj["metadata"].value("namespace", ""), obj["metadata"].value("name", "")),
+              obj.dump(), "application/json");
+}
+
+Result<json> KubeClient::UpdateStatus(const ResourceType& type, const json& obj) {
+  return Send("PUT",
+              Path(type, obj["metadata"].value("namespace", ""), obj["metadata"].value("name", ""),
+                   "status"),
+              obj.dump(), "application/json");
+}
+
+Result<json> KubeClient::Patch(const ResourceType& type, const std::string& ns,
+                               const std::string& name, PatchType patch_type, const json& patch,
+                               const std::string& subresource) {
+  const char* ct = patch_type == PatchType::kMerge ? "application/merge-patch+json"
+                   : patch_type == PatchType::kJson ? "application/json-patch+json"
+                                                    : "application/strategic-merge-patch+json";
+  return Send("PATCH", Path(type, ns, name, subresource), patch.dump(), ct);
+}
+
+Status KubeClient::Delete(const ResourceType& type, const std::string& ns,
+                          const std::string& name, const DeleteOptions& o) {
+  json body = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
+  if (o.precondition_uid) body["preconditions"]["uid"] = *o.precondition_uid;
+  if (o.precondition_resource_version) {
+    body["preconditions"]["resourceVersion"] = *o.precondition_resource_version;
+  }
+  if (o.grace_period_seconds) body["gracePeriodSeconds"] = *o.grace_period_seconds;
+  auto r = Send("DELETE", Path(type, ns, name), body.dump(), "application/json");
+  return r.ok() ? OkStatus() : r.status();
+}
+
+Status KubeClient::Watch(const ResourceType& type, const std::string& ns, const WatchOptions& o,
+                         const std::function<bool(const json&)>& on_event,
+                         const std::atomic<bool>* cancel) {
+  if (o.resource_version.empty()) {
+    // A watch from "" starts at "any" version and replays synthetic ADDs: never what a cache
+    // that has just listed wants.
+    return Status(Code::kInvalidArgument, "watch needs a resourceVersion from a list");
+  }
+  std::string q = "?watch=true&resourceVersion=" + UrlEncode(o.resource_version) +
+                  "&timeoutSeconds=" + std::to_string(o.timeout_seconds);
+  if (o.allow_bookmarks) q += "&allowWatchBookmarks=true";
+  if (!o.label_selector.empty()) q += "&labelSelector=" + UrlEncode(o.label_selector);
+  if (!o.field_selector.empty()) q += "&fieldSelector=" + UrlEncode(o.field_selector);
+  HttpRequest req;
+  req.path = Path(type, ns) + q;
+  // Silence longer than the server's own timeout plus slack means the connection is dead.
+  req.timeout = std::chrono::seconds(o.timeout_seconds + 30);
+  Status result;
+  auto resp = transport_->Stream(
+      req,
+      [&](std::string_view line) {
+        auto event = json::parse(line, nullptr, /*allow_exceptions=*/false);
+        if (event.is_discarded() || !event.is_object()) {
+          result = Status(Code::kInternal, "watch " + req.path + ": undecodable event");
+          return false;
+        }
+        if (event.value("type", "") == "ERROR") {
+          const auto& st = event["object"];
+          result = StatusFromResponse(st.value("code", 500), st.dump(), "watch " + req.path);
+          return false;
+        }
+        return on_event(event);
+      },
+      cancel);
+  if (observe_) observe_("WATCH", resp.ok() ? std::to_string(resp->status) : "<error>");
+  if (!resp.ok()) return resp.status();
+  if (resp->status != 200) return StatusFromResponse(resp->status, resp->body, "watch " + req.path);
+  return result;
+}
+
+Status RetryOnConflict(const std::function<Status()>& fn, int attempts,
+                       std::chrono::milliseconds delay) {
+  thread_local std::mt19937 rng{std::random_device{}()};
+  Status s;
+  for (int i = 0; i < attempts; ++i) {
+    s = fn();
+    if (s.code() != Code::kAborted) return s;
+    std::uniform_real_distribution<double> jitter(1.0, 1.1);
+    std::this_thread::sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(
+        delay * jitter(rng)));
+  }
+  return s;
+}
+
+}  // namespace stasis

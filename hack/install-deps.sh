@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs everything stasis needs on a fresh Debian 12 machine, from Debian's packages.
+# Idempotent: packages already present are not reinstalled, and apt is only updated when
+# something is missing. Go (for building kube-apiserver, etcd and runsc once) is expected on
+# the machine; everything else comes from here.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config git ca-certificates curl xz-utils python3
+  # libraries
+  libcpprest-dev libboost-dev libssl-dev nlohmann-json3-dev prometheus-cpp-dev libspdlog-dev
+  libfmt-dev libyaml-cpp-dev libgtest-dev libgmock-dev
+  # the test sandboxes' root filesystem
+  busybox-static
+  # a real Prometheus and promtool, for dashboards and alert rules
+  prometheus
+  # certificates for the local control plane
+  openssl
+  # arm64 cross compiler for the GPU helper
+  gcc-aarch64-linux-gnu
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "${p}" 2>/dev/null | grep -q "install ok installed" || missing+=("${p}")
+done
+if ((${#missing[@]})); then
+  echo "[install-deps] installing: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "[install-deps] all packages present" >&2
+fi
+
+command -v go >/dev/null || { echo "[install-deps] ERROR: go is required (to build kube-apiserver, etcd, runsc once)" >&2; exit 1; }
+# kubectl is on this kind of machine already; where it is not, hack/build-control-plane.sh
+# builds it from the same k8s.io/kubernetes module and hack/kubectl.sh finds it.

@@ -1,0 +1,32 @@
+# Shared shell helpers for hack/*.sh: versions, cache paths, logging. Sourced, never run.
+set -euo pipefail
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "${HACK_DIR}/.." && pwd)"
+# shellcheck source=versions.env
+source "${HACK_DIR}/versions.env"
+STASIS_CACHE="${STASIS_CACHE:-${HOME}/.cache/stasis}"
+GO_PROXY_BASE="$(go env GOPROXY 2>/dev/null | cut -d, -f1)"
+
+log() { printf '%s %s\n' "[$(basename "$0")]" "$*" >&2; }
+die() { printf '%s ERROR: %s\n' "[$(basename "$0")]" "$*" >&2; exit 1; }
+
+# Builds with the go command into a throwaway module; the result is cached by version.
+# Args: dest-binary go-package-path, with GO_MODULE_FILE holding the go.mod text.
+go_build_cached() {
+  local dest="$1" pkg="$2" ldflags="${3:-}"
+  [[ -x "${dest}" ]] && return 0
+  command -v go >/dev/null || die "go is not installed; it is needed once to build ${pkg}"
+  local work; work="$(mktemp -d)"
+  trap 'rm -rf "${work}"' RETURN
+  printf '%s\n' "${GO_MODULE_FILE}" > "${work}/go.mod"
+  log "building ${pkg} (cached afterwards at ${dest})"
+  local start=${SECONDS}
+  (cd "${work}" && GOFLAGS=-mod=mod go get "${pkg}" >/dev/null 2>"${work}/get.err") \
+    || { cat "${work}/get.err" >&2; die "go get ${pkg} failed"; }
+  mkdir -p "$(dirname "${dest}")"
+  (cd "${work}" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+      -ldflags "-s -w ${ldflags}" -o "${dest}.tmp" "${pkg}") \
+    || die "go build ${pkg} failed"
+  mv "${dest}.tmp" "${dest}"
+  log "built ${pkg} in $((SECONDS - start))s"
+}

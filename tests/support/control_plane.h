@@ -1,0 +1,36 @@
+// A real kube-apiserver and etcd for a test binary, started once (on first use) by
+// hack/control-plane.sh in a temporary directory on free loopback ports, and stopped at
+// exit: the envtest model. Tests get a kubeconfig with an admin client certificate.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "reconcilers/subprocess.h"
+
+namespace stasis::testing {
+
+class ControlPlane {
+ public:
+  // Starts the control plane the first time it is called in this process; aborts the test
+  // binary with the script's output when it cannot start. Stopped by an atexit hook.
+  static ControlPlane& Get();
+
+  const std::string& dir() const { return dir_; }                // the instance directory
+  const std::string& kubeconfig() const { return kubeconfig_; }  // admin kubeconfig
+  const std::string& server() const { return server_; }          // https://127.0.0.1:PORT
+
+  // kubectl --kubeconfig=<admin> ARGS…, argv only, 60 s deadline.
+  CommandResult Kubectl(const std::vector<std::string>& args,
+                        const std::string& stdin_data = "") const;
+
+  // Stops and starts kube-apiserver only (etcd keeps the data): for restart tests.
+  void RestartApiServer();
+  void Stop();
+
+ private:
+  ControlPlane() = default;
+  std::string dir_, kubeconfig_, server_;
+};
+
+}  // namespace stasis::testing

@@ -1,0 +1,128 @@
+#include "tests/support/sandbox.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+namespace stasis::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+fs::path MakeTemp(const std::string& prefix) {
+  std::string tmpl = (fs::temp_directory_path() / (prefix + "XXXXXX")).string();
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    std::perror("mkdtemp");
+    std::abort();
+  }
+  return tmpl;
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+const std::string& PinnedRunsc() {
+  static const std::string path = [] {
+    if (const char* env = std::getenv("STASIS_RUNSC"); env && *env) return std::string(env);
+    auto r = RunCommand({std::string(STASIS_SOURCE_DIR) + "/hack/runsc.sh"}, 3600s);
+    if (!r.ok() || !r->success()) {
+      std::cerr << "hack/runsc.sh failed: " << (r.ok() ? r->err : r.status().ToString()) << "\n";
+      std::abort();
+    }
+    return Trim(r->out);
+  }();
+  return path;
+}
+
+std::vector<std::string> CounterArgs() {
+  return {"/bin/sh", "-c",
+          "i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done"};
+}
+
+Bundle::Bundle(const std::vector<std::string>& args) : dir_(MakeTemp("stasis-bundle-")) {
+  const fs::path rootfs = dir_ / "rootfs";
+  for (const char* d : {"bin", "proc", "dev", "sys", "tmp", "data", "etc"}) {
+    fs::create_directories(rootfs / d);
+  }
+  fs::copy_file("/bin/busybox", rootfs / "bin" / "busybox");
+  for (const char* applet : {"sh", "cat", "echo", "sleep", "ls", "test", "true", "wc"}) {
+    fs::create_symlink("busybox", rootfs / "bin" / applet);
+  }
+  nlohmann::json spec = {
+      {"ociVersion", "1.0.2"},
+      {"process",
+       {{"terminal", false},
+        {"user", {{"uid", 0}, {"gid", 0}}},
+        {"args", args},
+        {"env", {"PATH=/bin", "HOME=/"}},
+        {"cwd", "/"},
+        {"capabilities",
+         {{"bounding", {"CAP_KILL"}}, {"effective", {"CAP_KILL"}}, {"permitted", {"CAP_KILL"}}}},
+        {"noNewPrivileges", true}}},
+      {"root", {{"path", "rootfs"}, {"readonly", false}}},
+      {"hostname", "stasis-test"},
+      {"mounts",
+       {{{"destination", "/proc"}, {"type", "proc"}, {"source", "proc"}},
+        {{"destination", "/dev"}, {"type", "tmpfs"}, {"source", "tmpfs"},
+         {"options", {"nosuid", "strictatime", "mode=755", "size=65536k"}}}}},
+      {"linux",
+       {{"namespaces",
+         {{{"type", "pid"}}, {{"type", "ipc"}}, {{"type", "uts"}}, {{"type", "mount"}}}}}}};
+  std::ofstream(dir_ / "config.json") << spec.dump(2);
+}
+
+Bundle::~Bundle() {
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+}
+
+RunscRoot::RunscRoot() : dir_(MakeTemp("stasis-runsc-root-")) {}
+
+RunscRoot::~RunscRoot() {
+  for (const auto& id : ids_) Run({"delete", "-force", id});
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+}
+
+CommandResult RunscRoot::Run(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {PinnedRunsc(), "-root", dir_.string(), "-network=none"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CommandOptions options;
+  // A detached sandbox keeps the container's stdio: never a pipe of ours.
+  options.output_path = (dir_ / "runsc-output.log").string();
+  auto r = RunCommand(argv, 120s, options);
+  if (!r.ok()) {
+    CommandResult failed;
+    failed.err = r.status().ToString();
+    return failed;
+  }
+  return *r;
+}
+
+long RunscRoot::ReadCounter(const std::string& id) {
+  auto r = RunCommand({PinnedRunsc(), "-root", dir_.string(), "exec", id, "/bin/cat", "/tmp/counter"},
+                      30s);
+  if (!r.ok() || !r->success()) return -1;
+  try {
+    return std::stol(r->out);
+  } catch (...) {
+    return -1;
+  }
+}
+
+TempDir::TempDir(const std::string& prefix) : path_(MakeTemp(prefix)) {}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+}  // namespace stasis::testing

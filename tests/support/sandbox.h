@@ -1,0 +1,63 @@
+// Real gVisor sandboxes for tests: the pinned runsc (built and cached by hack/runsc.sh), and
+// OCI bundles whose root filesystem is Debian's busybox-static.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "reconcilers/subprocess.h"
+
+namespace stasis::testing {
+
+// The runsc that hack/runsc.sh builds (or $STASIS_RUNSC when set). Aborts when it cannot be
+// had: a test that needs runsc must not silently pass without it.
+const std::string& PinnedRunsc();
+
+// A shell loop that writes an ever-increasing counter to /tmp/counter ten times a second.
+std::vector<std::string> CounterArgs();
+
+// A temporary OCI bundle: rootfs/ with busybox and its applets, config.json running `args`.
+// Removed with everything under it when destroyed.
+class Bundle {
+ public:
+  explicit Bundle(const std::vector<std::string>& args);
+  ~Bundle();
+  Bundle(const Bundle&) = delete;
+  Bundle& operator=(const Bundle&) = delete;
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+// A runsc root directory and the containers started in it; every container is force-deleted
+// and the directory removed when destroyed, so a failing test leaks no sandbox.
+class RunscRoot {
+ public:
+  RunscRoot();
+  ~RunscRoot();
+  const std::filesystem::path& dir() const { return dir_; }
+  // runsc -root <dir> -network=none ARGS… (argv only, 120 s deadline, stdio to a log file).
+  CommandResult Run(const std::vector<std::string>& args);
+  // `cat /tmp/counter` inside the container, or -1.
+  long ReadCounter(const std::string& id);
+  void Track(const std::string& id) { ids_.push_back(id); }
+
+ private:
+  std::filesystem::path dir_;
+  std::vector<std::string> ids_;
+};
+
+// A fresh temporary directory, removed when destroyed.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "stasis-test-");
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace stasis::testing
