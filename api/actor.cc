@@ -1,0 +1,75 @@
+#include "api/actor.h"
+
+#include <array>
+#include <utility>
+
+namespace stasis::api {
+namespace {
+
+// One table per enum: the C++ value and its spelling in the CRD.
+template <typename E, size_t N>
+using Names = std::array<std::pair<E, const char*>, N>;
+
+constexpr Names<Runtime, 2> kRuntimes{
+    {{Runtime::kGvisor, "gvisor"}, {Runtime::kMicrovm, "microvm"}}};
+constexpr Names<DesiredState, 3> kDesiredStates{{{DesiredState::kRunning, "Running"},
+                                                 {DesiredState::kPaused, "Paused"},
+                                                 {DesiredState::kSuspended, "Suspended"}}};
+constexpr Names<CheckpointPolicy, 2> kPolicies{
+    {{CheckpointPolicy::kDirect, "Direct"},
+     {CheckpointPolicy::kLeaveRunningThenStop, "LeaveRunningThenStop"}}};
+constexpr Names<SnapshotScope, 2> kScopes{
+    {{SnapshotScope::kFull, "Full"}, {SnapshotScope::kData, "Data"}}};
+constexpr Names<SnapshotTrigger, 2> kTriggers{
+    {{SnapshotTrigger::kPause, "Pause"}, {SnapshotTrigger::kSuspend, "Suspend"}}};
+constexpr Names<ActorState, 8> kStates{{{ActorState::kUnspecified, "STATUS_UNSPECIFIED"},
+                                        {ActorState::kResuming, "STATUS_RESUMING"},
+                                        {ActorState::kRunning, "STATUS_RUNNING"},
+                                        {ActorState::kSuspending, "STATUS_SUSPENDING"},
+                                        {ActorState::kSuspended, "STATUS_SUSPENDED"},
+                                        {ActorState::kPausing, "STATUS_PAUSING"},
+                                        {ActorState::kPaused, "STATUS_PAUSED"},
+                                        {ActorState::kFailed, "STATUS_FAILED"}}};
+
+template <typename E, size_t N>
+const char* NameOf(const Names<E, N>& names, E v) {
+  for (const auto& [value, name] : names) {
+    if (value == v) return name;
+  }
+  return "";
+}
+
+template <typename E, size_t N>
+std::optional<E> ValueOf(const Names<E, N>& names, std::string_view s) {
+  for (const auto& [value, name] : names) {
+    if (s == name) return value;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* ToString(Runtime v) { return NameOf(kRuntimes, v); }
+const char* ToString(DesiredState v) { return NameOf(kDesiredStates, v); }
+const char* ToString(CheckpointPolicy v) { return NameOf(kPolicies, v); }
+const char* ToString(SnapshotScope v) { return NameOf(kScopes, v); }
+const char* ToString(SnapshotTrigger v) { return NameOf(kTriggers, v); }
+const char* ToString(ActorState v) { return NameOf(kStates, v); }
+std::optional<Runtime> ParseRuntime(std::string_view s) { return ValueOf(kRuntimes, s); }
+std::optional<DesiredState> ParseDesiredState(std::string_view s) {
+  return ValueOf(kDesiredStates, s);
+}
+std::optional<CheckpointPolicy> ParseCheckpointPolicy(std::string_view s) {
+  return ValueOf(kPolicies, s);
+}
+std::optional<SnapshotScope> ParseSnapshotScope(std::string_view s) { return ValueOf(kScopes, s); }
+std::optional<SnapshotTrigger> ParseSnapshotTrigger(std::string_view s) {
+  return ValueOf(kTriggers, s);
+}
+std::optional<ActorState> ParseActorState(std::string_view s) { return ValueOf(kStates, s); }
+
+bool IsTransitioning(ActorState s) {
+  return s == ActorState::kResuming || s == ActorState::kSuspending || s == ActorState::kPausing;
+}
+
+}  // namespace stasis::api

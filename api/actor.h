@@ -1,0 +1,129 @@
+// The Actor custom resource (stasis.dev/v1alpha1) as C++ types: one sandboxed workload that
+// is paused, suspended and resumed through spec.desiredState. manifests/crd/ is the source of
+// truth; these types mirror it field for field, with the CRD's defaults as member
+// initialisers, so a value read from JSON with a field absent equals what the server stores.
+// Invariants: enums hold only the values the CRD allows; `raw` is the object as last read
+// (or empty for an object built in code) and is only used to keep unknown fields on write.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/conditions.h"
+#include "api/names.h"
+#include "api/object_meta.h"
+#include "api/rfc3339.h"
+
+namespace stasis::api {
+
+enum class Runtime { kGvisor, kMicrovm };                        // "gvisor" | "microvm"
+enum class DesiredState { kRunning, kPaused, kSuspended };       // "Running" | …
+enum class CheckpointPolicy { kDirect, kLeaveRunningThenStop };  // "Direct" | …
+enum class SnapshotScope { kFull, kData };                       // "Full" | "Data"
+enum class SnapshotTrigger { kPause, kSuspend };                 // "Pause" | "Suspend"
+
+// status.status: the platform's enum, kept verbatim ("STATUS_RUNNING", …).
+enum class ActorState {
+  kUnspecified,
+  kResuming,
+  kRunning,
+  kSuspending,
+  kSuspended,
+  kPausing,
+  kPaused,
+  kFailed,
+};
+
+const char* ToString(Runtime v);
+const char* ToString(DesiredState v);
+const char* ToString(CheckpointPolicy v);
+const char* ToString(SnapshotScope v);
+const char* ToString(SnapshotTrigger v);
+const char* ToString(ActorState v);
+std::optional<Runtime> ParseRuntime(std::string_view s);
+std::optional<DesiredState> ParseDesiredState(std::string_view s);
+std::optional<CheckpointPolicy> ParseCheckpointPolicy(std::string_view s);
+std::optional<SnapshotScope> ParseSnapshotScope(std::string_view s);
+std::optional<SnapshotTrigger> ParseSnapshotTrigger(std::string_view s);
+std::optional<ActorState> ParseActorState(std::string_view s);
+
+// RESUMING, SUSPENDING, PAUSING: the statuses that carry transitionStartTime and a deadline.
+bool IsTransitioning(ActorState s);
+
+struct GpuSpec {
+  int32_t count = 0;  // 0 = a CPU actor; at most kMaxGpuCount
+  std::string cuda_checkpoint_path = kDefaultCudaCheckpointPath;  // inside the container
+  bool operator==(const GpuSpec&) const = default;
+};
+
+struct SnapshotSpec {
+  SnapshotScope on_pause = SnapshotScope::kFull;
+  SnapshotScope on_commit = SnapshotScope::kFull;  // a subset of on_pause
+  std::vector<std::string> data_dirs;              // what a Data snapshot keeps
+  bool operator==(const SnapshotSpec&) const = default;
+};
+
+struct Timeouts {
+  int32_t checkpoint_seconds = kDefaultTimeoutSeconds;
+  int32_t restore_seconds = kDefaultTimeoutSeconds;
+  bool operator==(const Timeouts&) const = default;
+};
+
+struct ActorSpec {
+  Runtime runtime = Runtime::kGvisor;
+  std::string bundle;     // required: the OCI bundle directory on the node
+  std::string node_name;  // optional pin
+  GpuSpec gpu;
+  DesiredState desired_state = DesiredState::kRunning;
+  CheckpointPolicy checkpoint_policy = CheckpointPolicy::kDirect;
+  SnapshotSpec snapshots;
+  Timeouts timeouts;
+  bool operator==(const ActorSpec&) const = default;
+};
+
+// status.latestSnapshot: a complete snapshot (never a partial one).
+struct Snapshot {
+  std::string id;
+  SnapshotTrigger trigger = SnapshotTrigger::kPause;
+  SnapshotScope scope = SnapshotScope::kFull;
+  std::string location;   // a directory on node_name, or a snapshot-store URI
+  std::string node_name;  // the node whose disk holds it; empty once committed to the store
+  int64_t size_bytes = 0;
+  double duration_seconds = 0;
+  bool cuda_checkpointed = false;
+  std::string runsc_version;
+  std::optional<Time> taken_at;
+  bool operator==(const Snapshot&) const = default;
+};
+
+struct ActorStatus {
+  ActorState status = ActorState::kUnspecified;
+  int64_t observed_generation = 0;
+  std::string node_name;    // set on binding, with the label kNodeLabel
+  std::string worker_name;  // the Worker held
+  std::string sandbox_id;
+  std::optional<Time> transition_start_time;  // set while IsTransitioning(status)
+  std::optional<Snapshot> latest_snapshot;
+  std::vector<Condition> conditions;
+  bool operator==(const ActorStatus&) const = default;
+};
+
+struct Actor {
+  ObjectMeta metadata;
+  ActorSpec spec;
+  ActorStatus status;
+  // The whole object as read from the API server. ActorToJson() writes the typed fields over
+  // it, so keys this version does not know survive a read-modify-write. Empty for new objects.
+  nlohmann::json raw;
+
+  // The typed parts only; `raw` is a carrier, not part of the value.
+  bool operator==(const Actor& o) const {
+    return metadata == o.metadata && spec == o.spec && status == o.status;
+  }
+};
+
+}  // namespace stasis::api

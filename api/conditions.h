@@ -1,0 +1,67 @@
+// Status conditions (metav1.Condition) and the helpers that keep their semantics, the way
+// k8s.io/apimachinery meta.SetStatusCondition does: a condition's lastTransitionTime changes
+// only when its status changes; reason, message and observedGeneration are always taken from
+// the new value. Time is injected (`now`); nothing here reads a clock.
+// Invariant: at most one condition per type (the CRD lists them as a map keyed by type).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/rfc3339.h"
+
+namespace stasis::api {
+
+// Condition types stasis sets on Actors. Names are states, not transitions.
+inline constexpr char kConditionReady[] = "Ready";              // the summary
+inline constexpr char kConditionProgressing[] = "Progressing";  // an *ING status is under way
+inline constexpr char kConditionCheckpointFailed[] = "CheckpointFailed";
+inline constexpr char kConditionCudaCheckpointReady[] = "CudaCheckpointReady";  // GPU preflight
+inline constexpr char kConditionStuck[] = "Stuck";  // a deadline passed or the node was lost
+
+enum class ConditionStatus { kTrue, kFalse, kUnknown };
+
+const char* ToString(ConditionStatus status);  // "True", "False", "Unknown"
+std::optional<ConditionStatus> ParseConditionStatus(std::string_view text);
+
+struct Condition {
+  std::string type;
+  ConditionStatus status = ConditionStatus::kUnknown;
+  int64_t observed_generation = 0;  // the metadata.generation this condition reflects
+  Time last_transition_time{};      // Time{} = not set; SetCondition fills it in
+  std::string reason;               // CamelCase, e.g. "NvproxyLiveClients"
+  std::string message;              // for people; at most kMaxConditionMessageBytes
+
+  bool operator==(const Condition&) const = default;
+};
+
+const Condition* FindCondition(const std::vector<Condition>& conditions, std::string_view type);
+Condition* FindCondition(std::vector<Condition>& conditions, std::string_view type);
+
+// Adds or updates `condition` by type; returns whether anything changed (so the caller can
+// skip a status write that changes nothing).
+//  - new type: appended; lastTransitionTime = condition.last_transition_time if set, else now;
+//  - status changed: lastTransitionTime = condition.last_transition_time if set, else now;
+//  - status unchanged: lastTransitionTime kept, whatever the argument says;
+//  - reason, message and observedGeneration are copied from `condition`.
+// A message longer than kMaxConditionMessageBytes is cut (at a UTF-8 boundary, with "…"
+// appended) so that the API server never rejects the write for it.
+bool SetCondition(std::vector<Condition>& conditions, Condition condition, Time now);
+
+// Returns whether a condition of that type was there.
+bool RemoveCondition(std::vector<Condition>& conditions, std::string_view type);
+
+// An absent condition is Unknown (API conventions).
+ConditionStatus GetConditionStatus(const std::vector<Condition>& conditions, std::string_view type);
+inline bool IsConditionTrue(const std::vector<Condition>& conditions, std::string_view type) {
+  return GetConditionStatus(conditions, type) == ConditionStatus::kTrue;
+}
+
+// Cuts `message` to at most `max_bytes` bytes without splitting a UTF-8 sequence, ending
+// with "…" when it was cut.
+std::string TruncateMessage(std::string message, size_t max_bytes);
+
+}  // namespace stasis::api

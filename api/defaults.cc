@@ -1,0 +1,59 @@
+#include "api/defaults.h"
+
+#include "api/names.h"
+
+namespace stasis::api {
+namespace {
+
+using nlohmann::json;
+
+// Drops null members of objects, recursively (list items are kept: a null item is an error
+// the validator reports).
+void DropNulls(json& j) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end();) {
+      if (it->is_null()) {
+        it = j.erase(it);
+      } else {
+        DropNulls(*it);
+        ++it;
+      }
+    }
+  } else if (j.is_array()) {
+    for (json& item : j) DropNulls(item);
+  }
+}
+
+void Default(json& obj, const char* key, json value) {
+  if (obj.is_object() && !obj.contains(key)) obj[key] = std::move(value);
+}
+
+}  // namespace
+
+void ApplyActorDefaults(json& actor) {
+  DropNulls(actor);
+  if (!actor.is_object()) return;
+  auto spec = actor.find("spec");
+  if (spec == actor.end() || !spec->is_object()) return;
+  Default(*spec, "runtime", "gvisor");
+  Default(*spec, "desiredState", "Running");
+  Default(*spec, "checkpointPolicy", "Direct");
+  Default(*spec, "gpu", json::object());
+  Default(*spec, "snapshots", json::object());
+  Default(*spec, "timeouts", json::object());
+  Default((*spec)["gpu"], "count", 0);
+  Default((*spec)["gpu"], "cudaCheckpointPath", kDefaultCudaCheckpointPath);
+  Default((*spec)["snapshots"], "onPause", "Full");
+  Default((*spec)["snapshots"], "onCommit", "Full");
+  Default((*spec)["timeouts"], "checkpointSeconds", kDefaultTimeoutSeconds);
+  Default((*spec)["timeouts"], "restoreSeconds", kDefaultTimeoutSeconds);
+}
+
+void ApplyWorkerDefaults(json& worker) {
+  DropNulls(worker);
+  if (!worker.is_object()) return;
+  auto status = worker.find("status");
+  if (status != worker.end()) Default(*status, "phase", "Free");
+}
+
+}  // namespace stasis::api

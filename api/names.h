@@ -1,0 +1,52 @@
+// The names of the stasis API that other code and other programs key on: group, version,
+// kinds, resources, the node label, the finalizer and the defaults shared by the CRD schema
+// (manifests/crd/) and the C++ types. Invariant: every value here appears verbatim in the CRDs;
+// change both together.
+#pragma once
+
+#include <cstdint>
+
+namespace stasis::api {
+
+inline constexpr char kGroup[] = "stasis.dev";
+inline constexpr char kVersion[] = "v1alpha1";
+inline constexpr char kApiVersion[] = "stasis.dev/v1alpha1";
+
+inline constexpr char kActorKind[] = "Actor";
+inline constexpr char kActorResource[] = "actors";  // namespaced; short name "act"
+inline constexpr char kWorkerKind[] = "Worker";
+inline constexpr char kWorkerResource[] = "workers";  // cluster-scoped
+
+// Set by the binder on an Actor when it binds it (together with status.nodeName), and by a
+// node agent on the Workers it registers: `-l stasis.dev/node=<node>` lists one node's objects.
+// Label values are at most 63 characters; the field selector status.nodeName=<node> (Actor)
+// or spec.nodeName=<node> (Worker) works for any node name.
+inline constexpr char kNodeLabel[] = "stasis.dev/node";
+
+// The finalizer the node agent puts on an Actor so that deletion waits for the sandbox to be
+// removed, snapshots to be handled per retention and the worker to be freed.
+inline constexpr char kActorFinalizer[] = "stasis.dev/actor-cleanup";
+
+// Field selectors the CRDs declare (selectableFields).
+inline constexpr char kActorFieldSpecNodeName[] = "spec.nodeName";
+inline constexpr char kActorFieldStatusNodeName[] = "status.nodeName";
+inline constexpr char kWorkerFieldNodeName[] = "spec.nodeName";
+inline constexpr char kWorkerFieldPhase[] = "status.phase";
+
+// Schema defaults (the CRD's `default:` values).
+inline constexpr char kDefaultCudaCheckpointPath[] = "/usr/local/bin/cuda-checkpoint";
+inline constexpr int32_t kDefaultTimeoutSeconds = 600;
+
+// Schema bounds.
+inline constexpr int32_t kMinTimeoutSeconds = 1;
+inline constexpr int32_t kMaxTimeoutSeconds = 86400;
+inline constexpr int32_t kMaxGpuCount = 8;
+inline constexpr int kMaxPathLength = 4096;
+inline constexpr int kMaxNodeNameLength = 253;
+inline constexpr int kMaxDataDirs = 16;
+inline constexpr int kMaxDevices = 16;
+inline constexpr int kMaxDeviceLength = 256;
+inline constexpr int kMaxConditions = 32;
+inline constexpr int kMaxConditionMessageBytes = 32768;
+
+}  // namespace stasis::api

@@ -1,0 +1,601 @@
+#include "api/validation.h"
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/defaults.h"
+#include "api/json_mapping.h"
+#include "api/names.h"
+#include "api/rfc3339.h"
+
+namespace stasis::api {
+namespace {
+
+using nlohmann::json;
+
+// A small interpreter of the parts of OpenAPI v3 + Kubernetes extensions that the stasis CRDs
+// use. The schemas below are transcriptions of manifests/crd/*.yaml; keep them in step.
+
+enum class Type { kObject, kArray, kString, kInteger, kNumber, kBoolean };
+enum class ListType { kAtomic, kSet, kMap };
+
+// One x-kubernetes-validations rule: `ok` is the CEL expression, in C++.
+struct Rule {
+  std::function<bool(const json& self)> ok;
+  const char* message;
+  std::string field_path;  // the rule's fieldPath without the leading '.', or ""
+};
+
+// A rule that uses oldSelf (runs on update only, when the old value exists).
+struct TransitionRule {
+  std::function<bool(const json& self, const json& old_self)> ok;
+  const char* message;
+};
+
+struct Schema {
+  Type type = Type::kObject;
+  std::string format;
+  std::vector<std::string> enum_values;
+  std::optional<double> minimum;
+  std::optional<double> maximum;
+  std::optional<int64_t> min_length;
+  std::optional<int64_t> max_length;
+  std::optional<int64_t> max_items;
+  std::string pattern;
+  std::vector<std::string> required;
+  std::vector<std::pair<std::string, Schema>> properties;
+  std::shared_ptr<const Schema> items;
+  ListType list_type = ListType::kAtomic;
+  std::string map_key;
+  std::vector<Rule> rules;
+  std::vector<TransitionRule> transition_rules;
+};
+
+// ---- Builders ---------------------------------------------------------------------------
+
+Schema String(int64_t max_length, std::vector<Rule> rules = {}) {
+  Schema s;
+  s.type = Type::kString;
+  s.max_length = max_length;
+  s.rules = std::move(rules);
+  return s;
+}
+
+Schema Scalar(Type type) {
+  Schema s;
+  s.type = type;
+  return s;
+}
+
+Schema Enum(std::vector<std::string> values) {
+  Schema s;
+  s.type = Type::kString;
+  s.enum_values = std::move(values);
+  return s;
+}
+
+Schema Integer(const char* format, std::optional<double> min, std::optional<double> max) {
+  Schema s;
+  s.type = Type::kInteger;
+  s.format = format;
+  s.minimum = min;
+  s.maximum = max;
+  return s;
+}
+
+Schema DateTime() {
+  Schema s;
+  s.type = Type::kString;
+  s.format = "date-time";
+  return s;
+}
+
+Schema Object(std::vector<std::pair<std::string, Schema>> properties,
+              std::vector<std::string> required = {}, std::vector<Rule> rules = {}) {
+  Schema s;
+  s.type = Type::kObject;
+  s.properties = std::move(properties);
+  s.required = std::move(required);
+  s.rules = std::move(rules);
+  return s;
+}
+
+Schema Array(Schema items, int64_t max_items, ListType list_type, std::string map_key = "") {
+  Schema s;
+  s.type = Type::kArray;
+  s.items = std::make_shared<const Schema>(std::move(items));
+  s.max_items = max_items;
+  s.list_type = list_type;
+  s.map_key = std::move(map_key);
+  return s;
+}
+
+// ---- CEL rules in C++ -------------------------------------------------------------------
+
+bool StartsWithSlash(const json& self) {
+  const auto& s = self.get_ref<const std::string&>();
+  return !s.empty() && s[0] == '/';
+}
+
+// !self.matches('(^|/)[.][.](/|$)')
+bool NoDotDotSegment(const json& self) {
+  const auto& s = self.get_ref<const std::string&>();
+  size_t start = 0;
+  while (true) {
+    const size_t end = s.find('/', start);
+    const std::string_view segment(s.data() + start,
+                                   (end == std::string::npos ? s.size() : end) - start);
+    if (segment == "..") return false;
+    if (end == std::string::npos) return true;
+    start = end + 1;
+  }
+}
+
+// ^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$
+bool IsDnsSubdomain(std::string_view s) {
+  if (s.empty()) return false;
+  size_t start = 0;
+  while (true) {
+    const size_t end = s.find('.', start);
+    const std::string_view label =
+        s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    if (label.empty()) return false;
+    auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+    if (!alnum(label.front()) || !alnum(label.back())) return false;
+    for (char c : label) {
+      if (!alnum(c) && c != '-') return false;
+    }
+    if (end == std::string_view::npos) return true;
+    start = end + 1;
+  }
+}
+
+// self == '' || self.matches('^[a-z0-9]…$')
+bool IsEmptyOrDnsSubdomain(const json& self) {
+  const auto& s = self.get_ref<const std::string&>();
+  return s.empty() || IsDnsSubdomain(s);
+}
+
+std::vector<Rule> PathRules(const char* absolute_message, const char* dotdot_message) {
+  return {{&StartsWithSlash, absolute_message, ""}, {&NoDotDotSegment, dotdot_message, ""}};
+}
+
+// ---- The schemas (manifests/crd/actors.stasis.dev.yaml, workers.stasis.dev.yaml) ---------
+
+Schema ConditionSchema() {
+  Schema type = String(316);
+  type.pattern = kConditionTypePattern;
+  Schema reason = String(1024);
+  reason.min_length = 1;
+  reason.pattern = kConditionReasonPattern;
+  return Object({{"type", type},
+                 {"status", Enum({"True", "False", "Unknown"})},
+                 {"observedGeneration", Integer("int64", 0, std::nullopt)},
+                 {"lastTransitionTime", DateTime()},
+                 {"reason", reason},
+                 {"message", String(kMaxConditionMessageBytes)}},
+                {"type", "status", "lastTransitionTime", "reason", "message"});
+}
+
+const Schema& ActorSchema() {
+  static const Schema* const kSchema = [] {
+    Schema node_name = String(kMaxNodeNameLength, {{&IsEmptyOrDnsSubdomain, kMessageNodeName, ""}});
+    Schema gpu = Object(
+        {{"count", Integer("int32", 0, kMaxGpuCount)},
+         {"cudaCheckpointPath",
+          String(kMaxPathLength, PathRules(kMessageCudaPathAbsolute, kMessageCudaPathDotDot))}});
+    Schema snapshots = Object(
+        {{"onPause", Enum({"Full", "Data"})},
+         {"onCommit", Enum({"Full", "Data"})},
+         {"dataDirs",
+          Array(String(kMaxPathLength, PathRules(kMessageDataDirAbsolute, kMessageDataDirDotDot)),
+                kMaxDataDirs, ListType::kSet)}},
+        {},
+        {{[](const json& self) {
+            return self.value("onPause", "") == "Full" || self.value("onCommit", "") == "Data";
+          },
+          kMessageScopeSubset, "onCommit"},
+         {[](const json& self) {
+            const bool data =
+                self.value("onPause", "") == "Data" || self.value("onCommit", "") == "Data";
+            auto dirs = self.find("dataDirs");
+            return !data || (dirs != self.end() && dirs->is_array() && !dirs->empty());
+          },
+          kMessageDataScopeNeedsDirs, "dataDirs"}});
+    Schema timeouts =
+        Object({{"checkpointSeconds", Integer("int32", kMinTimeoutSeconds, kMaxTimeoutSeconds)},
+                {"restoreSeconds", Integer("int32", kMinTimeoutSeconds, kMaxTimeoutSeconds)}});
+    Schema spec =
+        Object({{"runtime", Enum({"gvisor", "microvm"})},
+                {"bundle",
+                 String(kMaxPathLength, PathRules(kMessageBundleAbsolute, kMessageBundleDotDot))},
+                {"nodeName", node_name},
+                {"desiredState", Enum({"Running", "Paused", "Suspended"})},
+                {"checkpointPolicy", Enum({"Direct", "LeaveRunningThenStop"})},
+                {"gpu", gpu},
+                {"snapshots", snapshots},
+                {"timeouts", timeouts}},
+               {"bundle"});
+    Schema duration = Scalar(Type::kNumber);
+    duration.minimum = 0;
+    Schema latest = Object({{"id", String(253)},
+                            {"trigger", Enum({"Pause", "Suspend"})},
+                            {"scope", Enum({"Full", "Data"})},
+                            {"location", String(kMaxPathLength)},
+                            {"nodeName", String(kMaxNodeNameLength)},
+                            {"sizeBytes", Integer("int64", 0, std::nullopt)},
+                            {"durationSeconds", duration},
+                            {"cudaCheckpointed", Scalar(Type::kBoolean)},
+                            {"runscVersion", String(256)},
+                            {"takenAt", DateTime()}});
+    Schema status =
+        Object({{"status", Enum({"STATUS_UNSPECIFIED", "STATUS_RESUMING", "STATUS_RUNNING",
+                                 "STATUS_SUSPENDING", "STATUS_SUSPENDED", "STATUS_PAUSING",
+                                 "STATUS_PAUSED", "STATUS_FAILED"})},
+                {"observedGeneration", Integer("int64", 0, std::nullopt)},
+                {"nodeName", String(kMaxNodeNameLength)},
+                {"workerName", String(kMaxNodeNameLength)},
+                {"sandboxID", String(512)},
+                {"transitionStartTime", DateTime()},
+                {"latestSnapshot", latest},
+                {"conditions", Array(ConditionSchema(), kMaxConditions, ListType::kMap, "type")}});
+    return new Schema(Object({{"apiVersion", Scalar(Type::kString)},
+                              {"kind", Scalar(Type::kString)},
+                              {"metadata", Object({})},
+                              {"spec", spec},
+                              {"status", status}},
+                             {"spec"}));
+  }();
+  return *kSchema;
+}
+
+const Schema& WorkerSchema() {
+  static const Schema* const kSchema = [] {
+    Schema node_name = String(
+        kMaxNodeNameLength,
+        {{[](const json& self) { return IsDnsSubdomain(self.get_ref<const std::string&>()); },
+          kMessageNodeName, ""}});
+    node_name.transition_rules = {
+        {[](const json& self, const json& old_self) { return self == old_self; },
+         kMessageImmutableNodeName}};
+    Schema device = String(kMaxDeviceLength);
+    device.min_length = 1;
+    Schema spec =
+        Object({{"nodeName", node_name}, {"devices", Array(device, kMaxDevices, ListType::kSet)}},
+               {"nodeName"});
+    Schema ref_namespace = String(63);
+    ref_namespace.min_length = 1;
+    Schema ref_name = String(kMaxNodeNameLength);
+    ref_name.min_length = 1;
+    Schema status = Object(
+        {{"phase", Enum({"Free", "Held"})},
+         {"actorRef",
+          Object({{"namespace", ref_namespace}, {"name", ref_name}}, {"namespace", "name"})}},
+        {},
+        {{[](const json& self) {
+            return (self.value("phase", "") == "Held") == self.contains("actorRef");
+          },
+          kMessageWorkerHeldRef, ""}});
+    return new Schema(Object({{"apiVersion", Scalar(Type::kString)},
+                              {"kind", Scalar(Type::kString)},
+                              {"metadata", Object({})},
+                              {"spec", spec},
+                              {"status", status}},
+                             {"spec"}));
+  }();
+  return *kSchema;
+}
+
+// ---- Rendering, as Go renders values in field errors ------------------------------------
+
+std::string RenderNumber(const json& v) {
+  if (v.is_number_unsigned()) return std::to_string(v.get<uint64_t>());
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  const double d = v.get<double>();
+  if (std::trunc(d) == d && std::fabs(d) < 1e21) return std::to_string(static_cast<int64_t>(d));
+  return json(d).dump();  // shortest round-trip form, like Go's %v
+}
+
+std::string RenderValue(const json& v) {
+  if (v.is_string()) return GoQuote(v.get_ref<const std::string&>());
+  if (v.is_number()) return RenderNumber(v);
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  return v.dump();
+}
+
+std::string RenderBound(double d) {
+  if (std::trunc(d) == d) return std::to_string(static_cast<int64_t>(d));
+  return json(d).dump();
+}
+
+const char* TypeName(Type t) {
+  switch (t) {
+    case Type::kObject:
+      return "object";
+    case Type::kArray:
+      return "array";
+    case Type::kString:
+      return "string";
+    case Type::kInteger:
+      return "integer";
+    case Type::kNumber:
+      return "number";
+    case Type::kBoolean:
+      return "boolean";
+  }
+  return "";
+}
+
+// The JSON type and format kube-openapi infers from a decoded value.
+std::pair<std::string, std::string> InferredType(const json& v) {
+  if (v.is_boolean()) return {"boolean", ""};
+  if (v.is_string()) return {"string", ""};
+  if (v.is_number_integer()) return {"integer", "int64"};
+  if (v.is_number_float()) return {"number", "double"};
+  if (v.is_array()) return {"array", ""};
+  if (v.is_null()) return {"null", ""};
+  return {"object", ""};
+}
+
+size_t RuneCount(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) {
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
+  }
+  return n;
+}
+
+bool IsBlocking(FieldErrorType t) {
+  return t == FieldErrorType::kNotSupported || t == FieldErrorType::kRequired ||
+         t == FieldErrorType::kTooLong || t == FieldErrorType::kTooMany;
+}
+
+// ---- The walk ---------------------------------------------------------------------------
+
+class Validator {
+ public:
+  FieldErrors Run(const Schema& schema, const json& object, const json* old_object) {
+    CheckSchema(schema, object, "");
+    CheckListTypes(schema, object, "");
+    if (blocked_) {
+      errors_.push_back({FieldErrorType::kInvalid, "<nil>", "null", kCelSkippedNotice});
+    } else {
+      CheckRules(schema, object, old_object, "");
+    }
+    return std::move(errors_);
+  }
+
+ private:
+  static std::string Child(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+  static std::string Index(const std::string& path, size_t i) {
+    return path + "[" + std::to_string(i) + "]";
+  }
+
+  void Add(FieldErrorType type, std::string field, std::string value, std::string detail) {
+    if (IsBlocking(type)) blocked_ = true;
+    errors_.push_back({type, std::move(field), std::move(value), std::move(detail)});
+  }
+
+  // kube-openapi's "must be of type" error (a blocking FieldValueTypeInvalid on the server).
+  void TypeError(const std::string& path, const std::string& expected, const std::string& got) {
+    blocked_ = true;
+    errors_.push_back({FieldErrorType::kInvalid, path, GoQuote(got),
+                       path + " in body must be of type " + expected + ": " + GoQuote(got)});
+  }
+
+  // kube-openapi's typeValidator, with its format quirks; false when the type is wrong.
+  bool CheckType(const Schema& s, const json& v, const std::string& path) {
+    const auto [got, got_format] = InferredType(v);
+    const std::string want = TypeName(s.type);
+    const bool float_int = v.is_number_float() && s.type == Type::kInteger &&
+                           std::trunc(v.get<double>()) == v.get<double>() &&
+                           std::fabs(v.get<double>()) < 9007199254740992.0;
+    const bool int_float = v.is_number_integer() && s.type == Type::kNumber;
+    if (!v.is_string() && !v.is_array() && !s.format.empty() &&
+        !(want == got || got_format == s.format || float_int || int_float)) {
+      TypeError(path, s.format, got_format);
+      return false;
+    }
+    if (s.type != Type::kInteger && s.type != Type::kNumber && !s.format.empty() &&
+        (v.is_string() || v.is_array())) {
+      return true;
+    }
+    if (!(want == got || float_int || int_float)) {
+      TypeError(path, want, got);
+      return false;
+    }
+    return true;
+  }
+
+  void CheckSchema(const Schema& s, const json& v, const std::string& path) {
+    if (!CheckType(s, v, path)) return;
+    if (!s.enum_values.empty()) {
+      bool found = false;
+      for (const std::string& e : s.enum_values) found = found || v == e;
+      if (!found) {
+        std::string detail = "supported values: ";
+        for (size_t i = 0; i < s.enum_values.size(); ++i) {
+          detail += (i ? ", " : "") + GoQuote(s.enum_values[i]);
+        }
+        Add(FieldErrorType::kNotSupported, path, RenderValue(v), detail);
+      }
+    }
+    switch (s.type) {
+      case Type::kString:
+        CheckString(s, v.get_ref<const std::string&>(), path);
+        break;
+      case Type::kInteger:
+      case Type::kNumber:
+        CheckNumber(s, v, path);
+        break;
+      case Type::kArray:
+        CheckArray(s, v, path);
+        break;
+      case Type::kObject:
+        CheckObject(s, v, path);
+        break;
+      case Type::kBoolean:
+        break;
+    }
+  }
+
+  void CheckString(const Schema& s, const std::string& v, const std::string& path) {
+    const auto runes = static_cast<int64_t>(RuneCount(v));
+    if (s.max_length && runes > *s.max_length) {
+      Add(FieldErrorType::kTooLong, path, "",
+          "may not be more than " + std::to_string(*s.max_length) +
+              (*s.max_length == 1 ? " byte" : " bytes"));
+    }
+    if (s.min_length && runes < *s.min_length) {
+      Add(FieldErrorType::kInvalid, path, GoQuote(v),
+          path + " in body should be at least " + std::to_string(*s.min_length) + " chars long");
+    }
+    if (!s.pattern.empty() && !std::regex_search(v, std::regex(s.pattern))) {
+      Add(FieldErrorType::kInvalid, path, GoQuote(v),
+          path + " in body should match '" + s.pattern + "'");
+    }
+    if (s.format == "date-time" && !ParseTime(v).ok()) {
+      TypeError(path, "date-time", v);
+    }
+  }
+
+  void CheckNumber(const Schema& s, const json& v, const std::string& path) {
+    const double d = v.get<double>();
+    if (s.maximum && d > *s.maximum) {
+      Add(FieldErrorType::kInvalid, path, RenderNumber(v),
+          path + " in body should be less than or equal to " + RenderBound(*s.maximum));
+    }
+    if (s.minimum && d < *s.minimum) {
+      Add(FieldErrorType::kInvalid, path, RenderNumber(v),
+          path + " in body should be greater than or equal to " + RenderBound(*s.minimum));
+    }
+  }
+
+  void CheckArray(const Schema& s, const json& v, const std::string& path) {
+    if (s.max_items && static_cast<int64_t>(v.size()) > *s.max_items) {
+      Add(FieldErrorType::kTooMany, path, std::to_string(v.size()),
+          "must have at most " + std::to_string(*s.max_items) +
+              (*s.max_items == 1 ? " item" : " items"));
+    }
+    for (size_t i = 0; i < v.size(); ++i) CheckSchema(*s.items, v[i], Index(path, i));
+  }
+
+  void CheckObject(const Schema& s, const json& v, const std::string& path) {
+    for (const std::string& key : s.required) {
+      if (!v.contains(key)) Add(FieldErrorType::kRequired, Child(path, key), "", "");
+    }
+    for (const auto& [key, sub] : s.properties) {
+      auto it = v.find(key);
+      if (it != v.end()) CheckSchema(sub, *it, Child(path, key));
+    }
+  }
+
+  // x-kubernetes-list-type set (scalars) and map (objects keyed by map_key): the second
+  // occurrence of each value is a duplicate.
+  void CheckListTypes(const Schema& s, const json& v, const std::string& path) {
+    if (s.type == Type::kObject && v.is_object()) {
+      for (const auto& [key, sub] : s.properties) {
+        auto it = v.find(key);
+        if (it != v.end()) CheckListTypes(sub, *it, Child(path, key));
+      }
+      return;
+    }
+    if (s.type != Type::kArray || !v.is_array()) return;
+    if (s.list_type != ListType::kAtomic) {
+      std::vector<json> seen;
+      std::set<size_t> reported;
+      for (size_t i = 0; i < v.size(); ++i) {
+        json key = v[i];
+        if (s.list_type == ListType::kMap) {
+          key = v[i].is_object() && v[i].contains(s.map_key) ? json{{s.map_key, v[i][s.map_key]}}
+                                                             : json::object();
+        }
+        size_t first = seen.size();
+        for (size_t k = 0; k < seen.size(); ++k) {
+          if (seen[k] == key) first = k;
+        }
+        if (first == seen.size()) {
+          seen.push_back(key);
+        } else if (reported.insert(first).second) {
+          Add(FieldErrorType::kDuplicate, Index(path, i), RenderValue(key), "");
+        }
+      }
+    }
+    for (size_t i = 0; i < v.size(); ++i) CheckListTypes(*s.items, v[i], Index(path, i));
+  }
+
+  void CheckRules(const Schema& s, const json& v, const json* old, const std::string& path) {
+    // The rules of a node see a value of the right type (a type error blocks the CEL pass).
+    for (const Rule& rule : s.rules) {
+      if (rule.ok(v)) continue;
+      const bool compound = s.type == Type::kObject || s.type == Type::kArray;
+      errors_.push_back({FieldErrorType::kInvalid,
+                         rule.field_path.empty() ? path : Child(path, rule.field_path),
+                         compound ? "" : RenderValue(v), rule.message});
+    }
+    if (old != nullptr) {
+      for (const TransitionRule& rule : s.transition_rules) {
+        if (rule.ok(v, *old)) continue;
+        const bool compound = s.type == Type::kObject || s.type == Type::kArray;
+        errors_.push_back(
+            {FieldErrorType::kInvalid, path, compound ? "" : RenderValue(v), rule.message});
+      }
+    }
+    if (s.type == Type::kObject) {
+      for (const auto& [key, sub] : s.properties) {
+        auto it = v.find(key);
+        if (it == v.end()) continue;
+        const json* old_child = nullptr;
+        if (old != nullptr && old->is_object()) {
+          auto o = old->find(key);
+          if (o != old->end()) old_child = &*o;
+        }
+        CheckRules(sub, *it, old_child, Child(path, key));
+      }
+    } else if (s.type == Type::kArray) {
+      // Items of sets and atomic lists have no old value to compare with (CEL correlates
+      // only map-list items by key; stasis has no transition rule inside a list).
+      for (size_t i = 0; i < v.size(); ++i) CheckRules(*s.items, v[i], nullptr, Index(path, i));
+    }
+  }
+
+  FieldErrors errors_;
+  bool blocked_ = false;
+};
+
+}  // namespace
+
+FieldErrors ValidateActor(const json& actor) {
+  json copy = actor;
+  ApplyActorDefaults(copy);
+  return Validator().Run(ActorSchema(), copy, nullptr);
+}
+
+FieldErrors ValidateActor(const Actor& actor) { return ValidateActor(ActorTypedJson(actor)); }
+
+FieldErrors ValidateWorker(const json& worker) {
+  json copy = worker;
+  ApplyWorkerDefaults(copy);
+  return Validator().Run(WorkerSchema(), copy, nullptr);
+}
+
+FieldErrors ValidateWorker(const Worker& worker) { return ValidateWorker(WorkerTypedJson(worker)); }
+
+FieldErrors ValidateWorkerUpdate(const json& old_worker, const json& new_worker) {
+  json old_copy = old_worker;
+  json new_copy = new_worker;
+  ApplyWorkerDefaults(old_copy);
+  ApplyWorkerDefaults(new_copy);
+  return Validator().Run(WorkerSchema(), new_copy, &old_copy);
+}
+
+}  // namespace stasis::api

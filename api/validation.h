@@ -1,0 +1,62 @@
+// Validation of Actors and Workers in C++, with the same rules and the same messages as the
+// API server applies from the CRDs (manifests/crd/): OpenAPI schema checks (types, enums,
+// bounds, lengths, patterns, required fields), list-type checks (duplicates), then the CEL
+// rules (x-kubernetes-validations) with their human messages. Each error renders, through
+// FieldError::ToString(), exactly as `kubectl` prints the server's error, e.g.
+//   spec.snapshots.onCommit: Invalid value: onCommit must be a subset of onPause: …
+// Like the server, defaults are applied (to a copy) first, and the CEL rules are skipped when
+// a "blocking" schema error (unsupported, required, too long, too many, wrong type) was found,
+// with the server's notice kCelSkippedNotice appended instead.
+// Invariants: deterministic order (schema order); every kMessage* below appears verbatim in a
+// CRD. Differences from the server, by design: metadata (name, labels) is not validated; a
+// value of the wrong type yields only the type error; on writes to /status the server names
+// schema-error fields relative to `status` inside the detail text ("conditions[0].reason in
+// body should …"), where this validator, like the server on create, uses the full path.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "api/actor.h"
+#include "api/field_error.h"
+#include "api/worker.h"
+
+namespace stasis::api {
+
+// CEL rule messages, verbatim from the CRDs.
+inline constexpr char kMessageBundleAbsolute[] = "bundle must be an absolute path";
+inline constexpr char kMessageBundleDotDot[] = "bundle must not contain a '..' segment";
+inline constexpr char kMessageCudaPathAbsolute[] = "cudaCheckpointPath must be an absolute path";
+inline constexpr char kMessageCudaPathDotDot[] =
+    "cudaCheckpointPath must not contain a '..' segment";
+inline constexpr char kMessageDataDirAbsolute[] = "dataDirs entries must be absolute paths";
+inline constexpr char kMessageDataDirDotDot[] = "dataDirs entries must not contain a '..' segment";
+inline constexpr char kMessageNodeName[] =
+    "nodeName must be a lowercase RFC 1123 subdomain, such as node-a";
+inline constexpr char kMessageScopeSubset[] =
+    "onCommit must be a subset of onPause: with onPause Data, onCommit must be Data";
+inline constexpr char kMessageDataScopeNeedsDirs[] =
+    "a Data snapshot scope needs at least one dataDirs entry";
+inline constexpr char kMessageWorkerHeldRef[] = "actorRef must be set exactly when phase is Held";
+inline constexpr char kMessageImmutableNodeName[] = "nodeName is immutable";
+// Added by the server (and here) when CEL rules were skipped because of a blocking error.
+inline constexpr char kCelSkippedNotice[] =
+    "some validation rules were not checked because the object was invalid; correct the "
+    "existing errors to complete validation";
+
+// Patterns of metav1.Condition, verbatim from the CRD.
+inline constexpr char kConditionTypePattern[] =
+    R"(^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$)";
+inline constexpr char kConditionReasonPattern[] = R"(^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$)";
+
+// An Actor as sent to the API server (create or update of the main resource): the whole
+// object, status included.
+FieldErrors ValidateActor(const nlohmann::json& actor);
+FieldErrors ValidateActor(const Actor& actor);  // validates ActorTypedJson(actor)
+
+FieldErrors ValidateWorker(const nlohmann::json& worker);
+FieldErrors ValidateWorker(const Worker& worker);
+// Also applies the transition rules (spec.nodeName is immutable).
+FieldErrors ValidateWorkerUpdate(const nlohmann::json& old_worker,
+                                 const nlohmann::json& new_worker);
+
+}  // namespace stasis::api

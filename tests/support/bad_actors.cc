@@ -1,0 +1,270 @@
+#include "tests/support/bad_actors.h"
+
+#include <string>
+#include <utility>
+
+namespace stasis::testing {
+namespace {
+
+using nlohmann::json;
+
+// `base` with `patch` applied as a JSON merge patch (null deletes a key).
+json Patched(json base, const json& patch) {
+  base.merge_patch(patch);
+  return base;
+}
+
+BadObject Actor(std::string name, std::string what, BadWrite write, const json& patch,
+                std::string expected) {
+  json object = Patched(GoodActor(name, write == BadWrite::kStatus), patch);
+  return {std::move(name), std::move(what), write, std::move(object), std::move(expected)};
+}
+
+BadObject Worker(std::string name, std::string what, BadWrite write, const json& patch,
+                 std::string expected) {
+  json object = Patched(GoodWorker(name, write == BadWrite::kStatus), patch);
+  return {std::move(name), std::move(what), write, std::move(object), std::move(expected)};
+}
+
+std::vector<json> ManyDirs(int n) {
+  std::vector<json> dirs;
+  for (int i = 0; i < n; ++i) dirs.push_back("/data/" + std::to_string(i));
+  return dirs;
+}
+
+}  // namespace
+
+json GoodActor(const std::string& name, bool with_status) {
+  json actor = {{"apiVersion", "stasis.dev/v1alpha1"},
+                {"kind", "Actor"},
+                {"metadata", {{"name", name}, {"namespace", kBadObjectNamespace}}},
+                {"spec",
+                 {{"runtime", "microvm"},
+                  {"bundle", "/var/lib/stasis/bundles/counter"},
+                  {"nodeName", "node-a"},
+                  {"gpu", {{"count", 2}, {"cudaCheckpointPath", "/opt/nvidia/cuda-checkpoint"}}},
+                  {"desiredState", "Paused"},
+                  {"checkpointPolicy", "LeaveRunningThenStop"},
+                  {"snapshots",
+                   {{"onPause", "Full"}, {"onCommit", "Data"}, {"dataDirs", {"/data", "/cache"}}}},
+                  {"timeouts", {{"checkpointSeconds", 900}, {"restoreSeconds", 120}}}}}};
+  if (with_status) {
+    actor["status"] = {{"status", "STATUS_PAUSED"},
+                       {"observedGeneration", 3},
+                       {"nodeName", "node-a"},
+                       {"workerName", "node-a-gpu0"},
+                       {"sandboxID", "stasis-counter-7f3a"},
+                       {"transitionStartTime", "2026-12-02T10:00:00Z"},
+                       {"latestSnapshot",
+                        {{"id", "counter-20261202-100000"},
+                         {"trigger", "Pause"},
+                         {"scope", "Full"},
+                         {"location", "/var/lib/stasis/snapshots/counter-20261202-100000"},
+                         {"nodeName", "node-a"},
+                         {"sizeBytes", 123456789},
+                         {"durationSeconds", 4.5},
+                         {"cudaCheckpointed", true},
+                         {"runscVersion", "release-20260622.0"},
+                         {"takenAt", "2026-12-02T10:00:04Z"}}},
+                       {"conditions",
+                        {{{"type", "Ready"},
+                          {"status", "False"},
+                          {"observedGeneration", 3},
+                          {"lastTransitionTime", "2026-12-02T10:00:00Z"},
+                          {"reason", "Paused"},
+                          {"message", "the actor is paused"}},
+                         {{"type", "CudaCheckpointReady"},
+                          {"status", "True"},
+                          {"observedGeneration", 3},
+                          {"lastTransitionTime", "2026-12-02T09:00:00Z"},
+                          {"reason", "PreflightPassed"},
+                          {"message", ""}}}}};
+  }
+  return actor;
+}
+
+json GoodWorker(const std::string& name, bool with_status) {
+  json worker = {
+      {"apiVersion", "stasis.dev/v1alpha1"},
+      {"kind", "Worker"},
+      {"metadata", {{"name", name}}},
+      {"spec",
+       {{"nodeName", "node-a"}, {"devices", {"GPU-8f5c1a52-2b1e-4c3d-9a7e-0123456789ab"}}}}};
+  if (with_status) {
+    worker["status"] = {{"phase", "Held"},
+                        {"actorRef", {{"namespace", kBadObjectNamespace}, {"name", "counter"}}}};
+  }
+  return worker;
+}
+
+const std::vector<BadObject>& BadActors() {
+  static const auto* const kTable = [] {
+    const BadWrite kCreate = BadWrite::kCreate;
+    const BadWrite kStatus = BadWrite::kStatus;
+    const std::string long_bundle = "/" + std::string(4096, 'b');
+    return new std::vector<BadObject>{
+        Actor(
+            "bad-desired-state", "desiredState outside the enum", kCreate,
+            {{"spec", {{"desiredState", "Sleeping"}}}},
+            R"(spec.desiredState: Unsupported value: "Sleeping": supported values: "Running", "Paused", "Suspended")"),
+        Actor(
+            "bad-runtime", "runtime outside the enum", kCreate, {{"spec", {{"runtime", "docker"}}}},
+            R"(spec.runtime: Unsupported value: "docker": supported values: "gvisor", "microvm")"),
+        Actor(
+            "bad-policy", "checkpointPolicy outside the enum", kCreate,
+            {{"spec", {{"checkpointPolicy", "Sometimes"}}}},
+            R"(spec.checkpointPolicy: Unsupported value: "Sometimes": supported values: "Direct", "LeaveRunningThenStop")"),
+        Actor(
+            "bad-on-pause", "onPause outside the enum", kCreate,
+            {{"spec", {{"snapshots", {{"onPause", "Partial"}}}}}},
+            R"(spec.snapshots.onPause: Unsupported value: "Partial": supported values: "Full", "Data")"),
+        Actor(
+            "bad-on-commit", "onCommit outside the enum", kCreate,
+            {{"spec", {{"snapshots", {{"onCommit", "Everything"}}}}}},
+            R"(spec.snapshots.onCommit: Unsupported value: "Everything": supported values: "Full", "Data")"),
+        Actor("bad-scope-subset", "onCommit Full is not a subset of onPause Data", kCreate,
+              {{"spec", {{"snapshots", {{"onPause", "Data"}, {"onCommit", "Full"}}}}}},
+              "spec.snapshots.onCommit: Invalid value: onCommit must be a subset of onPause: "
+              "with onPause Data, onCommit must be Data"),
+        Actor(
+            "bad-data-no-dirs", "a Data scope without dataDirs", kCreate,
+            {{"spec",
+              {{"snapshots", {{"onPause", "Data"}, {"onCommit", "Data"}, {"dataDirs", nullptr}}}}}},
+            "spec.snapshots.dataDirs: Invalid value: a Data snapshot scope needs at least one "
+            "dataDirs entry"),
+        Actor("bad-checkpoint-zero", "checkpointSeconds below 1", kCreate,
+              {{"spec", {{"timeouts", {{"checkpointSeconds", 0}}}}}},
+              "spec.timeouts.checkpointSeconds: Invalid value: 0: spec.timeouts.checkpointSeconds "
+              "in body should be greater than or equal to 1"),
+        Actor("bad-checkpoint-day", "checkpointSeconds above 86400", kCreate,
+              {{"spec", {{"timeouts", {{"checkpointSeconds", 86401}}}}}},
+              "spec.timeouts.checkpointSeconds: Invalid value: 86401: "
+              "spec.timeouts.checkpointSeconds in body should be less than or equal to 86400"),
+        Actor("bad-restore-negative", "restoreSeconds negative", kCreate,
+              {{"spec", {{"timeouts", {{"restoreSeconds", -5}}}}}},
+              "spec.timeouts.restoreSeconds: Invalid value: -5: spec.timeouts.restoreSeconds in "
+              "body should be greater than or equal to 1"),
+        Actor("bad-restore-huge", "restoreSeconds above 86400", kCreate,
+              {{"spec", {{"timeouts", {{"restoreSeconds", 100000}}}}}},
+              "spec.timeouts.restoreSeconds: Invalid value: 100000: spec.timeouts.restoreSeconds "
+              "in body should be less than or equal to 86400"),
+        Actor(
+            "bad-timeout-type", "a timeout written as a string", kCreate,
+            {{"spec", {{"timeouts", {{"checkpointSeconds", "600"}}}}}},
+            R"(spec.timeouts.checkpointSeconds: Invalid value: "string": spec.timeouts.checkpointSeconds in body must be of type integer: "string")"),
+        Actor("bad-bundle-relative", "bundle not absolute", kCreate,
+              {{"spec", {{"bundle", "bundles/counter"}}}},
+              R"(spec.bundle: Invalid value: "bundles/counter": bundle must be an absolute path)"),
+        Actor("bad-bundle-empty", "bundle empty", kCreate, {{"spec", {{"bundle", ""}}}},
+              R"(spec.bundle: Invalid value: "": bundle must be an absolute path)"),
+        Actor(
+            "bad-bundle-dotdot", "bundle with a '..' segment", kCreate,
+            {{"spec", {{"bundle", "/var/lib/stasis/../../etc"}}}},
+            R"(spec.bundle: Invalid value: "/var/lib/stasis/../../etc": bundle must not contain a '..' segment)"),
+        Actor("bad-bundle-long", "bundle longer than 4096", kCreate,
+              {{"spec", {{"bundle", long_bundle}}}},
+              "spec.bundle: Too long: may not be more than 4096 bytes"),
+        Actor("bad-bundle-missing", "bundle missing", kCreate, {{"spec", {{"bundle", nullptr}}}},
+              "spec.bundle: Required value"),
+        Actor("bad-spec-missing", "spec missing", kCreate, {{"spec", nullptr}},
+              "spec: Required value"),
+        Actor("bad-gpu-count-high", "gpu.count above 8", kCreate,
+              {{"spec", {{"gpu", {{"count", 9}}}}}},
+              "spec.gpu.count: Invalid value: 9: spec.gpu.count in body should be less than or "
+              "equal to 8"),
+        Actor("bad-gpu-count-negative", "gpu.count negative", kCreate,
+              {{"spec", {{"gpu", {{"count", -1}}}}}},
+              "spec.gpu.count: Invalid value: -1: spec.gpu.count in body should be greater than "
+              "or equal to 0"),
+        Actor(
+            "bad-cuda-path-relative", "cudaCheckpointPath not absolute", kCreate,
+            {{"spec", {{"gpu", {{"cudaCheckpointPath", "cuda-checkpoint"}}}}}},
+            R"(spec.gpu.cudaCheckpointPath: Invalid value: "cuda-checkpoint": cudaCheckpointPath must be an absolute path)"),
+        Actor(
+            "bad-cuda-path-dotdot", "cudaCheckpointPath with a '..' segment", kCreate,
+            {{"spec", {{"gpu", {{"cudaCheckpointPath", "/usr/local/../bin/cuda-checkpoint"}}}}}},
+            R"(spec.gpu.cudaCheckpointPath: Invalid value: "/usr/local/../bin/cuda-checkpoint": cudaCheckpointPath must not contain a '..' segment)"),
+        Actor(
+            "bad-data-dir-relative", "a dataDirs entry not absolute", kCreate,
+            {{"spec", {{"snapshots", {{"dataDirs", {"/data", "cache"}}}}}}},
+            R"(spec.snapshots.dataDirs[1]: Invalid value: "cache": dataDirs entries must be absolute paths)"),
+        Actor(
+            "bad-data-dir-dotdot", "a dataDirs entry ending in '..'", kCreate,
+            {{"spec", {{"snapshots", {{"dataDirs", {"/data/.."}}}}}}},
+            R"(spec.snapshots.dataDirs[0]: Invalid value: "/data/..": dataDirs entries must not contain a '..' segment)"),
+        Actor("bad-data-dirs-many", "17 dataDirs", kCreate,
+              {{"spec", {{"snapshots", {{"dataDirs", ManyDirs(17)}}}}}},
+              "spec.snapshots.dataDirs: Too many: 17: must have at most 16 items"),
+        Actor("bad-data-dirs-duplicate", "a dataDirs entry twice", kCreate,
+              {{"spec", {{"snapshots", {{"dataDirs", {"/data", "/cache", "/data"}}}}}}},
+              R"(spec.snapshots.dataDirs[2]: Duplicate value: "/data")"),
+        Actor(
+            "bad-node-name", "nodeName not a DNS subdomain", kCreate,
+            {{"spec", {{"nodeName", "Node_A"}}}},
+            R"(spec.nodeName: Invalid value: "Node_A": nodeName must be a lowercase RFC 1123 subdomain, such as node-a)"),
+        Actor(
+            "bad-status", "status.status outside the STATUS_* enum", kStatus,
+            {{"status", {{"status", "RUNNING"}}}},
+            R"(status.status: Unsupported value: "RUNNING": supported values: "STATUS_UNSPECIFIED", "STATUS_RESUMING", "STATUS_RUNNING", "STATUS_SUSPENDING", "STATUS_SUSPENDED", "STATUS_PAUSING", "STATUS_PAUSED", "STATUS_FAILED")"),
+        Actor(
+            "bad-snapshot-trigger", "latestSnapshot.trigger outside the enum", kStatus,
+            {{"status", {{"latestSnapshot", {{"trigger", "Manual"}}}}}},
+            R"(status.latestSnapshot.trigger: Unsupported value: "Manual": supported values: "Pause", "Suspend")"),
+        Actor(
+            "bad-condition-status", "a condition status other than True/False/Unknown", kStatus,
+            {{"status",
+              {{"conditions",
+                {{{"type", "Ready"},
+                  {"status", "Maybe"},
+                  {"lastTransitionTime", "2026-12-02T10:00:00Z"},
+                  {"reason", "Paused"},
+                  {"message", ""}}}}}}},
+            R"(status.conditions[0].status: Unsupported value: "Maybe": supported values: "True", "False", "Unknown")"),
+        Actor("bad-condition-duplicate", "two conditions of one type", kStatus,
+              {{"status",
+                {{"conditions",
+                  {{{"type", "Ready"},
+                    {"status", "True"},
+                    {"lastTransitionTime", "2026-12-02T10:00:00Z"},
+                    {"reason", "Running"},
+                    {"message", ""}},
+                   {{"type", "Ready"},
+                    {"status", "False"},
+                    {"lastTransitionTime", "2026-12-02T10:00:00Z"},
+                    {"reason", "Paused"},
+                    {"message", ""}}}}}}},
+              R"(status.conditions[1]: Duplicate value: {"type":"Ready"})"),
+    };
+  }();
+  return *kTable;
+}
+
+const std::vector<BadObject>& BadWorkers() {
+  static const auto* const kTable = [] {
+    const BadWrite kCreate = BadWrite::kCreate;
+    const BadWrite kStatus = BadWrite::kStatus;
+    return new std::vector<BadObject>{
+        Worker("bad-worker-no-node", "spec.nodeName missing", kCreate,
+               {{"spec", {{"nodeName", nullptr}}}}, "spec.nodeName: Required value"),
+        Worker(
+            "bad-worker-node-name", "spec.nodeName not a DNS subdomain", kCreate,
+            {{"spec", {{"nodeName", "node a"}}}},
+            R"(spec.nodeName: Invalid value: "node a": nodeName must be a lowercase RFC 1123 subdomain, such as node-a)"),
+        Worker("bad-worker-devices", "a device listed twice", kCreate,
+               {{"spec", {{"devices", {"GPU-0", "GPU-0"}}}}},
+               R"(spec.devices[1]: Duplicate value: "GPU-0")"),
+        Worker("bad-worker-phase", "phase outside the enum", kStatus,
+               {{"status", {{"phase", "Busy"}}}},
+               R"(status.phase: Unsupported value: "Busy": supported values: "Free", "Held")"),
+        Worker("bad-worker-held-no-ref", "Held without actorRef", kStatus,
+               {{"status", {{"actorRef", nullptr}}}},
+               "status: Invalid value: actorRef must be set exactly when phase is Held"),
+        Worker("bad-worker-free-with-ref", "Free with an actorRef", kStatus,
+               {{"status", {{"phase", "Free"}}}},
+               "status: Invalid value: actorRef must be set exactly when phase is Held"),
+    };
+  }();
+  return *kTable;
+}
+
+}  // namespace stasis::testing

@@ -1,0 +1,38 @@
+// The table of invalid Actors (and Workers) shared by the unit test of the C++ validator
+// (tests/unit/api_validation_test.cc) and the integration test against the real API server
+// (tests/integration/crd_test.cc): each entry must be refused by both, with the same message.
+// Invariant: each entry differs from a valid object by one mistake and has exactly one
+// expected error (plus, where the server would add it, the "rules were not checked" notice).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace stasis::testing {
+
+inline constexpr char kBadObjectNamespace[] = "stasis-crd-test";
+
+// How the bad object reaches the API server.
+enum class BadWrite {
+  kCreate,  // POST of the whole object
+  kStatus,  // POST of the object without its status, then a merge patch of /status
+};
+
+struct BadObject {
+  std::string name;  // metadata.name: unique within the table
+  std::string what;  // what is wrong, for test output
+  BadWrite write;
+  nlohmann::json object;  // the whole object, as the validator sees it
+  std::string expected;   // FieldError::ToString() of the error, as kubectl prints it
+};
+
+// A valid Actor named `name` that sets every spec field (and, with status, every status
+// field) to a non-default value.
+nlohmann::json GoodActor(const std::string& name, bool with_status = false);
+nlohmann::json GoodWorker(const std::string& name, bool with_status = false);
+
+const std::vector<BadObject>& BadActors();
+const std::vector<BadObject>& BadWorkers();
+
+}  // namespace stasis::testing

@@ -1,0 +1,108 @@
+// Condition semantics: lastTransitionTime moves only when status changes; reason, message
+// and observedGeneration follow the latest write; time comes from the caller.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "api/conditions.h"
+#include "api/names.h"
+
+namespace stasis::api {
+namespace {
+
+using std::chrono::seconds;
+
+Time At(int64_t s) { return Time{seconds{s}}; }
+
+Condition Ready(ConditionStatus status, const char* reason, int64_t generation = 1,
+                const char* message = "") {
+  return {kConditionReady, status, generation, Time{}, reason, message};
+}
+
+TEST(ApiConditionsTest, NewConditionTakesNow) {
+  std::vector<Condition> cs;
+  EXPECT_TRUE(SetCondition(cs, Ready(ConditionStatus::kFalse, "Resuming"), At(100)));
+  ASSERT_EQ(cs.size(), 1u);
+  EXPECT_EQ(cs[0].last_transition_time, At(100));
+  EXPECT_EQ(cs[0].reason, "Resuming");
+}
+
+TEST(ApiConditionsTest, SameStatusKeepsTransitionTime) {
+  std::vector<Condition> cs;
+  SetCondition(cs, Ready(ConditionStatus::kFalse, "Resuming", 1), At(100));
+  // Identical: nothing changed, nothing to write.
+  EXPECT_FALSE(SetCondition(cs, Ready(ConditionStatus::kFalse, "Resuming", 1), At(200)));
+  EXPECT_EQ(cs[0].last_transition_time, At(100));
+  // New reason, message, generation: changed, but the transition time stays.
+  EXPECT_TRUE(
+      SetCondition(cs, Ready(ConditionStatus::kFalse, "Restoring", 1, "restoring"), At(300)));
+  EXPECT_EQ(cs[0].last_transition_time, At(100));
+  EXPECT_EQ(cs[0].reason, "Restoring");
+  EXPECT_EQ(cs[0].message, "restoring");
+  EXPECT_TRUE(
+      SetCondition(cs, Ready(ConditionStatus::kFalse, "Restoring", 2, "restoring"), At(400)));
+  EXPECT_EQ(cs[0].observed_generation, 2);
+  EXPECT_EQ(cs[0].last_transition_time, At(100));
+  // Even an explicit time is ignored when status does not change.
+  Condition explicit_time = Ready(ConditionStatus::kFalse, "Restoring", 2, "restoring");
+  explicit_time.last_transition_time = At(999);
+  EXPECT_FALSE(SetCondition(cs, explicit_time, At(500)));
+  EXPECT_EQ(cs[0].last_transition_time, At(100));
+}
+
+TEST(ApiConditionsTest, StatusChangeMovesTransitionTime) {
+  std::vector<Condition> cs;
+  SetCondition(cs, Ready(ConditionStatus::kFalse, "Resuming"), At(100));
+  EXPECT_TRUE(SetCondition(cs, Ready(ConditionStatus::kTrue, "Running", 2), At(250)));
+  EXPECT_EQ(cs[0].status, ConditionStatus::kTrue);
+  EXPECT_EQ(cs[0].last_transition_time, At(250));
+  EXPECT_EQ(cs[0].observed_generation, 2);
+  // An explicit time wins over `now` when status changes.
+  Condition c = Ready(ConditionStatus::kUnknown, "NodeLost", 2);
+  c.last_transition_time = At(240);
+  EXPECT_TRUE(SetCondition(cs, c, At(300)));
+  EXPECT_EQ(cs[0].last_transition_time, At(240));
+}
+
+TEST(ApiConditionsTest, OneConditionPerType) {
+  std::vector<Condition> cs;
+  SetCondition(cs, Ready(ConditionStatus::kTrue, "Running"), At(1));
+  SetCondition(cs, {kConditionStuck, ConditionStatus::kFalse, 1, {}, "WithinDeadline", ""}, At(2));
+  SetCondition(cs, Ready(ConditionStatus::kFalse, "Pausing"), At(3));
+  ASSERT_EQ(cs.size(), 2u);
+  EXPECT_EQ(cs[0].type, kConditionReady);
+  EXPECT_EQ(cs[1].type, kConditionStuck);
+  EXPECT_EQ(FindCondition(cs, kConditionStuck)->reason, "WithinDeadline");
+  EXPECT_EQ(FindCondition(cs, kConditionCheckpointFailed), nullptr);
+  EXPECT_EQ(GetConditionStatus(cs, kConditionReady), ConditionStatus::kFalse);
+  EXPECT_EQ(GetConditionStatus(cs, kConditionCheckpointFailed), ConditionStatus::kUnknown);
+  EXPECT_FALSE(IsConditionTrue(cs, kConditionReady));
+  EXPECT_TRUE(RemoveCondition(cs, kConditionStuck));
+  EXPECT_FALSE(RemoveCondition(cs, kConditionStuck));
+  EXPECT_EQ(cs.size(), 1u);
+}
+
+TEST(ApiConditionsTest, LongMessagesAreCutAtACharacterBoundary) {
+  std::string message;
+  for (int i = 0; i < 20000; ++i) message += "\xC3\xA9";  // é, two bytes: 40000 bytes
+  std::vector<Condition> cs;
+  SetCondition(cs, Ready(ConditionStatus::kFalse, "CheckpointFailed", 1, message.c_str()), At(1));
+  const std::string& kept = cs[0].message;
+  EXPECT_LE(kept.size(), static_cast<size_t>(kMaxConditionMessageBytes));
+  EXPECT_GE(kept.size(), static_cast<size_t>(kMaxConditionMessageBytes) - 4);
+  EXPECT_EQ(kept.substr(kept.size() - 3), "\xE2\x80\xA6");
+  // Every é before the ellipsis is whole.
+  const std::string body = kept.substr(0, kept.size() - 3);
+  EXPECT_EQ(body.size() % 2, 0u);
+  EXPECT_EQ(body.substr(body.size() - 2), "\xC3\xA9");
+  EXPECT_EQ(TruncateMessage("short", 10), "short");
+}
+
+TEST(ApiConditionsTest, StatusNames) {
+  EXPECT_STREQ(ToString(ConditionStatus::kTrue), "True");
+  EXPECT_EQ(ParseConditionStatus("Unknown"), ConditionStatus::kUnknown);
+  EXPECT_FALSE(ParseConditionStatus("true").has_value());
+}
+
+}  // namespace
+}  // namespace stasis::api

@@ -1,0 +1,182 @@
+// The C++ validator against the shared table of bad Actors and Workers (the same table the
+// integration test sends to the real API server), plus the rule messages' presence in the CRDs.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "api/json_mapping.h"
+#include "api/validation.h"
+#include "tests/support/bad_actors.h"
+
+namespace stasis::api {
+namespace {
+
+using nlohmann::json;
+using stasis::testing::BadActors;
+using stasis::testing::BadObject;
+using stasis::testing::BadWorkers;
+using stasis::testing::GoodActor;
+using stasis::testing::GoodWorker;
+
+std::string Render(const FieldErrors& errors) {
+  std::string s;
+  for (const FieldError& e : errors) s += "\n  " + e.ToString();
+  return s;
+}
+
+// The one expected error first; anything else may only be the server's notice that CEL rules
+// were skipped.
+void ExpectOnly(const FieldErrors& errors, const BadObject& bad) {
+  ASSERT_FALSE(errors.empty()) << bad.name << ": accepted, expected " << bad.expected;
+  EXPECT_EQ(errors[0].ToString(), bad.expected) << bad.name << Render(errors);
+  for (size_t i = 1; i < errors.size(); ++i) {
+    EXPECT_EQ(errors[i].detail, kCelSkippedNotice) << bad.name << Render(errors);
+  }
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(ApiValidationTest, GoodObjectsPass) {
+  EXPECT_TRUE(ValidateActor(GoodActor("a")).empty()) << Render(ValidateActor(GoodActor("a")));
+  EXPECT_TRUE(ValidateActor(GoodActor("a", true)).empty())
+      << Render(ValidateActor(GoodActor("a", true)));
+  EXPECT_TRUE(ValidateWorker(GoodWorker("w")).empty());
+  EXPECT_TRUE(ValidateWorker(GoodWorker("w", true)).empty())
+      << Render(ValidateWorker(GoodWorker("w", true)));
+  // The smallest valid Actor: everything else defaults.
+  EXPECT_TRUE(ValidateActor(json::parse(R"({"spec": {"bundle": "/b"}})")).empty());
+  Actor typed;
+  typed.spec.bundle = "/var/lib/stasis/bundles/x";
+  EXPECT_TRUE(ValidateActor(typed).empty());
+  Worker worker;
+  worker.spec.node_name = "node-a";
+  EXPECT_TRUE(ValidateWorker(worker).empty());
+}
+
+TEST(ApiValidationTest, TheBadActorTableIsLargeEnough) { EXPECT_GE(BadActors().size(), 20u); }
+
+TEST(ApiValidationTest, EveryBadActorIsRejectedWithItsMessage) {
+  for (const BadObject& bad : BadActors()) {
+    SCOPED_TRACE(bad.name + ": " + bad.what);
+    ExpectOnly(ValidateActor(bad.object), bad);
+  }
+}
+
+TEST(ApiValidationTest, EveryBadWorkerIsRejectedWithItsMessage) {
+  for (const BadObject& bad : BadWorkers()) {
+    SCOPED_TRACE(bad.name + ": " + bad.what);
+    ExpectOnly(ValidateWorker(bad.object), bad);
+  }
+}
+
+TEST(ApiValidationTest, BlockingErrorsSkipTheCelRulesLikeTheServer) {
+  json actor = GoodActor("a");
+  actor["spec"]["desiredState"] = "Sleeping";  // schema error (blocking)
+  actor["spec"]["bundle"] = "relative";        // CEL error: not checked
+  FieldErrors errors = ValidateActor(actor);
+  ASSERT_EQ(errors.size(), 2u) << Render(errors);
+  EXPECT_EQ(errors[1].ToString(),
+            "<nil>: Invalid value: null: some validation rules were not checked because the "
+            "object was invalid; correct the existing errors to complete validation");
+
+  // Without a blocking error, every CEL rule reports, in schema order.
+  actor = GoodActor("a");
+  actor["spec"]["bundle"] = "relative/../x";
+  actor["spec"]["snapshots"]["dataDirs"] = {"data"};
+  errors = ValidateActor(actor);
+  ASSERT_EQ(errors.size(), 3u) << Render(errors);
+  EXPECT_EQ(errors[0].ToString(),
+            R"(spec.bundle: Invalid value: "relative/../x": bundle must be an absolute path)");
+  EXPECT_EQ(
+      errors[1].ToString(),
+      R"(spec.bundle: Invalid value: "relative/../x": bundle must not contain a '..' segment)");
+  EXPECT_EQ(
+      errors[2].ToString(),
+      R"(spec.snapshots.dataDirs[0]: Invalid value: "data": dataDirs entries must be absolute paths)");
+  // A '..' that is not a whole segment is fine.
+  actor = GoodActor("a");
+  actor["spec"]["bundle"] = "/var/lib/stasis/bundles/..counter../x..";
+  EXPECT_TRUE(ValidateActor(actor).empty()) << Render(ValidateActor(actor));
+}
+
+TEST(ApiValidationTest, ValuesAreRenderedTheWayGoRendersThem) {
+  json actor = GoodActor("a");
+  actor["spec"]["bundle"] = "tab\there \"quoted\" caf\xC3\xA9";
+  EXPECT_EQ(
+      ValidateActor(actor)[0].ToString(),
+      R"(spec.bundle: Invalid value: "tab\there \"quoted\" café": bundle must be an absolute path)");
+  EXPECT_EQ(GoQuote("\x01\xff"), R"("\x01\xff")");
+  EXPECT_EQ(ToStatus({}).ok(), true);
+  Status s = ToStatus(ValidateActor(json::parse(R"({"spec": {}})")));
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_EQ(s.message(), "spec.bundle: Required value; <nil>: Invalid value: null: " +
+                             std::string(kCelSkippedNotice));
+}
+
+TEST(ApiValidationTest, ConditionsAreValidatedLikeMetav1Condition) {
+  json actor = GoodActor("a", true);
+  actor["status"]["conditions"][0]["reason"] = "not camel case";
+  FieldErrors errors = ValidateActor(actor);
+  ASSERT_EQ(errors.size(), 1u) << Render(errors);
+  EXPECT_EQ(errors[0].ToString(),
+            std::string(R"(status.conditions[0].reason: Invalid value: "not camel case": )") +
+                "status.conditions[0].reason in body should match '" + kConditionReasonPattern +
+                "'");
+  actor = GoodActor("a", true);
+  actor["status"]["conditions"][0].erase("lastTransitionTime");
+  EXPECT_EQ(ValidateActor(actor)[0].ToString(),
+            "status.conditions[0].lastTransitionTime: Required value");
+  actor = GoodActor("a", true);
+  actor["status"]["transitionStartTime"] = "soon";
+  EXPECT_EQ(
+      ValidateActor(actor)[0].ToString(),
+      R"(status.transitionStartTime: Invalid value: "soon": status.transitionStartTime in body must be of type date-time: "soon")");
+}
+
+TEST(ApiValidationTest, WorkerNodeNameIsImmutable) {
+  const json old_worker = GoodWorker("w", true);
+  json new_worker = old_worker;
+  EXPECT_TRUE(ValidateWorkerUpdate(old_worker, new_worker).empty());
+  new_worker["spec"]["nodeName"] = "node-b";
+  FieldErrors errors = ValidateWorkerUpdate(old_worker, new_worker);
+  ASSERT_EQ(errors.size(), 1u) << Render(errors);
+  EXPECT_EQ(errors[0].ToString(),
+            R"(spec.nodeName: Invalid value: "node-b": nodeName is immutable)");
+  // On create there is no old value: the rule does not apply.
+  EXPECT_TRUE(ValidateWorker(new_worker).empty());
+}
+
+TEST(ApiValidationTest, EveryMessageAndPatternIsInTheCrds) {
+  const std::string actors =
+      ReadFile(std::string(STASIS_SOURCE_DIR) + "/manifests/crd/actors.stasis.dev.yaml");
+  const std::string workers =
+      ReadFile(std::string(STASIS_SOURCE_DIR) + "/manifests/crd/workers.stasis.dev.yaml");
+  ASSERT_FALSE(actors.empty());
+  ASSERT_FALSE(workers.empty());
+  for (const char* m : {kMessageBundleAbsolute, kMessageBundleDotDot, kMessageCudaPathAbsolute,
+                        kMessageCudaPathDotDot, kMessageDataDirAbsolute, kMessageDataDirDotDot,
+                        kMessageNodeName, kMessageScopeSubset, kMessageDataScopeNeedsDirs}) {
+    EXPECT_NE(actors.find("message: \"" + std::string(m) + "\""), std::string::npos) << m;
+  }
+  for (const char* m : {kMessageNodeName, kMessageWorkerHeldRef, kMessageImmutableNodeName}) {
+    EXPECT_NE(workers.find("message: \"" + std::string(m) + "\""), std::string::npos) << m;
+  }
+  for (const char* p : {kConditionTypePattern, kConditionReasonPattern}) {
+    EXPECT_NE(actors.find("pattern: '" + std::string(p) + "'"), std::string::npos) << p;
+  }
+  for (const char* d : {"default: /usr/local/bin/cuda-checkpoint", "default: 600",
+                        "default: gvisor", "default: Running", "default: Direct", "default: Full",
+                        "maxItems: 16", "maximum: 86400", "maximum: 8", "maxLength: 4096"}) {
+    EXPECT_NE(actors.find(d), std::string::npos) << d;
+  }
+}
+
+}  // namespace
+}  // namespace stasis::api
