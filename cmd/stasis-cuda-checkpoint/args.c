@@ -1,0 +1,139 @@
+// Parses the cuda-checkpoint command line by hand rather than with getopt_long: the rules
+// (one command, --timeout only where a lock happens) and the messages stay in one place.
+#include "args.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char kHelpText[] =
+    "stasis-cuda-checkpoint: checkpoint and restore the CUDA state of a running process\n"
+    "(command-line compatible with NVIDIA's cuda-checkpoint; needs NVIDIA driver R570 or newer)\n"
+    "\n"
+    "Usage:\n"
+    "  stasis-cuda-checkpoint --get-state --pid <pid>\n"
+    "      print the process's CUDA state: running, locked, checkpointed or failed\n"
+    "  stasis-cuda-checkpoint --toggle --pid <pid> [--timeout <ms>]\n"
+    "      running -> lock + checkpoint (GPU memory moved to host memory, GPU released);\n"
+    "      checkpointed -> restore + unlock\n"
+    "  stasis-cuda-checkpoint --action lock|checkpoint|restore|unlock --pid <pid>\n"
+    "                         [--timeout <ms>]\n"
+    "      one step: lock (running -> locked), checkpoint (locked -> checkpointed),\n"
+    "      restore (checkpointed -> locked), unlock (locked -> running)\n"
+    "  stasis-cuda-checkpoint --get-restore-tid --pid <pid>\n"
+    "      print the ID of the thread that restore runs on\n"
+    "  stasis-cuda-checkpoint --help\n"
+    "\n"
+    "Options:\n"
+    "  --pid, -p <pid>       the target process (a thread ID works too)\n"
+    "  --timeout, -t <ms>    lock and toggle only: how long the lock waits for submitted GPU\n"
+    "                        work; default 30000; 0 waits forever. A lock that times out\n"
+    "                        leaves the process running (exit status 3).\n"
+    "  --help, -h            this text\n"
+    "\n"
+    "Exit status: 0 success, 1 a CUDA call failed, 2 bad command line, 3 lock timed out\n"
+    "(process still running), 4 libcuda.so.1 not loadable, 255 driver older than R570.\n";
+
+// Accepts decimal digits only (no sign, no spaces, no hex) within [min, max].
+static int ParseNumber(const char* text, long long min, long long max, long long* out) {
+  if (text[0] < '0' || text[0] > '9') return 0;
+  errno = 0;
+  char* end = NULL;
+  long long value = strtoll(text, &end, 10);
+  if (errno != 0 || *end != '\0' || value < min || value > max) return 0;
+  *out = value;
+  return 1;
+}
+
+static int SetCommand(Args* args, Command command, const char* flag, char* why, size_t n) {
+  if (args->command != kCommandNone) {
+    snprintf(why, n, "%s: only one of --get-state, --toggle, --action, --get-restore-tid", flag);
+    return 0;
+  }
+  args->command = command;
+  return 1;
+}
+
+int ParseArgs(int argc, char** argv, Args* args, char* why, size_t n) {
+  memset(args, 0, sizeof *args);
+  args->timeout_ms = kDefaultLockTimeoutMs;
+  const char* pid_text = NULL;
+  const char* timeout_text = NULL;
+
+  for (int i = 1; i < argc; i++) {
+    const char* arg = argv[i];
+    int takes_value = strcmp(arg, "--pid") == 0 || strcmp(arg, "-p") == 0 ||
+                      strcmp(arg, "--timeout") == 0 || strcmp(arg, "-t") == 0 ||
+                      strcmp(arg, "--action") == 0;
+    const char* value = NULL;
+    if (takes_value) {
+      if (i + 1 >= argc) {
+        snprintf(why, n, "%s needs a value", arg);
+        return 0;
+      }
+      value = argv[++i];
+    }
+
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      // Help wins over everything else on the line, as in most tools.
+      args->command = kCommandHelp;
+      return 1;
+    } else if (strcmp(arg, "--get-state") == 0) {
+      if (!SetCommand(args, kCommandGetState, arg, why, n)) return 0;
+    } else if (strcmp(arg, "--toggle") == 0) {
+      if (!SetCommand(args, kCommandToggle, arg, why, n)) return 0;
+    } else if (strcmp(arg, "--get-restore-tid") == 0) {
+      if (!SetCommand(args, kCommandGetRestoreTid, arg, why, n)) return 0;
+    } else if (strcmp(arg, "--action") == 0) {
+      Command action = strcmp(value, "lock") == 0         ? kCommandLock
+                       : strcmp(value, "checkpoint") == 0 ? kCommandCheckpoint
+                       : strcmp(value, "restore") == 0    ? kCommandRestore
+                       : strcmp(value, "unlock") == 0     ? kCommandUnlock
+                                                          : kCommandNone;
+      if (action == kCommandNone) {
+        snprintf(why, n, "unknown action '%s' (lock, checkpoint, restore or unlock)", value);
+        return 0;
+      }
+      if (!SetCommand(args, action, arg, why, n)) return 0;
+    } else if (strcmp(arg, "--pid") == 0 || strcmp(arg, "-p") == 0) {
+      pid_text = value;
+    } else if (strcmp(arg, "--timeout") == 0 || strcmp(arg, "-t") == 0) {
+      timeout_text = value;
+    } else {
+      snprintf(why, n, "unknown argument '%s'; see --help", argv[i]);
+      return 0;
+    }
+  }
+
+  if (args->command == kCommandNone) {
+    snprintf(why, n,
+             "no command given (--get-state, --toggle, --action, --get-restore-tid or --help)");
+    return 0;
+  }
+  if (pid_text == NULL) {
+    snprintf(why, n, "--pid is required");
+    return 0;
+  }
+  long long number = 0;
+  if (!ParseNumber(pid_text, 1, INT_MAX, &number)) {
+    snprintf(why, n, "invalid process ID '%s' (a positive integer)", pid_text);
+    return 0;
+  }
+  args->pid = (int)number;
+  if (timeout_text != NULL) {
+    // Only lock waits on anything; accepting --timeout elsewhere would suggest it bounds the
+    // checkpoint or restore copy, which the driver offers no way to do.
+    if (args->command != kCommandLock && args->command != kCommandToggle) {
+      snprintf(why, n, "--timeout applies only to --toggle and --action lock");
+      return 0;
+    }
+    if (!ParseNumber(timeout_text, 0, UINT_MAX, &number)) {
+      snprintf(why, n, "invalid timeout '%s' (milliseconds, 0 = wait forever)", timeout_text);
+      return 0;
+    }
+    args->timeout_ms = (unsigned int)number;
+  }
+  return 1;
+}

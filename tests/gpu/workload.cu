@@ -1,0 +1,144 @@
+// The GPU workload of hack/gpu-helper-proof.sh: holds N GiB of device memory filled with a
+// known pattern and ticks a kernel every 50 ms, so a checkpoint/restore by
+// stasis-cuda-checkpoint can be seen to (1) stop the ticks while checkpointed, (2) bring
+// back the exact bytes (the pattern verifies) and (3) let the ticks continue from the
+// counter kept in device memory.
+//
+// Output, one line each, on stdout: "ready pid=P gib=N", "tick T" (T counts kernel runs; it
+// lives in device memory, so it survives only a faithful restore), "verify ok|FAILED
+// mismatches=M gib=N" after SIGUSR1, "spin launched ms=S" after SIGUSR2 (a kernel that keeps
+// the GPU busy for S ms, to test the lock timeout), "exit clean" after SIGTERM.
+//
+// Usage: workload --gib N [--seed S] [--spin-ms S]
+#include <cuda_runtime.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t g_verify = 0, g_spin = 0, g_stop = 0;
+
+static void OnSignal(int sig) {
+  if (sig == SIGUSR1) g_verify = 1;
+  if (sig == SIGUSR2) g_spin = 1;
+  if (sig == SIGTERM || sig == SIGINT) g_stop = 1;
+}
+
+#define CHECK(call)                                                                  \
+  do {                                                                               \
+    cudaError_t err_ = (call);                                                       \
+    if (err_ != cudaSuccess) {                                                       \
+      fprintf(stderr, "workload: %s failed: %s\n", #call, cudaGetErrorString(err_)); \
+      exit(1);                                                                       \
+    }                                                                                \
+  } while (0)
+
+// A position-dependent word, so a restore that moved, zeroed or shuffled pages is caught.
+__device__ __forceinline__ uint32_t Pattern(uint64_t i, uint32_t seed) {
+  uint32_t x = (uint32_t)i ^ ((uint32_t)(i >> 32) * 0x9E3779B1u) ^ seed;
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
+__global__ void Fill(uint32_t* buf, uint64_t words, uint32_t seed) {
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < words;
+       i += (uint64_t)gridDim.x * blockDim.x) {
+    buf[i] = Pattern(i, seed);
+  }
+}
+
+__global__ void Verify(const uint32_t* buf, uint64_t words, uint32_t seed,
+                       unsigned long long* mismatches) {
+  unsigned long long bad = 0;
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < words;
+       i += (uint64_t)gridDim.x * blockDim.x) {
+    bad += buf[i] != Pattern(i, seed);
+  }
+  if (bad != 0) atomicAdd(mismatches, bad);
+}
+
+__global__ void Tick(unsigned long long* counter) { *counter += 1; }
+
+// Busy for `ns` nanoseconds of GPU time: in-flight work that a lock has to wait for.
+__global__ void Spin(uint64_t ns) {
+  uint64_t start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
+int main(int argc, char** argv) {
+  long gib = 0, spin_ms = 5000;
+  uint32_t seed = 0x5717A515u;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "--gib") == 0)
+      gib = atol(argv[i + 1]);
+    else if (strcmp(argv[i], "--seed") == 0)
+      seed = (uint32_t)strtoul(argv[i + 1], NULL, 0);
+    else if (strcmp(argv[i], "--spin-ms") == 0)
+      spin_ms = atol(argv[i + 1]);
+  }
+  if (gib < 1) {
+    fprintf(stderr, "usage: workload --gib N [--seed S] [--spin-ms S]\n");
+    return 2;
+  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = OnSignal;
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGUSR1, &sa, NULL);
+  sigaction(SIGUSR2, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  setvbuf(stdout, NULL, _IOLBF, 0);
+
+  const uint64_t words = ((uint64_t)gib << 30) / sizeof(uint32_t);
+  const int blocks = 132 * 16, threads = 256;  // H200: 132 SMs
+  uint32_t* buf;
+  unsigned long long *counter, *mismatches, *host;
+  CHECK(cudaMalloc(&buf, words * sizeof(uint32_t)));
+  CHECK(cudaMalloc(&counter, sizeof *counter));
+  CHECK(cudaMalloc(&mismatches, sizeof *mismatches));
+  CHECK(cudaMemset(counter, 0, sizeof *counter));
+  // Pinned: host memory the driver knows about must survive the checkpoint too.
+  CHECK(cudaMallocHost(&host, sizeof *host));
+  Fill<<<blocks, threads>>>(buf, words, seed);
+  CHECK(cudaDeviceSynchronize());
+  printf("ready pid=%d gib=%ld\n", (int)getpid(), gib);
+
+  const struct timespec period = {0, 50 * 1000 * 1000};
+  while (!g_stop) {
+    if (g_verify) {
+      g_verify = 0;
+      CHECK(cudaMemset(mismatches, 0, sizeof *mismatches));
+      Verify<<<blocks, threads>>>(buf, words, seed, mismatches);
+      CHECK(cudaMemcpy(host, mismatches, sizeof *host, cudaMemcpyDeviceToHost));
+      printf("verify %s mismatches=%llu gib=%ld\n", *host == 0 ? "ok" : "FAILED", *host, gib);
+    }
+    if (g_spin) {
+      g_spin = 0;
+      Spin<<<1, 1>>>((uint64_t)spin_ms * 1000000ull);
+      CHECK(cudaGetLastError());
+      printf("spin launched ms=%ld\n", spin_ms);
+    }
+    // While the process is checkpointed these calls block inside the driver: the ticks stop.
+    Tick<<<1, 1>>>(counter);
+    CHECK(cudaMemcpy(host, counter, sizeof *host, cudaMemcpyDeviceToHost));
+    printf("tick %llu\n", *host);
+    nanosleep(&period, NULL);
+  }
+  CHECK(cudaFree(buf));
+  CHECK(cudaFree(counter));
+  CHECK(cudaFree(mismatches));
+  CHECK(cudaFreeHost(host));
+  printf("exit clean\n");
+  return 0;
+}
