@@ -63,7 +63,8 @@ Status StatusFromResponse(int http_code, const std::string& body, const std::str
   last_error = ApiError{http_code, reason};
   return Status(CodeForReason(reason, http_code),
                 what + ": HTTP " + std::to_string(http_code) +
-                    (reason.empty() ? "" : " " + reason) + ": " + message);
+                    (reason.empty() ? "" : " " + reason) + ": " + message,
+                reason);
 }
 
 KubeClient::KubeClient(std::unique_ptr<Transport> transport, Observer observe)

@@ -34,17 +34,23 @@ const char* CodeName(Code code);
 class Status {
  public:
   Status() = default;  // OK
-  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(Code code, std::string message, std::string reason = "")
+      : code_(code), message_(std::move(message)), reason_(std::move(reason)) {}
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
   const std::string& message() const { return message_; }
+  // A machine-readable reason finer than the code, for metrics labels and conditions: the
+  // Kubernetes Status reason ("Conflict") from the API, or a runtime failure class
+  // ("nvproxy_live_clients", "container_stopped") from a runtime driver. May be empty.
+  const std::string& reason() const { return reason_; }
   // "NotFound: actors.stasis.dev \"a\" not found"
   std::string ToString() const;
 
  private:
   Code code_ = Code::kOk;
   std::string message_;
+  std::string reason_;
 };
 
 inline Status OkStatus() { return Status(); }

@@ -98,6 +98,7 @@ start_apiserver() {
     --service-account-signing-key-file="${dir}/pki/sa.key" \
     --service-cluster-ip-range=10.0.0.0/24 \
     --allow-privileged=true \
+    --endpoint-reconciler-type=none \
     --disable-admission-plugins=ServiceAccount \
     --enable-priority-and-fairness=false \
     --profiling=false \
@@ -121,6 +122,8 @@ up() {
   mapfile -t bins < <("${HACK_DIR}/build-control-plane.sh")
   KUBE_APISERVER="${bins[0]}"; ETCD="${bins[1]}"
   mkdir -p "${dir}"
+  # A failed start leaves nothing running.
+  trap 'rc=$?; if ((rc != 0)); then down >/dev/null 2>&1 || true; fi' EXIT
   [[ -f "${dir}/pki/ca.crt" ]] || make_certs
   [[ -f "${dir}/etcd.port" ]] || { free_port > "${dir}/etcd.port"; free_port > "${dir}/etcd-peer.port"; free_port > "${dir}/apiserver.port"; }
   local eport; eport="$(cat "${dir}/etcd.port")"
@@ -141,6 +144,7 @@ up() {
   echo "${KUBE_APISERVER}" > "${dir}/kube-apiserver.path"
   start_apiserver
   write_kubeconfig
+  trap - EXIT
   log "control plane up in $((SECONDS - start))s (kube-apiserver ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}) at ${dir}"
   echo "export KUBECONFIG=${dir}/kubeconfig"
 }

@@ -1,0 +1,91 @@
+// Snapshots on disk, so that a snapshot that is not complete can never be mistaken for one
+// that is. Node-local snapshots live under <root>/snapshots/<namespace>/<name>/<id>/; the
+// snapshot store (a directory, possibly a shared filesystem mounted on every node) under
+// <store>/<namespace>/<name>/<id>/.
+//
+// Invariants:
+//  - A snapshot is written into <id>.partial/ and renamed to <id>/ only after its manifest
+//    (files, sizes, sha256, scope, trigger, runtime version, cuda flag) is written and fsynced.
+//  - A committed snapshot is copied into the store as <id>.partial/, every checksum is verified
+//    against the manifest, then it is renamed; only then is it returned as committed.
+//  - *.partial directories are leftovers of a crash and are removed at start-up.
+//  - Namespaces, names and ids are checked (DNS-1123 / our id alphabet) before they become
+//    path components; no path escapes its root.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "controller/result.h"
+
+namespace stasis {
+
+struct SnapshotFile {
+  std::string path;  // relative to the snapshot directory
+  int64_t size = 0;
+  std::string sha256;  // lowercase hex
+};
+
+struct SnapshotManifest {
+  std::string id;
+  std::string ns, name;  // the actor
+  std::string scope;     // "Full" | "Data"
+  std::string trigger;   // "Pause" | "Suspend"
+  std::string runtime_version;
+  bool cuda_checkpointed = false;
+  std::string taken_at;  // RFC 3339
+  double duration_seconds = 0;  // of the checkpoint that made it
+  std::vector<SnapshotFile> files;
+  int64_t total_bytes = 0;
+};
+
+class SnapshotStore {
+ public:
+  // local_root: <root>/snapshots; store_root: --snapshot-store (may be empty: no store).
+  SnapshotStore(std::string local_root, std::string store_root);
+
+  // Creates an empty <local>/<ns>/<name>/<id>.partial/ and returns its path.
+  Result<std::string> BeginLocal(const std::string& ns, const std::string& name,
+                                 const std::string& id);
+  // Hashes every file in the partial directory, writes and fsyncs manifest.json, renames the
+  // directory to <id>/, fsyncs the parent. `manifest.files` and `total_bytes` are filled in.
+  Result<SnapshotManifest> CompleteLocal(SnapshotManifest manifest);
+  // Copies a complete local snapshot to the store, verifies every checksum, renames.
+  Result<SnapshotManifest> Commit(const std::string& ns, const std::string& name,
+                                  const std::string& id);
+  // Reads and verifies a complete snapshot (local or committed) against its manifest.
+  Result<SnapshotManifest> VerifyLocal(const std::string& ns, const std::string& name,
+                                       const std::string& id) const;
+  Result<SnapshotManifest> VerifyCommitted(const std::string& ns, const std::string& name,
+                                           const std::string& id) const;
+
+  std::string LocalPath(const std::string& ns, const std::string& name, const std::string& id) const;
+  std::string StorePath(const std::string& ns, const std::string& name, const std::string& id) const;
+
+  // Complete snapshots (manifest present), oldest first by taken_at.
+  std::vector<SnapshotManifest> ListLocal(const std::string& ns, const std::string& name) const;
+  std::vector<SnapshotManifest> ListCommitted(const std::string& ns, const std::string& name) const;
+
+  Status RemoveLocal(const std::string& ns, const std::string& name, const std::string& id);
+  Status RemoveCommitted(const std::string& ns, const std::string& name, const std::string& id);
+  // Removes everything of one actor on this node (deletion); the store is left to retention.
+  Status RemoveAllLocal(const std::string& ns, const std::string& name);
+  // Removes every *.partial directory under both roots; returns how many.
+  Result<int> RemovePartials();
+
+  // Whether the store exists and a file can be created and removed in it.
+  Status CheckStoreWritable() const;
+
+  const std::string& local_root() const { return local_root_; }
+  const std::string& store_root() const { return store_root_; }
+
+ private:
+  std::string local_root_, store_root_;
+};
+
+// A new snapshot id: sortable by time, unique on the node: "20261202T150102Z-3f9a1c".
+std::string NewSnapshotId();
+
+}  // namespace stasis
