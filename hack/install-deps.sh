@@ -18,7 +18,7 @@ packages=(
   # certificates for the local control plane
   openssl
   # arm64 cross compiler for the GPU helper
-  gcc-aarch64-linux-gnu
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 )
 
 missing=()

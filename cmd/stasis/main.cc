@@ -1,8 +1,17 @@
 // stasis: one binary, two roles (DESIGN.md §4). This file only parses the command line and
 // hands over to the role; everything it calls lives in a library that tests link.
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <sstream>
 #include <string>
+#include <vector>
+
+#include "controller/flags.h"
+#include "reconcilers/node_agent.h"
 
 namespace {
 
@@ -17,6 +26,82 @@ Usage:
 Run `stasis <role> --help` for a role's flags.
 )";
 
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) { g_stop = true; }
+
+void InstallSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, sep)) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+int Fail(const std::string& role, const stasis::Status& s) {
+  std::fprintf(stderr, "stasis %s: %s\n", role.c_str(), s.ToString().c_str());
+  return s.code() == stasis::Code::kInvalidArgument ? 2 : 1;
+}
+
+int RunNode(const std::vector<std::string>& args) {
+  stasis::Flags f;
+  f.Define("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, then in-cluster");
+  f.Define("node-name", "", "this node's name (required; in a DaemonSet, from spec.nodeName)");
+  f.Define("runsc", "runsc", "the runsc binary");
+  f.Define("runsc-flags", "-network=none", "global runsc flags, space-separated, before every subcommand");
+  f.Define("root", "/var/lib/stasis", "state, sandboxes' runtime roots, logs and node-local snapshots");
+  f.Define("snapshot-store", "", "directory where suspended actors' snapshots are committed (default <root>/store)");
+  f.Define("workers", "1", "number of CPU workers (slots) on this node; ignored with --gpus");
+  f.Define("gpus", "", "comma-separated GPU UUIDs: one worker per GPU");
+  f.Define("metrics-addr", ":8080", "address for /metrics, /healthz and /readyz");
+  f.Define("lease-namespace", "stasis-system", "namespace of the node heartbeat Lease");
+  f.Define("concurrency", "4", "actors reconciled in parallel");
+  f.Define("shutdown-grace", "30", "seconds in-flight reconciles get to finish on SIGTERM");
+  f.Define("log-level", "info", "debug, info, warn or error");
+  if (auto s = f.Parse(args); !s.ok()) return Fail("node", s);
+  if (f.help_requested()) {
+    std::printf("Usage: stasis node [flags]\n\n%s", f.Usage().c_str());
+    return 0;
+  }
+  spdlog::set_level(spdlog::level::from_str(f.Get("log-level")));
+  stasis::NodeAgentOptions o;
+  o.kubeconfig = f.Get("kubeconfig");
+  o.node = f.Get("node-name");
+  o.runsc = f.Get("runsc");
+  o.runsc_flags = Split(f.Get("runsc-flags"), ' ');
+  o.root = f.Get("root");
+  o.snapshot_store = f.Get("snapshot-store");
+  o.metrics_addr = f.Get("metrics-addr");
+  o.lease_namespace = f.Get("lease-namespace");
+  auto concurrency = f.GetInt("concurrency", 1, 256);
+  if (!concurrency.ok()) return Fail("node", concurrency.status());
+  o.concurrency = *concurrency;
+  auto grace = f.GetInt("shutdown-grace", 0, 3600);
+  if (!grace.ok()) return Fail("node", grace.status());
+  o.shutdown_grace_seconds = *grace;
+  if (!f.Get("gpus").empty()) {
+    for (const auto& uuid : Split(f.Get("gpus"), ',')) o.workers.push_back({uuid});
+  } else {
+    auto n = f.GetInt("workers", 1, 1024);
+    if (!n.ok()) return Fail("node", n.status());
+    o.workers.assign(static_cast<size_t>(*n), {});
+  }
+  InstallSignalHandlers();
+  if (auto s = stasis::RunNodeAgent(o, &g_stop); !s.ok()) return Fail("node", s);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -25,12 +110,14 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
+  const std::vector<std::string> rest(argv + 2, argv + argc);
   if (cmd == "--version" || cmd == "version") {
     std::printf("stasis %s\n", STASIS_VERSION);
     return 0;
   }
-  if (cmd == "node" || cmd == "controller") {
-    std::fprintf(stderr, "stasis %s: this role is not built yet (see the open issues)\n", cmd.c_str());
+  if (cmd == "node") return RunNode(rest);
+  if (cmd == "controller") {
+    std::fprintf(stderr, "stasis controller: this role is not built yet (see the open issues)\n");
     return 2;
   }
   std::fprintf(stderr, "stasis: unknown command %s\n\n%s", cmd.c_str(), kUsage);

@@ -1,0 +1,99 @@
+#include "controller/flags.h"
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace stasis {
+
+void Flags::Define(const std::string& name, const std::string& default_value,
+                   const std::string& help) {
+  defs_[name] = Def{default_value, help, default_value};
+  order_.push_back(name);
+}
+
+std::string Flags::EnvName(const std::string& flag) {
+  std::string env = "STASIS_";
+  for (char c : flag) env.push_back(c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  return env;
+}
+
+Status Flags::Parse(const std::vector<std::string>& args) {
+  for (auto& [name, def] : defs_) {
+    if (const char* env = std::getenv(EnvName(name).c_str()); env && *env) def.value = env;
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (a == "--help" || a == "-h") {
+      help_ = true;
+      continue;
+    }
+    if (a.rfind("--", 0) != 0) return Status(Code::kInvalidArgument, "unexpected argument: " + a);
+    a = a.substr(2);
+    std::string value;
+    bool has_value = false;
+    if (auto eq = a.find('='); eq != std::string::npos) {
+      value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+      has_value = true;
+    }
+    auto it = defs_.find(a);
+    if (it == defs_.end()) return Status(Code::kInvalidArgument, "unknown flag --" + a);
+    if (!has_value) {
+      const bool is_bool = it->second.default_value == "true" || it->second.default_value == "false";
+      if (is_bool && (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0)) {
+        value = "true";
+      } else {
+        if (i + 1 >= args.size()) return Status(Code::kInvalidArgument, "flag --" + a + " needs a value");
+        value = args[++i];
+      }
+    }
+    it->second.value = value;
+  }
+  return OkStatus();
+}
+
+const std::string& Flags::Get(const std::string& name) const { return defs_.at(name).value; }
+
+Result<int> Flags::GetInt(const std::string& name, int min, int max) const {
+  const std::string& v = Get(name);
+  try {
+    size_t used = 0;
+    int n = std::stoi(v, &used);
+    if (used != v.size() || n < min || n > max) throw std::out_of_range("");
+    return n;
+  } catch (...) {
+    return Status(Code::kInvalidArgument, "--" + name + "=" + v + ": want an integer in [" +
+                                              std::to_string(min) + ", " + std::to_string(max) + "]");
+  }
+}
+
+Result<double> Flags::GetSeconds(const std::string& name) const {
+  const std::string& v = Get(name);
+  try {
+    size_t used = 0;
+    double n = std::stod(v, &used);
+    std::string unit = v.substr(used);
+    double scale = unit.empty() || unit == "s" ? 1 : unit == "ms" ? 0.001 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
+    if (scale < 0 || n < 0) throw std::invalid_argument("");
+    return n * scale;
+  } catch (...) {
+    return Status(Code::kInvalidArgument, "--" + name + "=" + v + ": want a duration like 15s, 500ms, 2m");
+  }
+}
+
+bool Flags::GetBool(const std::string& name) const {
+  const std::string& v = Get(name);
+  return v == "true" || v == "1" || v == "yes";
+}
+
+std::string Flags::Usage() const {
+  std::string out;
+  for (const auto& name : order_) {
+    const auto& d = defs_.at(name);
+    out += "  --" + name + (d.default_value.empty() ? "" : " (default " + d.default_value + ")") +
+           "\n      " + d.help + " [env " + EnvName(name) + "]\n";
+  }
+  return out;
+}
+
+}  // namespace stasis

@@ -1,0 +1,39 @@
+// Command-line flags with environment equivalents, for both roles of stasis. A flag
+// --metrics-addr can also be set as STASIS_METRICS_ADDR; the command line wins. Unknown flags
+// and malformed values are errors, never ignored.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "controller/result.h"
+
+namespace stasis {
+
+class Flags {
+ public:
+  // Declares a flag with its default and help text.
+  void Define(const std::string& name, const std::string& default_value, const std::string& help);
+  // Parses argv (from the first flag on) and the environment. --help sets help_requested().
+  Status Parse(const std::vector<std::string>& args);
+
+  const std::string& Get(const std::string& name) const;
+  Result<int> GetInt(const std::string& name, int min, int max) const;
+  Result<double> GetSeconds(const std::string& name) const;  // "15", "15s", "500ms", "2m"
+  bool GetBool(const std::string& name) const;
+  bool help_requested() const { return help_; }
+  std::string Usage() const;
+  // "metrics-addr" → "STASIS_METRICS_ADDR"
+  static std::string EnvName(const std::string& flag);
+
+ private:
+  struct Def {
+    std::string value, help, default_value;
+  };
+  std::map<std::string, Def> defs_;
+  std::vector<std::string> order_;
+  bool help_ = false;
+};
+
+}  // namespace stasis

@@ -1,0 +1,693 @@
+#include "reconcilers/actor_reconciler.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "api/json_mapping.h"
+#include "api/validation.h"
+#include "reconcilers/api_resources.h"
+
+namespace stasis {
+namespace {
+
+namespace fs = std::filesystem;
+using api::ActorState;
+using api::DesiredState;
+using api::SnapshotTrigger;
+
+double Seconds(Clock::TimePoint::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// The status an actor rests in when it is not running: where a resume starts from.
+ActorState RestingState(const api::Actor& a) {
+  if (!a.status.latest_snapshot) return ActorState::kFailed;
+  return a.status.latest_snapshot->trigger == SnapshotTrigger::kPause &&
+                 !a.status.latest_snapshot->node_name.empty()
+             ? ActorState::kPaused
+             : ActorState::kSuspended;
+}
+
+}  // namespace
+
+std::string ConditionReason(const std::string& failure_class) {
+  std::string out;
+  bool upper = true;
+  for (char ch : failure_class) {
+    if (ch == '_' || ch == '-' || ch == ' ') {
+      upper = true;
+      continue;
+    }
+    out.push_back(upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(ch))) : ch);
+    upper = false;
+  }
+  return out.empty() ? "Unknown" : out;
+}
+
+struct ActorReconciler::Ctx {
+  api::Actor before;  // as last read or written
+  api::Actor a;       // the working copy; WriteStatus sends the difference
+  SandboxRef ref;
+  api::ActorRef actor_ref;
+  std::string key;
+};
+
+ActorReconciler::ActorReconciler(ActorReconcilerOptions options, KubeClient& client,
+                                 ActorLookup actors, RuntimeDriver& driver,
+                                 SnapshotStore& snapshots, NodeWorkers& workers,
+                                 SnapshotMetrics& metrics, EventRecorder* events, Clock& clock)
+    : options_(std::move(options)), client_(client), actors_(std::move(actors)), driver_(driver),
+      snapshots_(snapshots), workers_(workers), metrics_(metrics), events_(events), clock_(clock) {}
+
+SandboxRef ActorReconciler::SandboxFor(const std::string& ns, const std::string& name) const {
+  // Namespaces cannot contain '_', so "<ns>_<name>" is unique and a valid runsc container id.
+  const std::string id = ns + "_" + name;
+  SandboxRef ref;
+  ref.id = id;
+  ref.root = options_.root + "/run/" + id;
+  ref.log_path = options_.root + "/logs/" + id + ".log";
+  return ref;
+}
+
+bool ActorReconciler::OwnedHere(const api::Actor& a) const {
+  if (!a.spec.node_name.empty()) return a.spec.node_name == options_.node;
+  return a.status.node_name == options_.node;
+}
+
+void ActorReconciler::SetCondition(Ctx& c, const std::string& type, bool status,
+                                   const std::string& reason, const std::string& message) {
+  api::Condition cond;
+  cond.type = type;
+  cond.status = status ? api::ConditionStatus::kTrue : api::ConditionStatus::kFalse;
+  cond.observed_generation = c.a.metadata.generation;
+  cond.reason = reason;
+  cond.message = api::TruncateMessage(message, 4096);
+  api::SetCondition(c.a.status.conditions, cond,
+                    std::chrono::floor<std::chrono::seconds>(clock_.WallNow()));
+}
+
+void ActorReconciler::Event(Ctx& c, bool warning, const std::string& reason,
+                            const std::string& message) {
+  if (!events_) return;
+  ObjectReference ref;
+  ref.api_version = api::kApiVersion;
+  ref.kind = api::kActorKind;
+  ref.namespace_ = c.a.metadata.namespace_;
+  ref.name = c.a.metadata.name;
+  ref.uid = c.a.metadata.uid;
+  ref.resource_version = c.a.metadata.resource_version;
+  events_->Event(ref, warning ? EventType::kWarning : EventType::kNormal, reason, message);
+}
+
+Status ActorReconciler::WriteStatus(Ctx& c) {
+  c.a.status.observed_generation = c.a.metadata.generation;
+  if (api::IsTransitioning(c.a.status.status)) {
+    if (!c.a.status.transition_start_time) {
+      c.a.status.transition_start_time = std::chrono::floor<std::chrono::seconds>(clock_.WallNow());
+    }
+  } else {
+    c.a.status.transition_start_time.reset();
+  }
+  auto patch = api::ActorStatusMergePatch(c.before, c.a);
+  if (!patch) return OkStatus();
+  (*patch)["metadata"]["resourceVersion"] = c.before.metadata.resource_version;
+  auto r = client_.Patch(kActorType, c.a.metadata.namespace_, c.a.metadata.name,
+                         PatchType::kMerge, *patch, "status");
+  if (!r.ok()) {
+    spdlog::warn("status write failed actor={} status={} error=\"{}\"", c.key,
+                 api::ToString(c.a.status.status), r.status().ToString());
+    return r.status();
+  }
+  auto fresh = api::ActorFromJson(*r);
+  if (!fresh.ok()) return fresh.status();
+  c.before = *fresh;
+  c.a = *fresh;
+  return OkStatus();
+}
+
+Status ActorReconciler::SetFinalizer(Ctx& c, bool present) {
+  api::Actor after = c.a;
+  bool changed = present ? after.metadata.AddFinalizer(api::kActorFinalizer)
+                         : after.metadata.RemoveFinalizer(api::kActorFinalizer);
+  if (!changed) return OkStatus();
+  json patch = {{"metadata",
+                 {{"finalizers", after.metadata.finalizers},
+                  {"resourceVersion", c.a.metadata.resource_version}}}};
+  auto r = client_.Patch(kActorType, c.a.metadata.namespace_, c.a.metadata.name,
+                         PatchType::kMerge, patch);
+  if (!r.ok()) {
+    // Gone already: the finalizer was the last thing holding it.
+    if (!present && r.status().code() == Code::kNotFound) return OkStatus();
+    return r.status();
+  }
+  auto fresh = api::ActorFromJson(*r);
+  if (!fresh.ok()) return fresh.status();
+  c.before = *fresh;
+  c.a = *fresh;
+  return OkStatus();
+}
+
+api::Snapshot ActorReconciler::ToSnapshot(const SnapshotManifest& m, const std::string& location,
+                                          const std::string& node) const {
+  api::Snapshot s;
+  s.id = m.id;
+  s.trigger = m.trigger == "Suspend" ? SnapshotTrigger::kSuspend : SnapshotTrigger::kPause;
+  s.scope = m.scope == "Data" ? api::SnapshotScope::kData : api::SnapshotScope::kFull;
+  s.location = location;
+  s.node_name = node;
+  s.size_bytes = m.total_bytes;
+  s.duration_seconds = m.duration_seconds;
+  s.cuda_checkpointed = m.cuda_checkpointed;
+  s.runsc_version = m.runtime_version;
+  if (auto t = api::ParseTime(m.taken_at); t.ok()) s.taken_at = *t;
+  return s;
+}
+
+Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
+  const std::string key = request.Key();
+  ObjectPtr obj = actors_(key);
+  if (!obj) {
+    // Gone from the API (or never ours): nothing of it may remain on this node.
+    SandboxRef ref = SandboxFor(request.ns, request.name);
+    if (fs::exists(ref.root)) {
+      if (Status s = driver_.Delete(ref); !s.ok()) return s;
+      std::error_code ec;
+      fs::remove_all(ref.root, ec);
+      snapshots_.RemoveAllLocal(request.ns, request.name);
+      spdlog::info("orphan sandbox removed actor={}", key);
+    }
+    if (Status s = workers_.Free(api::ActorRef{request.ns, request.name}); !s.ok()) return s;
+    return ReconcileOutcome{};
+  }
+  // The cache says which actors exist; what to do is decided on a quorum read. A watch event
+  // may lag our own last write, and acting on a stale status (an *ING this agent has already
+  // finished, a RUNNING already paused) would repeat or undo a transition.
+  auto live = client_.Get(kActorType, request.ns, request.name);
+  if (!live.ok()) {
+    if (live.status().code() == Code::kNotFound) return ReconcileOutcome{};  // its DELETED event follows
+    return live.status();
+  }
+  auto parsed = api::ActorFromJson(*live);
+  if (!parsed.ok()) {
+    spdlog::error("actor unreadable actor={} error=\"{}\"", key, parsed.status().ToString());
+    return ReconcileOutcome{};  // nothing to act on until it changes
+  }
+  Ctx c{*parsed, *parsed, SandboxFor(request.ns, request.name),
+        api::ActorRef{request.ns, request.name}, key};
+  c.ref.bundle = c.a.spec.bundle;
+  if (!OwnedHere(c.a)) return ReconcileOutcome{};
+
+  if (c.a.metadata.IsBeingDeleted()) return Delete(c);
+  if (Status s = SetFinalizer(c, true); !s.ok()) return s;
+
+  if (auto errors = api::ValidateActor(c.a); !errors.empty()) {
+    std::string msg;
+    for (const auto& e : errors) msg += (msg.empty() ? "" : "; ") + e.ToString();
+    if (c.a.status.status != ActorState::kRunning) {
+      c.a.status.status = ActorState::kFailed;
+      SetCondition(c, "Ready", false, "InvalidSpec", msg);
+      if (Status s = WriteStatus(c); !s.ok()) return s;
+    }
+    return ReconcileOutcome{};
+  }
+
+  if (api::IsTransitioning(c.a.status.status)) return RecoverInterrupted(c);
+
+  const DesiredState desired = c.a.spec.desired_state;
+  switch (c.a.status.status) {
+    case ActorState::kRunning:
+      if (desired == DesiredState::kRunning) return CheckAlive(c);
+      return Checkpoint(c, desired == DesiredState::kPaused ? SnapshotTrigger::kPause
+                                                            : SnapshotTrigger::kSuspend);
+    case ActorState::kPaused:
+      if (desired == DesiredState::kRunning) return Resume(c);
+      if (desired == DesiredState::kSuspended) return CommitPaused(c);
+      break;
+    case ActorState::kSuspended:
+      if (desired == DesiredState::kRunning) return Resume(c);
+      break;
+    case ActorState::kUnspecified:
+      if (desired == DesiredState::kRunning) return Resume(c);
+      // Never ran and is not wanted running: at rest, with nothing to resume from.
+      c.a.status.status = ActorState::kSuspended;
+      c.a.status.node_name = options_.node;
+      SetCondition(c, "Ready", false, "NeverStarted", "the actor has not run yet");
+      if (Status s = WriteStatus(c); !s.ok()) return s;
+      break;
+    case ActorState::kFailed:
+      // FAILED is left only by a spec change (a new generation) that asks for Running.
+      if (desired == DesiredState::kRunning &&
+          c.a.status.observed_generation != c.a.metadata.generation) {
+        return Resume(c);
+      }
+      if (c.a.status.observed_generation != c.a.metadata.generation) {
+        if (Status s = WriteStatus(c); !s.ok()) return s;
+      }
+      break;
+    default:
+      break;
+  }
+  if (c.a.status.observed_generation != c.a.metadata.generation) {
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+  }
+  return ReconcileOutcome{};
+}
+
+Result<ReconcileOutcome> ActorReconciler::CheckAlive(Ctx& c) {
+  auto state = driver_.State(c.ref);
+  if (!state.ok()) return state.status();
+  if (*state == SandboxState::kRunning) {
+    if (c.a.status.observed_generation != c.a.metadata.generation) {
+      if (Status s = WriteStatus(c); !s.ok()) return s;
+    }
+    return ReconcileOutcome{options_.liveness_period};
+  }
+  return ForceClean(c, "sandbox_died", "SandboxDied",
+                    std::string("the sandbox is ") + ToString(*state) + " while the actor should run");
+}
+
+Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
+  const ActorState resting = c.a.status.status;
+  const auto& snap = c.a.status.latest_snapshot;
+  const bool from_snapshot = snap && snap->scope == api::SnapshotScope::kFull;
+  if (from_snapshot && !snap->node_name.empty() && snap->node_name != options_.node) {
+    SetCondition(c, "Ready", false, "SnapshotOnOtherNode",
+                 "the latest snapshot " + snap->id + " is on node " + snap->node_name +
+                     "; this actor can only resume there");
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    return ReconcileOutcome{};
+  }
+
+  auto worker = workers_.Claim(c.actor_ref);
+  if (!worker.ok()) {
+    SetCondition(c, "Ready", false, "NoFreeWorker", worker.status().message());
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    return ReconcileOutcome{std::chrono::seconds(5)};
+  }
+  c.a.status.status = ActorState::kResuming;
+  c.a.status.transition_start_time.reset();
+  c.a.status.node_name = options_.node;
+  c.a.status.worker_name = worker->metadata.name;
+  c.a.status.sandbox_id = c.ref.id;
+  SetCondition(c, "Progressing", true, "Resuming",
+               from_snapshot ? "restoring snapshot " + snap->id : "booting from the bundle");
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+
+  // A leftover sandbox of an earlier life must not be in the way.
+  if (Status s = driver_.Delete(c.ref); !s.ok()) return s;
+  std::error_code ec;
+  fs::remove_all(c.ref.root, ec);
+  fs::create_directories(c.ref.root, ec);
+  fs::create_directories(fs::path(c.ref.log_path).parent_path(), ec);
+
+  const auto start = clock_.Now();
+  const auto deadline = std::chrono::seconds(c.a.spec.timeouts.restore_seconds);
+  Status result;
+  if (from_snapshot) {
+    RestoreOptions ro;
+    ro.image_dir = snap->location;
+    ro.deadline = deadline;
+    result = driver_.Restore(c.ref, ro);
+  } else {
+    result = driver_.Run(c.ref, deadline);
+  }
+  const double took = Seconds(clock_.Now() - start);
+  const bool gpu = c.a.spec.gpu.count > 0;
+  if (from_snapshot) {
+    metrics_.ObserveDuration("restore", api::ToString(snap->trigger), gpu,
+                             result.ok() ? "success" : "error", took);
+    metrics_.CountOperation("restore", result.ok() ? "success" : "error", result.reason());
+  }
+  if (!result.ok()) {
+    driver_.Delete(c.ref);
+    workers_.Free(c.actor_ref);
+    const bool permanent = result.code() == Code::kInvalidArgument ||
+                           result.code() == Code::kFailedPrecondition;
+    // A bundle or image that cannot work fails the actor; anything else returns it to where it
+    // rested, and the resume is retried with backoff.
+    c.a.status.status = permanent ? ActorState::kFailed : resting;
+    c.a.status.worker_name.clear();
+    c.a.status.sandbox_id.clear();
+    const std::string reason = ConditionReason(result.reason().empty() ? "runtime_error" : result.reason());
+    SetCondition(c, "Progressing", false, reason, "resume failed");
+    SetCondition(c, "Ready", false, reason,
+                 std::string(from_snapshot ? "restore" : "start") + " failed: " + result.message());
+    Event(c, true, "ResumeFailed", result.message());
+    spdlog::warn("resume failed actor={} reason={} permanent={} error=\"{}\"", c.key,
+                 result.reason(), permanent, result.message());
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    if (permanent) return ReconcileOutcome{};
+    return result;  // transient: retried with backoff
+  }
+  c.a.status.status = ActorState::kRunning;
+  SetCondition(c, "Progressing", false, "Resumed", "");
+  SetCondition(c, "Ready", true, "Running",
+               from_snapshot ? "restored from snapshot " + snap->id : "booted from the bundle");
+  SetCondition(c, "CheckpointFailed", false, "Resumed", "");
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+  Event(c, false, "Resumed",
+        (from_snapshot ? "restored snapshot " + snap->id : std::string("booted")) + " on worker " +
+            c.a.status.worker_name + " in " + std::to_string(took) + "s");
+  spdlog::info("actor resumed actor={} worker={} from_snapshot={} duration_s={:.3f}", c.key,
+               c.a.status.worker_name, from_snapshot, took);
+  return ReconcileOutcome{options_.liveness_period};
+}
+
+Status ActorReconciler::Preflight(Ctx& c) {
+  auto supports = driver_.SupportsCudaCheckpoint();
+  if (!supports.ok()) return supports.status();
+  if (!*supports) {
+    return Status(Code::kFailedPrecondition,
+                  "this runsc has no -cuda-checkpoint-path: it cannot checkpoint a live CUDA context",
+                  "runtime_lacks_cuda_checkpoint");
+  }
+  const std::string& path = c.a.spec.gpu.cuda_checkpoint_path;
+  auto r = driver_.Exec(c.ref, {path, "--help"}, std::chrono::seconds(30));
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    std::string err = r->err;
+    while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+    return Status(Code::kFailedPrecondition,
+                  "the cuda-checkpoint binary " + path +
+                      " does not run inside the container (exit " + std::to_string(r->exit_code) +
+                      (err.empty() ? "" : ": " + err) + ")",
+                  "cuda_checkpoint_missing");
+  }
+  return OkStatus();
+}
+
+Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger trigger) {
+  auto state = driver_.State(c.ref);
+  if (!state.ok()) return state.status();
+  if (*state != SandboxState::kRunning && *state != SandboxState::kPaused) {
+    return ForceClean(c, "sandbox_died", "SandboxDied",
+                      std::string("the sandbox is ") + ToString(*state) + " before the checkpoint");
+  }
+  const bool gpu = c.a.spec.gpu.count > 0;
+  if (gpu) {
+    if (Status s = Preflight(c); !s.ok()) {
+      SetCondition(c, "CudaCheckpointReady", false, ConditionReason(s.reason().empty() ? "preflight_failed" : s.reason()),
+                   s.message());
+      if (Status w = WriteStatus(c); !w.ok()) return w;
+      Event(c, true, "PreflightFailed", s.message());
+      spdlog::warn("gpu preflight failed actor={} error=\"{}\" action=keep_running", c.key, s.message());
+      return ReconcileOutcome{options_.preflight_retry};
+    }
+    SetCondition(c, "CudaCheckpointReady", true, "PreflightPassed",
+                 c.a.spec.gpu.cuda_checkpoint_path + " runs inside the container");
+  }
+
+  const std::string trigger_name = api::ToString(trigger);
+  const api::SnapshotScope scope =
+      trigger == SnapshotTrigger::kPause ? c.a.spec.snapshots.on_pause : c.a.spec.snapshots.on_commit;
+  c.a.status.status = trigger == SnapshotTrigger::kPause ? ActorState::kPausing : ActorState::kSuspending;
+  c.a.status.transition_start_time.reset();
+  SetCondition(c, "Progressing", true, trigger == SnapshotTrigger::kPause ? "Pausing" : "Suspending",
+               "checkpointing");
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+
+  const std::string id = NewSnapshotId();
+  auto dir = snapshots_.BeginLocal(c.a.metadata.namespace_, c.a.metadata.name, id);
+  if (!dir.ok()) {
+    c.a.status.status = ActorState::kRunning;
+    SetCondition(c, "CheckpointFailed", true, "SnapshotDirUnusable", dir.status().message());
+    SetCondition(c, "Progressing", false, "SnapshotDirUnusable", "");
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    return dir.status();
+  }
+  CheckpointOptions co;
+  co.image_dir = *dir;
+  co.leave_running = c.a.spec.checkpoint_policy == api::CheckpointPolicy::kLeaveRunningThenStop;
+  if (gpu) co.cuda_checkpoint_path = c.a.spec.gpu.cuda_checkpoint_path;
+  co.deadline = std::chrono::seconds(c.a.spec.timeouts.checkpoint_seconds);
+  const auto start = clock_.Now();
+  Status ck = scope == api::SnapshotScope::kFull
+                  ? driver_.Checkpoint(c.ref, co)
+                  : Status(Code::kInvalidArgument,
+                           "snapshot scope Data is not implemented by this node agent yet",
+                           "scope_not_supported");
+  const double took = Seconds(clock_.Now() - start);
+  metrics_.ObserveDuration("checkpoint", trigger_name, gpu, ck.ok() ? "success" : "error", took);
+  metrics_.CountOperation("checkpoint", ck.ok() ? "success" : "error", ck.reason());
+
+  if (!ck.ok()) {
+    std::error_code ec;
+    fs::remove_all(*dir, ec);
+    auto after = driver_.State(c.ref);
+    const std::string reason = ck.reason().empty() ? "runtime_error" : ck.reason();
+    if (after.ok() && (*after == SandboxState::kRunning) && ck.code() != Code::kDeadlineExceeded) {
+      // The workload survived (a refused save, -leave-running, an error before the save):
+      // it keeps running, and the checkpoint is retried with backoff.
+      c.a.status.status = ActorState::kRunning;
+      SetCondition(c, "CheckpointFailed", true, ConditionReason(reason), ck.message());
+      SetCondition(c, "Progressing", false, ConditionReason(reason), "checkpoint failed; still running");
+      if (Status s = WriteStatus(c); !s.ok()) return s;
+      Event(c, true, "CheckpointFailed", ck.message() + " (the actor keeps running)");
+      return ck;
+    }
+    // The sandbox is dead or suspect (timeout): never retry, clean up.
+    return ForceClean(c, ck.code() == Code::kDeadlineExceeded ? "deadline" : "sandbox_died",
+                      ConditionReason(reason), "checkpoint failed: " + ck.message());
+  }
+
+  // The image is safe on disk: the sandbox can go (with -leave-running it still runs).
+  if (Status s = driver_.Delete(c.ref); !s.ok()) {
+    spdlog::warn("sandbox delete after checkpoint failed actor={} error=\"{}\"", c.key, s.message());
+  }
+  SnapshotManifest m;
+  m.id = id;
+  m.ns = c.a.metadata.namespace_;
+  m.name = c.a.metadata.name;
+  m.scope = api::ToString(scope);
+  m.trigger = trigger_name;
+  if (auto v = driver_.Version(); v.ok()) m.runtime_version = *v;
+  m.cuda_checkpointed = gpu;
+  m.taken_at = api::FormatTime(std::chrono::floor<std::chrono::seconds>(clock_.WallNow()));
+  m.duration_seconds = took;
+  auto done = snapshots_.CompleteLocal(m);
+  if (!done.ok()) {
+    std::error_code ec;
+    fs::remove_all(*dir, ec);
+    return ForceClean(c, "sandbox_died", "SnapshotIncomplete",
+                      "the checkpoint succeeded but the snapshot could not be completed: " +
+                          done.status().message());
+  }
+  metrics_.ObserveSize(trigger_name, m.scope, gpu, static_cast<double>(done->total_bytes));
+  api::Snapshot snap = ToSnapshot(*done, snapshots_.LocalPath(m.ns, m.name, id), options_.node);
+  const std::optional<api::Snapshot> previous = c.a.status.latest_snapshot;
+
+  ActorState final_state = ActorState::kPaused;
+  std::string commit_error;
+  if (trigger == SnapshotTrigger::kSuspend) {
+    const auto cstart = clock_.Now();
+    auto committed = snapshots_.Commit(m.ns, m.name, id);
+    const double ctook = Seconds(clock_.Now() - cstart);
+    metrics_.ObserveDuration("commit", trigger_name, gpu, committed.ok() ? "success" : "error", ctook);
+    metrics_.CountOperation("commit", committed.ok() ? "success" : "error",
+                            committed.ok() ? "" : (committed.status().reason().empty() ? "store_error" : committed.status().reason()));
+    if (committed.ok()) {
+      snap = ToSnapshot(*committed, snapshots_.StorePath(m.ns, m.name, id), "");
+      snapshots_.RemoveLocal(m.ns, m.name, id);
+      final_state = ActorState::kSuspended;
+    } else {
+      // Nothing is lost: the complete snapshot stays on this node and the actor rests PAUSED
+      // until the store takes it (the commit is retried).
+      commit_error = committed.status().message();
+    }
+  }
+  // Older node-local snapshots of this actor are superseded.
+  for (const auto& old : snapshots_.ListLocal(m.ns, m.name)) {
+    if (old.id != id) snapshots_.RemoveLocal(m.ns, m.name, old.id);
+  }
+  (void)previous;
+
+  if (Status s = workers_.Free(c.actor_ref); !s.ok()) return s;
+  c.a.status.status = final_state;
+  c.a.status.latest_snapshot = snap;
+  c.a.status.worker_name.clear();
+  c.a.status.sandbox_id.clear();
+  SetCondition(c, "Progressing", false, final_state == ActorState::kPaused ? "Paused" : "Suspended", "");
+  SetCondition(c, "Ready", false, final_state == ActorState::kPaused ? "Paused" : "Suspended",
+               "snapshot " + id + " (" + std::to_string(snap.size_bytes) + " bytes)");
+  SetCondition(c, "CheckpointFailed", false, "Checkpointed", "");
+  if (!commit_error.empty()) {
+    SetCondition(c, "CommitFailed", true, "StoreUnavailable", commit_error);
+  } else {
+    api::RemoveCondition(c.a.status.conditions, "CommitFailed");
+  }
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+  Event(c, false, final_state == ActorState::kPaused ? "Paused" : "Suspended",
+        "snapshot " + id + ": " + std::to_string(snap.size_bytes) + " bytes, checkpoint " +
+            std::to_string(took) + "s");
+  spdlog::info("actor checkpointed actor={} trigger={} snapshot={} size_bytes={} duration_s={:.3f} status={}",
+               c.key, trigger_name, id, snap.size_bytes, took, api::ToString(final_state));
+  if (!commit_error.empty()) return Status(Code::kUnavailable, commit_error, "store_error");
+  return ReconcileOutcome{};
+}
+
+Result<ReconcileOutcome> ActorReconciler::CommitPaused(Ctx& c) {
+  const auto& snap = c.a.status.latest_snapshot;
+  if (!snap || snap->node_name.empty()) {
+    c.a.status.status = ActorState::kSuspended;
+    return WriteStatus(c).ok() ? Result<ReconcileOutcome>(ReconcileOutcome{})
+                               : Result<ReconcileOutcome>(Status(Code::kAborted, "status write"));
+  }
+  if (snap->node_name != options_.node) return ReconcileOutcome{};  // its node commits it
+  const bool gpu = c.a.spec.gpu.count > 0;
+  const auto start = clock_.Now();
+  auto committed = snapshots_.Commit(c.a.metadata.namespace_, c.a.metadata.name, snap->id);
+  metrics_.ObserveDuration("commit", "Suspend", gpu, committed.ok() ? "success" : "error",
+                           Seconds(clock_.Now() - start));
+  metrics_.CountOperation("commit", committed.ok() ? "success" : "error",
+                          committed.ok() ? "" : "store_error");
+  if (!committed.ok()) {
+    SetCondition(c, "CommitFailed", true, "StoreUnavailable", committed.status().message());
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    return committed.status();
+  }
+  snapshots_.RemoveLocal(c.a.metadata.namespace_, c.a.metadata.name, snap->id);
+  c.a.status.latest_snapshot =
+      ToSnapshot(*committed, snapshots_.StorePath(c.a.metadata.namespace_, c.a.metadata.name, snap->id), "");
+  c.a.status.status = ActorState::kSuspended;
+  api::RemoveCondition(c.a.status.conditions, "CommitFailed");
+  SetCondition(c, "Ready", false, "Suspended", "snapshot " + snap->id + " committed");
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+  Event(c, false, "Suspended", "paused snapshot " + snap->id + " committed to the store");
+  return ReconcileOutcome{};
+}
+
+Result<ReconcileOutcome> ActorReconciler::RecoverInterrupted(Ctx& c) {
+  auto state = driver_.State(c.ref);
+  if (!state.ok()) return state.status();
+  const ActorState was = c.a.status.status;
+  spdlog::info("recovering interrupted transition actor={} status={} sandbox={}", c.key,
+               api::ToString(was), ToString(*state));
+  if (was == ActorState::kResuming) {
+    if (*state == SandboxState::kRunning) {
+      c.a.status.status = ActorState::kRunning;
+      SetCondition(c, "Progressing", false, "Resumed", "recovered after an agent restart");
+      SetCondition(c, "Ready", true, "Running", "recovered after an agent restart");
+      if (Status s = WriteStatus(c); !s.ok()) return s;
+      return ReconcileOutcome{options_.liveness_period};
+    }
+    // The restore never finished: start it again from the snapshot it was restoring.
+    driver_.Delete(c.ref);
+    c.a.status.status = RestingState(c.a);
+    if (c.a.status.status == ActorState::kFailed) c.a.status.status = ActorState::kUnspecified;
+    return Resume(c);
+  }
+  // PAUSING / SUSPENDING.
+  if (*state == SandboxState::kRunning) {
+    // The checkpoint was cut short (or ran with -leave-running): the workload lives on.
+    c.a.status.status = ActorState::kRunning;
+    SetCondition(c, "Progressing", false, "CheckpointInterrupted",
+                 "the node agent restarted during the checkpoint; the actor kept running");
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    return ReconcileOutcome{std::chrono::milliseconds(1)};  // the checkpoint starts again
+  }
+  // The sandbox is gone. A complete snapshot newer than the latest one means the checkpoint
+  // finished before the agent died: adopt it, nothing is lost.
+  const std::string latest = c.a.status.latest_snapshot ? c.a.status.latest_snapshot->id : "";
+  auto local = snapshots_.ListLocal(c.a.metadata.namespace_, c.a.metadata.name);
+  if (!local.empty() && local.back().id > latest) {
+    const auto& m = local.back();
+    driver_.Delete(c.ref);
+    if (Status s = workers_.Free(c.actor_ref); !s.ok()) return s;
+    c.a.status.latest_snapshot = ToSnapshot(m, snapshots_.LocalPath(m.ns, m.name, m.id), options_.node);
+    c.a.status.status = ActorState::kPaused;
+    c.a.status.worker_name.clear();
+    c.a.status.sandbox_id.clear();
+    SetCondition(c, "Progressing", false, "Recovered", "adopted complete snapshot " + m.id);
+    SetCondition(c, "Ready", false, "Paused", "snapshot " + m.id);
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    // A suspend continues with the commit on the next pass.
+    return ReconcileOutcome{std::chrono::milliseconds(1)};
+  }
+  return ForceClean(c, "sandbox_died", "SandboxDied",
+                    "the sandbox is " + std::string(ToString(*state)) +
+                        " and no complete snapshot was left by the interrupted " +
+                        api::ToString(was));
+}
+
+Result<ReconcileOutcome> ActorReconciler::ForceClean(Ctx& c, const std::string& reason,
+                                                     const std::string& condition_reason,
+                                                     const std::string& message) {
+  if (Status s = driver_.Delete(c.ref); !s.ok()) return s;
+  std::error_code ec;
+  fs::remove_all(c.ref.root, ec);
+  if (Status s = workers_.Free(c.actor_ref); !s.ok()) return s;
+  metrics_.CountForcedCleanup(reason);
+  const ActorState was = c.a.status.status;
+  c.a.status.status = c.a.status.latest_snapshot ? RestingState(c.a) : ActorState::kFailed;
+  if (c.a.status.status == ActorState::kPaused) c.a.status.status = ActorState::kSuspended;
+  c.a.status.worker_name.clear();
+  c.a.status.sandbox_id.clear();
+  SetCondition(c, "CheckpointFailed", was != ActorState::kRunning, condition_reason, message);
+  SetCondition(c, "Progressing", false, condition_reason, "cleaned up");
+  SetCondition(c, "Ready", false, condition_reason,
+               message + (c.a.status.latest_snapshot
+                              ? "; kept snapshot " + c.a.status.latest_snapshot->id
+                              : "; no snapshot to resume from"));
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+  Event(c, true, "ForcedCleanup", message);
+  spdlog::warn("actor force-cleaned actor={} reason={} was={} now={} message=\"{}\"", c.key, reason,
+               api::ToString(was), api::ToString(c.a.status.status), message);
+  return ReconcileOutcome{};
+}
+
+Result<ReconcileOutcome> ActorReconciler::Delete(Ctx& c) {
+  if (!c.a.metadata.HasFinalizer(api::kActorFinalizer)) return ReconcileOutcome{};
+  const bool active = c.a.status.status == ActorState::kRunning || api::IsTransitioning(c.a.status.status);
+  if (Status s = driver_.Delete(c.ref); !s.ok()) return s;
+  std::error_code ec;
+  fs::remove_all(c.ref.root, ec);
+  fs::remove(c.ref.log_path, ec);
+  if (Status s = snapshots_.RemoveAllLocal(c.a.metadata.namespace_, c.a.metadata.name); !s.ok()) return s;
+  for (const auto& m : snapshots_.ListCommitted(c.a.metadata.namespace_, c.a.metadata.name)) {
+    snapshots_.RemoveCommitted(m.ns, m.name, m.id);
+  }
+  if (Status s = workers_.Free(c.actor_ref); !s.ok()) return s;
+  if (api::IsTransitioning(c.a.status.status)) metrics_.CountForcedCleanup("deleted");
+  if (Status s = SetFinalizer(c, false); !s.ok()) return s;
+  spdlog::info("actor deleted actor={} was={} sandbox_removed={}", c.key,
+               api::ToString(c.a.status.status), active);
+  return ReconcileOutcome{};
+}
+
+Status ActorReconciler::RecoverAtStartup() {
+  auto removed = snapshots_.RemovePartials();
+  if (removed.ok() && *removed > 0) spdlog::info("removed partial snapshots count={}", *removed);
+  // Sandboxes whose actor is gone or not ours any more.
+  std::error_code ec;
+  const fs::path run = options_.root + "/run";
+  if (fs::exists(run)) {
+    for (const auto& entry : fs::directory_iterator(run, ec)) {
+      const std::string id = entry.path().filename().string();
+      auto sep = id.find('_');
+      if (sep == std::string::npos) continue;
+      const std::string ns = id.substr(0, sep), name = id.substr(sep + 1);
+      ObjectPtr obj = actors_(ns + "/" + name);
+      bool keep = false;
+      if (obj) {
+        auto a = api::ActorFromJson(*obj);
+        keep = a.ok() && OwnedHere(*a);
+      }
+      if (!keep) {
+        SandboxRef ref = SandboxFor(ns, name);
+        driver_.Delete(ref);
+        fs::remove_all(ref.root, ec);
+        snapshots_.RemoveAllLocal(ns, name);
+        spdlog::info("leftover sandbox removed actor={}/{}", ns, name);
+      }
+    }
+  }
+  // Workers held by actors that do not exist, are not ours, or are at rest.
+  return workers_.FreeUnless([&](const api::ActorRef& ref) {
+    ObjectPtr obj = actors_(ref.Key());
+    if (!obj) return false;
+    auto a = api::ActorFromJson(*obj);
+    if (!a.ok() || !OwnedHere(*a)) return false;
+    return a->status.status == ActorState::kRunning || api::IsTransitioning(a->status.status);
+  });
+}
+
+}  // namespace stasis

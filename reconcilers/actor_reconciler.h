@@ -1,0 +1,104 @@
+// The node agent's reconciler: drives each Actor bound to this node through the state machine
+// of DESIGN.md §6 with a RuntimeDriver, keeping snapshots on disk (SnapshotStore), the node's
+// Workers (NodeWorkers) and the Actor's status in step.
+//
+// Invariants it keeps:
+//  - Every *ING status is written, with transitionStartTime, before the step it announces, and
+//    replaced before Reconcile returns (the driver calls carry the actor's deadlines), so an
+//    *ING status seen at the start of a reconcile means an earlier agent died mid-step; it is
+//    recovered from the sandbox's state and the snapshot directories, never left as it is.
+//  - A checkpoint that leaves the sandbox dead is never retried: the sandbox is force-deleted,
+//    the partial image removed, the worker freed, and the actor goes to STATUS_SUSPENDED with
+//    its previous snapshot (STATUS_FAILED without one), with a condition quoting the runtime.
+//  - A checkpoint that fails while the sandbox lives leaves the actor RUNNING (CheckpointFailed).
+//  - A GPU preflight failure never checkpoints and never stops the actor.
+//  - Only a complete (renamed, checksummed) snapshot becomes status.latestSnapshot.
+//  - The worker is claimed before the sandbox starts and freed after it is gone.
+//  - Decisions are made on a quorum read of the actor, never on the (possibly stale) cache.
+//  - Status is written as a merge patch carrying the resourceVersion read: a concurrent writer
+//    (the cluster controller's forced cleanup) makes it fail with 409 rather than be overwritten.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "api/actor.h"
+#include "controller/clock.h"
+#include "controller/event_recorder.h"
+#include "controller/object_store.h"
+#include "controller/reconciler.h"
+#include "reconcilers/node_workers.h"
+#include "reconcilers/runtime_driver.h"
+#include "reconcilers/snapshot_metrics.h"
+#include "reconcilers/snapshot_store.h"
+
+namespace stasis {
+
+struct ActorReconcilerOptions {
+  std::string node;
+  std::string root;  // --root: run/, logs/ and snapshots/ live under it
+  // How often a RUNNING actor's sandbox is checked for life.
+  std::chrono::milliseconds liveness_period{std::chrono::seconds(10)};
+  // How soon a GPU preflight that failed is tried again (the actor keeps running meanwhile).
+  std::chrono::milliseconds preflight_retry{std::chrono::seconds(30)};
+};
+
+// Finds an actor by key in the agent's caches (it watches its actors through two field
+// selectors, spec.nodeName and status.nodeName, so there are two stores to look in).
+using ActorLookup = std::function<ObjectPtr(const std::string& key)>;
+
+class ActorReconciler : public Reconciler {
+ public:
+  ActorReconciler(ActorReconcilerOptions options, KubeClient& client, ActorLookup actors,
+                  RuntimeDriver& driver, SnapshotStore& snapshots, NodeWorkers& workers,
+                  SnapshotMetrics& metrics, EventRecorder* events, Clock& clock = RealClock::Get());
+
+  Result<ReconcileOutcome> Reconcile(const Request& request) override;
+
+  // Restart recovery, after the actor cache has synced: deletes sandboxes and local snapshots
+  // of actors that no longer exist or are no longer bound here, and frees workers held by
+  // actors that should not hold one. Partial snapshot directories are removed first.
+  Status RecoverAtStartup();
+
+  // Where an actor's runtime state lives on this node.
+  SandboxRef SandboxFor(const std::string& ns, const std::string& name) const;
+
+ private:
+  struct Ctx;  // one reconcile's working copy of the actor
+
+  bool OwnedHere(const api::Actor& a) const;
+  Result<ReconcileOutcome> Delete(Ctx& c);
+  Result<ReconcileOutcome> Resume(Ctx& c);
+  Result<ReconcileOutcome> Checkpoint(Ctx& c, api::SnapshotTrigger trigger);
+  Result<ReconcileOutcome> CommitPaused(Ctx& c);
+  Result<ReconcileOutcome> RecoverInterrupted(Ctx& c);
+  Result<ReconcileOutcome> CheckAlive(Ctx& c);
+  // The sandbox is gone or suspect: remove it, free the worker, SUSPENDED or FAILED.
+  Result<ReconcileOutcome> ForceClean(Ctx& c, const std::string& reason,
+                                      const std::string& condition_reason,
+                                      const std::string& message);
+  Status Preflight(Ctx& c);
+  Status WriteStatus(Ctx& c);
+  Status SetFinalizer(Ctx& c, bool present);
+  void SetCondition(Ctx& c, const std::string& type, bool status, const std::string& reason,
+                    const std::string& message);
+  void Event(Ctx& c, bool warning, const std::string& reason, const std::string& message);
+  api::Snapshot ToSnapshot(const SnapshotManifest& m, const std::string& location,
+                           const std::string& node) const;
+
+  ActorReconcilerOptions options_;
+  KubeClient& client_;
+  ActorLookup actors_;
+  RuntimeDriver& driver_;
+  SnapshotStore& snapshots_;
+  NodeWorkers& workers_;
+  SnapshotMetrics& metrics_;
+  EventRecorder* events_;
+  Clock& clock_;
+};
+
+// "nvproxy_live_clients" → "NvproxyLiveClients": runtime failure classes as condition reasons.
+std::string ConditionReason(const std::string& failure_class);
+
+}  // namespace stasis

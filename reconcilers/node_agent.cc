@@ -1,0 +1,136 @@
+#include "reconcilers/node_agent.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "api/names.h"
+#include "controller/controller.h"
+#include "controller/event_recorder.h"
+#include "controller/http_endpoints.h"
+#include "controller/informer.h"
+#include "controller/metrics.h"
+#include "controller/rest_config.h"
+#include "reconcilers/actor_reconciler.h"
+#include "reconcilers/api_resources.h"
+#include "reconcilers/node_heartbeat.h"
+#include "reconcilers/node_workers.h"
+#include "reconcilers/runsc_driver.h"
+#include "reconcilers/snapshot_metrics.h"
+#include "reconcilers/snapshot_store.h"
+
+namespace stasis {
+
+Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
+  if (o.node.empty()) return Status(Code::kInvalidArgument, "--node-name is required");
+  if (o.workers.empty()) return Status(Code::kInvalidArgument, "--workers or --gpus must give at least one worker");
+  auto config = LoadRestConfig(o.kubeconfig);
+  if (!config.ok()) return config.status();
+  config->user_agent = "stasis-node/" + o.node;
+
+  Metrics& metrics = Metrics::Global();
+  auto transport = NewCpprestTransport(*config);
+  const std::string host = transport->Host();
+  KubeClient client(std::move(transport), metrics.RestClientObserver(host));
+  SnapshotMetrics snapshot_metrics(*metrics.registry());
+
+  std::error_code ec;
+  for (const char* d : {"run", "logs", "snapshots"}) {
+    std::filesystem::create_directories(o.root + "/" + d, ec);
+    if (ec) return Status(Code::kFailedPrecondition, "cannot create " + o.root + "/" + d + ": " + ec.message());
+  }
+  const std::string store_root = o.snapshot_store.empty() ? o.root + "/store" : o.snapshot_store;
+  std::filesystem::create_directories(store_root, ec);
+  SnapshotStore snapshots(o.root + "/snapshots", store_root);
+  if (Status s = snapshots.CheckStoreWritable(); !s.ok()) {
+    // Not fatal: pauses still work; suspends report CommitFailed until the store is back.
+    spdlog::warn("snapshot store not writable store={} error=\"{}\"", store_root, s.message());
+  }
+  RunscDriver driver(o.runsc, o.runsc_flags);
+  if (auto v = driver.Version(); !v.ok()) {
+    return Status(Code::kFailedPrecondition, "runsc at " + o.runsc + " does not run: " + v.status().message());
+  } else {
+    spdlog::info("node agent starting node={} runsc={} runsc_version={} workers={} root={} store={}",
+                 o.node, o.runsc, *v, o.workers.size(), o.root, store_root);
+  }
+
+  NodeWorkers workers(client, o.node, o.workers, &snapshot_metrics);
+  if (Status s = workers.Register(); !s.ok()) return s;
+  NodeHeartbeat heartbeat(client, NodeHeartbeatOptions{o.node, o.lease_namespace});
+  if (Status s = heartbeat.Start(); !s.ok()) {
+    spdlog::warn("heartbeat lease unavailable node={} namespace={} error=\"{}\"", o.node,
+                 o.lease_namespace, s.ToString());
+  }
+
+  KubeEventRecorderOptions eo;
+  eo.component = "stasis-node";
+  eo.host = o.node;
+  KubeEventRecorder events(client, eo);
+
+  // This node's actors: pinned here (spec.nodeName) or bound here (status.nodeName).
+  InformerOptions pinned_opts;
+  pinned_opts.type = kActorType;
+  pinned_opts.field_selector = std::string(api::kActorFieldSpecNodeName) + "=" + o.node;
+  InformerOptions bound_opts = pinned_opts;
+  bound_opts.field_selector = std::string(api::kActorFieldStatusNodeName) + "=" + o.node;
+  Informer pinned(client, pinned_opts);
+  Informer bound(client, bound_opts);
+  ActorLookup lookup = [&](const std::string& key) {
+    if (auto obj = pinned.store().Get(key)) return obj;
+    return bound.store().Get(key);
+  };
+
+  ActorReconcilerOptions ro;
+  ro.node = o.node;
+  ro.root = o.root;
+  ActorReconciler reconciler(ro, client, lookup, driver, snapshots, workers, snapshot_metrics, &events);
+  Controller controller("actor", reconciler, o.concurrency, &metrics);
+  pinned.AddEventHandler(controller.EnqueueHandler());
+  bound.AddEventHandler(controller.EnqueueHandler());
+
+  HttpEndpointsOptions ho;
+  ho.address = o.metrics_addr;
+  ho.registry = metrics.registry();
+  ho.readiness = [&]() -> Status {
+    if (!pinned.HasSynced() || !bound.HasSynced()) return Status(Code::kUnavailable, "actor caches not synced");
+    return OkStatus();
+  };
+  auto endpoints = HttpEndpoints::Start(ho);
+  if (!endpoints.ok()) return endpoints.status();
+  spdlog::info("serving metrics and health addr={} port={}", o.metrics_addr, (*endpoints)->port());
+
+  std::atomic<bool> informers_stop{false};
+  std::thread t1([&] { pinned.Run(&informers_stop); });
+  std::thread t2([&] { bound.Run(&informers_stop); });
+  auto shutdown = [&] {
+    informers_stop = true;
+    t1.join();
+    t2.join();
+  };
+  while (!stop->load() && !(pinned.HasSynced() && bound.HasSynced())) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (stop->load()) {
+    shutdown();
+    return OkStatus();
+  }
+  if (Status s = reconciler.RecoverAtStartup(); !s.ok()) {
+    spdlog::warn("startup recovery incomplete node={} error=\"{}\"", o.node, s.ToString());
+  }
+  controller.Start();
+  spdlog::info("node agent ready node={}", o.node);
+  while (!stop->load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+
+  spdlog::info("node agent stopping node={} grace_s={}", o.node, o.shutdown_grace_seconds);
+  informers_stop = true;
+  const bool drained = controller.Stop(std::chrono::seconds(o.shutdown_grace_seconds));
+  shutdown();
+  heartbeat.Stop();
+  events.Shutdown(std::chrono::seconds(2));
+  (*endpoints)->Stop();
+  spdlog::info("node agent stopped node={} drained={}", o.node, drained);
+  return OkStatus();
+}
+
+}  // namespace stasis

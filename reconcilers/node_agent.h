@@ -1,0 +1,32 @@
+// `stasis node`, assembled: the Actor informers (this node's actors only), the actor
+// reconciler and its controller, the node's Workers, the heartbeat Lease, the metrics and
+// health endpoints. cmd/stasis parses flags into NodeAgentOptions and calls Run.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "controller/result.h"
+
+namespace stasis {
+
+struct NodeAgentOptions {
+  std::string kubeconfig;  // "" = $KUBECONFIG or in-cluster
+  std::string node;
+  std::string runsc = "runsc";
+  std::vector<std::string> runsc_flags = {"-network=none"};
+  std::string root = "/var/lib/stasis";
+  std::string snapshot_store;  // "" = <root>/store (a node-local store)
+  // One entry per worker: empty = a CPU slot, else the GPU UUIDs it holds.
+  std::vector<std::vector<std::string>> workers;
+  std::string metrics_addr = ":8080";
+  std::string lease_namespace = "stasis-system";
+  int concurrency = 4;
+  int shutdown_grace_seconds = 30;
+};
+
+// Runs until *stop becomes true (SIGTERM); returns the reason it could not start or run.
+Status RunNodeAgent(const NodeAgentOptions& options, const std::atomic<bool>* stop);
+
+}  // namespace stasis

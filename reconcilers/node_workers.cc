@@ -1,0 +1,154 @@
+#include "reconcilers/node_workers.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "api/json_mapping.h"
+#include "reconcilers/api_resources.h"
+
+namespace stasis {
+
+NodeWorkers::NodeWorkers(KubeClient& client, std::string node,
+                         std::vector<std::vector<std::string>> devices, SnapshotMetrics* metrics)
+    : client_(client), node_(std::move(node)), devices_(std::move(devices)), metrics_(metrics) {}
+
+namespace {
+std::string WorkerName(const std::string& node, size_t i, bool gpu) {
+  return node + (gpu ? "-gpu" : "-slot") + std::to_string(i);
+}
+}  // namespace
+
+Status NodeWorkers::Register() {
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    const bool gpu = !devices_[i].empty();
+    json w = {{"apiVersion", api::kApiVersion},
+              {"kind", api::kWorkerKind},
+              {"metadata",
+               {{"name", WorkerName(node_, i, gpu)}, {"labels", {{api::kNodeLabel, node_}}}}},
+              {"spec", {{"nodeName", node_}, {"devices", devices_[i]}}}};
+    auto created = client_.Create(kWorkerType, "", w);
+    if (created.ok()) {
+      // A new worker starts Free; status is only writable through /status.
+      json status = {{"status", {{"phase", "Free"}}}};
+      auto patched = client_.Patch(kWorkerType, "", WorkerName(node_, i, gpu), PatchType::kMerge,
+                                   status, "status");
+      if (!patched.ok()) return patched.status();
+      spdlog::info("worker registered worker={} node={} devices={}", WorkerName(node_, i, gpu),
+                   node_, devices_[i].size());
+    } else if (created.status().code() != Code::kAlreadyExists) {
+      return created.status();
+    }
+  }
+  auto all = List();
+  if (all.ok()) UpdateGauge(*all);
+  return all.ok() ? OkStatus() : all.status();
+}
+
+Result<std::vector<api::Worker>> NodeWorkers::List() {
+  ListOptions lo;
+  lo.label_selector = std::string(api::kNodeLabel) + "=" + node_;
+  auto list = client_.List(kWorkerType, "", lo);
+  if (!list.ok()) return list.status();
+  std::vector<api::Worker> out;
+  for (const auto& item : (*list)["items"]) {
+    auto w = api::WorkerFromJson(item);
+    if (w.ok() && w->spec.node_name == node_) out.push_back(*w);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const api::Worker& a, const api::Worker& b) { return a.metadata.name < b.metadata.name; });
+  return out;
+}
+
+void NodeWorkers::UpdateGauge(const std::vector<api::Worker>& workers) {
+  if (!metrics_) return;
+  int free = 0, held = 0;
+  for (const auto& w : workers) (w.IsFree() ? free : held)++;
+  metrics_->SetWorkers(free, held);
+}
+
+Status NodeWorkers::SetHolder(const api::Worker& worker, const std::optional<api::ActorRef>& holder) {
+  api::Worker after = worker;
+  after.status.phase = holder ? api::WorkerPhase::kHeld : api::WorkerPhase::kFree;
+  after.status.actor_ref = holder;
+  json patch = api::WorkerStatusMergePatch(worker, after).value_or(json::object());
+  if (!holder) patch["status"]["actorRef"] = nullptr;
+  // The resourceVersion turns the merge patch into a compare-and-swap: 409 if it changed.
+  patch["metadata"]["resourceVersion"] = worker.metadata.resource_version;
+  auto r = client_.Patch(kWorkerType, "", worker.metadata.name, PatchType::kMerge, patch, "status");
+  return r.ok() ? OkStatus() : r.status();
+}
+
+std::optional<api::Worker> NodeWorkers::HeldBy(const api::ActorRef& actor) {
+  auto all = List();
+  if (!all.ok()) return std::nullopt;
+  for (const auto& w : *all) {
+    if (w.IsHeldBy(actor)) return w;
+  }
+  return std::nullopt;
+}
+
+Result<api::Worker> NodeWorkers::Claim(const api::ActorRef& actor) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto all = List();
+    if (!all.ok()) return all.status();
+    for (const auto& w : *all) {
+      if (w.IsHeldBy(actor)) return w;
+    }
+    bool raced = false;
+    for (const auto& w : *all) {
+      if (!w.IsFree()) continue;
+      Status s = SetHolder(w, actor);
+      if (s.ok()) {
+        spdlog::info("worker claimed worker={} actor={}", w.metadata.name, actor.Key());
+        api::Worker held = w;
+        held.status.phase = api::WorkerPhase::kHeld;
+        held.status.actor_ref = actor;
+        auto after = List();
+        if (after.ok()) UpdateGauge(*after);
+        return held;
+      }
+      if (s.code() != Code::kAborted) return s;
+      raced = true;  // someone else claimed it first: look again
+    }
+    if (!raced) break;
+  }
+  return Status(Code::kUnavailable, "no free worker on node " + node_, "no_free_worker");
+}
+
+Status NodeWorkers::Free(const api::ActorRef& actor) {
+  return FreeUnless([&](const api::ActorRef& ref) { return !(ref == actor); });
+}
+
+Status NodeWorkers::FreeUnless(const std::function<bool(const api::ActorRef&)>& keeps) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto all = List();
+    if (!all.ok()) return all.status();
+    bool conflict = false;
+    for (const auto& w : *all) {
+      if (w.IsFree() || !w.status.actor_ref || keeps(*w.status.actor_ref)) continue;
+      Status s = SetHolder(w, std::nullopt);
+      if (s.code() == Code::kAborted) {
+        conflict = true;
+        continue;
+      }
+      if (!s.ok()) return s;
+      spdlog::info("worker freed worker={} actor={}", w.metadata.name, w.status.actor_ref->Key());
+    }
+    if (!conflict) {
+      auto after = List();
+      if (after.ok()) UpdateGauge(*after);
+      return OkStatus();
+    }
+  }
+  return Status(Code::kAborted, "workers of node " + node_ + " kept changing while freeing");
+}
+
+std::vector<std::string> NodeWorkers::DevicesOf(const std::string& worker_name) const {
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    if (WorkerName(node_, i, !devices_[i].empty()) == worker_name) return devices_[i];
+  }
+  return {};
+}
+
+}  // namespace stasis

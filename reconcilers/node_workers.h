@@ -1,0 +1,52 @@
+// The Workers of one node: registered by the node agent, claimed for an actor and freed
+// through the API server with optimistic concurrency (a claim is a /status update carrying the
+// resourceVersion the worker was read at; a 409 means someone else won, try the next). A
+// worker is never held by two actors, however many agents and controllers race for it.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/worker.h"
+#include "controller/kube_client.h"
+#include "reconcilers/snapshot_metrics.h"
+
+namespace stasis {
+
+class NodeWorkers {
+ public:
+  // One worker per entry of `devices` (an empty entry = a CPU slot). Worker names are
+  // "<node>-gpu<i>" when the entry lists devices, else "<node>-slot<i>".
+  NodeWorkers(KubeClient& client, std::string node, std::vector<std::vector<std::string>> devices,
+              SnapshotMetrics* metrics);
+
+  // Creates the Worker objects that do not exist; existing ones keep their status (claims
+  // survive an agent restart). Labels them stasis.dev/node=<node>.
+  Status Register();
+  // The worker this actor holds on this node, claiming a free one when it holds none.
+  // kUnavailable ("no free worker") when all are held.
+  Result<api::Worker> Claim(const api::ActorRef& actor);
+  // Frees every worker of this node held by `actor`. OK when it holds none.
+  Status Free(const api::ActorRef& actor);
+  std::optional<api::Worker> HeldBy(const api::ActorRef& actor);
+  // Frees workers whose holder `keeps(ref)` says should not hold one (restart recovery).
+  Status FreeUnless(const std::function<bool(const api::ActorRef&)>& keeps);
+  // The devices of a worker of this node by name (GPU UUIDs), for the runtime spec.
+  std::vector<std::string> DevicesOf(const std::string& worker_name) const;
+  Result<std::vector<api::Worker>> List();
+
+  const std::string& node() const { return node_; }
+
+ private:
+  Status SetHolder(const api::Worker& worker, const std::optional<api::ActorRef>& holder);
+  void UpdateGauge(const std::vector<api::Worker>& workers);
+
+  KubeClient& client_;
+  std::string node_;
+  std::vector<std::vector<std::string>> devices_;
+  SnapshotMetrics* metrics_;
+};
+
+}  // namespace stasis
