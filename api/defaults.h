@@ -1,7 +1,8 @@
 // The CRDs' schema defaults applied to JSON, the way the API server applies them before it
 // validates: null values are dropped first (the server prunes nulls of non-nullable fields),
 // then every `default:` whose parent object exists is filled in; spec.gpu, spec.snapshots and
-// spec.timeouts default to {} so their fields are always filled when spec exists.
+// spec.timeouts default to objects (the CRD spells out {onPause: Full, onCommit: Full} for
+// snapshots; the result is the same) so their fields are always filled when spec exists.
 // The typed structs (actor.h, worker.h) carry the same defaults as member initialisers.
 // Invariant: applying defaults twice changes nothing.
 #pragma once

@@ -1,6 +1,7 @@
 #include "api/validation.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -338,7 +339,7 @@ std::pair<std::string, std::string> InferredType(const json& v) {
   if (v.is_boolean()) return {"boolean", ""};
   if (v.is_string()) return {"string", ""};
   if (v.is_number_integer()) return {"integer", "int64"};
-  if (v.is_number_float()) return {"number", "double"};
+  if (v.is_number_float()) return {"number", "float64"};
   if (v.is_array()) return {"array", ""};
   if (v.is_null()) return {"null", ""};
   return {"object", ""};
@@ -361,18 +362,31 @@ bool IsBlocking(FieldErrorType t) {
 
 class Validator {
  public:
-  FieldErrors Run(const Schema& schema, const json& object, const json* old_object) {
-    CheckSchema(schema, object, "");
-    CheckListTypes(schema, object, "");
+  // Validates `object` against `schema`; `root` is the object's path ("" for a whole object,
+  // "status" for a write to /status, where the server names fields relative to the status
+  // in its detail texts).
+  FieldErrors Run(const Schema& schema, const json& object, const json* old_object,
+                  const std::string& root = "") {
+    root_prefix_ = root.empty() ? "" : root + ".";
+    CheckSchema(schema, object, root);
+    CheckListTypes(schema, object, root);
     if (blocked_) {
       errors_.push_back({FieldErrorType::kInvalid, "<nil>", "null", kCelSkippedNotice});
     } else {
-      CheckRules(schema, object, old_object, "");
+      CheckRules(schema, object, old_object, root);
     }
     return std::move(errors_);
   }
 
  private:
+  // The field's name as kube-openapi writes it inside a detail ("x in body should …").
+  std::string Name(const std::string& path) const {
+    if (!root_prefix_.empty() && path.rfind(root_prefix_, 0) == 0) {
+      return path.substr(root_prefix_.size());
+    }
+    return path;
+  }
+
   static std::string Child(const std::string& path, const std::string& key) {
     return path.empty() ? key : path + "." + key;
   }
@@ -389,7 +403,7 @@ class Validator {
   void TypeError(const std::string& path, const std::string& expected, const std::string& got) {
     blocked_ = true;
     errors_.push_back({FieldErrorType::kInvalid, path, GoQuote(got),
-                       path + " in body must be of type " + expected + ": " + GoQuote(got)});
+                       Name(path) + " in body must be of type " + expected + ": " + GoQuote(got)});
   }
 
   // kube-openapi's typeValidator, with its format quirks; false when the type is wrong.
@@ -457,11 +471,12 @@ class Validator {
     }
     if (s.min_length && runes < *s.min_length) {
       Add(FieldErrorType::kInvalid, path, GoQuote(v),
-          path + " in body should be at least " + std::to_string(*s.min_length) + " chars long");
+          Name(path) + " in body should be at least " + std::to_string(*s.min_length) +
+              " chars long");
     }
     if (!s.pattern.empty() && !std::regex_search(v, std::regex(s.pattern))) {
       Add(FieldErrorType::kInvalid, path, GoQuote(v),
-          path + " in body should match '" + s.pattern + "'");
+          Name(path) + " in body should match '" + s.pattern + "'");
     }
     if (s.format == "date-time" && !ParseTime(v).ok()) {
       TypeError(path, "date-time", v);
@@ -472,11 +487,11 @@ class Validator {
     const double d = v.get<double>();
     if (s.maximum && d > *s.maximum) {
       Add(FieldErrorType::kInvalid, path, RenderNumber(v),
-          path + " in body should be less than or equal to " + RenderBound(*s.maximum));
+          Name(path) + " in body should be less than or equal to " + RenderBound(*s.maximum));
     }
     if (s.minimum && d < *s.minimum) {
       Add(FieldErrorType::kInvalid, path, RenderNumber(v),
-          path + " in body should be greater than or equal to " + RenderBound(*s.minimum));
+          Name(path) + " in body should be greater than or equal to " + RenderBound(*s.minimum));
     }
   }
 
@@ -570,7 +585,15 @@ class Validator {
 
   FieldErrors errors_;
   bool blocked_ = false;
+  std::string root_prefix_;
 };
+
+const Schema& PropertyOf(const Schema& schema, const std::string& name) {
+  for (const auto& [key, sub] : schema.properties) {
+    if (key == name) return sub;
+  }
+  std::abort();  // a schema above lacks the property: a bug in this file
+}
 
 }  // namespace
 
@@ -582,6 +605,18 @@ FieldErrors ValidateActor(const json& actor) {
 
 FieldErrors ValidateActor(const Actor& actor) { return ValidateActor(ActorTypedJson(actor)); }
 
+FieldErrors ValidateActorStatus(const json& actor) {
+  json copy = actor;
+  ApplyActorDefaults(copy);
+  auto status = copy.find("status");
+  if (status == copy.end()) return {};
+  return Validator().Run(PropertyOf(ActorSchema(), "status"), *status, nullptr, "status");
+}
+
+FieldErrors ValidateActorStatus(const Actor& actor) {
+  return ValidateActorStatus(ActorTypedJson(actor));
+}
+
 FieldErrors ValidateWorker(const json& worker) {
   json copy = worker;
   ApplyWorkerDefaults(copy);
@@ -589,6 +624,14 @@ FieldErrors ValidateWorker(const json& worker) {
 }
 
 FieldErrors ValidateWorker(const Worker& worker) { return ValidateWorker(WorkerTypedJson(worker)); }
+
+FieldErrors ValidateWorkerStatus(const json& worker) {
+  json copy = worker;
+  ApplyWorkerDefaults(copy);
+  auto status = copy.find("status");
+  if (status == copy.end()) return {};
+  return Validator().Run(PropertyOf(WorkerSchema(), "status"), *status, nullptr, "status");
+}
 
 FieldErrors ValidateWorkerUpdate(const json& old_worker, const json& new_worker) {
   json old_copy = old_worker;

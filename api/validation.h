@@ -7,11 +7,15 @@
 // Like the server, defaults are applied (to a copy) first, and the CEL rules are skipped when
 // a "blocking" schema error (unsupported, required, too long, too many, wrong type) was found,
 // with the server's notice kCelSkippedNotice appended instead.
+// Two entry points per kind, as the server has two: ValidateActor() checks a whole object as
+// a create or update of the main resource is checked (this validator also checks status
+// there, which the server drops on create); ValidateActorStatus() checks only status, as a
+// write to /status is checked, where the server names fields relative to `status` in its
+// detail texts ("conditions[0].reason in body should match …").
 // Invariants: deterministic order (schema order); every kMessage* below appears verbatim in a
 // CRD. Differences from the server, by design: metadata (name, labels) is not validated; a
-// value of the wrong type yields only the type error; on writes to /status the server names
-// schema-error fields relative to `status` inside the detail text ("conditions[0].reason in
-// body should …"), where this validator, like the server on create, uses the full path.
+// value of the wrong type yields only the type error (the server may add a second, format
+// error); the server reports in an unspecified order.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -53,8 +57,13 @@ inline constexpr char kConditionReasonPattern[] = R"(^[A-Za-z]([A-Za-z0-9_,:]*[A
 FieldErrors ValidateActor(const nlohmann::json& actor);
 FieldErrors ValidateActor(const Actor& actor);  // validates ActorTypedJson(actor)
 
+// As a write of status to /status is checked; no errors when there is no status.
+FieldErrors ValidateActorStatus(const nlohmann::json& actor);
+FieldErrors ValidateActorStatus(const Actor& actor);
+
 FieldErrors ValidateWorker(const nlohmann::json& worker);
 FieldErrors ValidateWorker(const Worker& worker);
+FieldErrors ValidateWorkerStatus(const nlohmann::json& worker);
 // Also applies the transition rules (spec.nodeName is immutable).
 FieldErrors ValidateWorkerUpdate(const nlohmann::json& old_worker,
                                  const nlohmann::json& new_worker);

@@ -318,7 +318,8 @@ TEST_F(CrdTest, EveryBadActorIsRefusedWithTheValidatorsMessage) {
   ASSERT_GE(BadActors().size(), 20u);
   for (const BadObject& bad : BadActors()) {
     // The same message from stasis's own validator…
-    FieldErrors errors = ValidateActor(bad.object);
+    FieldErrors errors = bad.write == BadWrite::kCreate ? ValidateActor(bad.object)
+                                                        : ValidateActorStatus(bad.object);
     ASSERT_FALSE(errors.empty()) << bad.name;
     EXPECT_EQ(errors[0].ToString(), bad.expected) << bad.name;
     // …and from the API server.
@@ -328,7 +329,8 @@ TEST_F(CrdTest, EveryBadActorIsRefusedWithTheValidatorsMessage) {
 
 TEST_F(CrdTest, EveryBadWorkerIsRefusedWithTheValidatorsMessage) {
   for (const BadObject& bad : BadWorkers()) {
-    FieldErrors errors = ValidateWorker(bad.object);
+    FieldErrors errors = bad.write == BadWrite::kCreate ? ValidateWorker(bad.object)
+                                                        : ValidateWorkerStatus(bad.object);
     ASSERT_FALSE(errors.empty()) << bad.name;
     EXPECT_EQ(errors[0].ToString(), bad.expected) << bad.name;
     SendBadObject(bad, "worker", false);

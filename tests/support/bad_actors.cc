@@ -152,6 +152,10 @@ const std::vector<BadObject>& BadActors() {
             "bad-timeout-type", "a timeout written as a string", kCreate,
             {{"spec", {{"timeouts", {{"checkpointSeconds", "600"}}}}}},
             R"(spec.timeouts.checkpointSeconds: Invalid value: "string": spec.timeouts.checkpointSeconds in body must be of type integer: "string")"),
+        Actor(
+            "bad-gpu-count-float", "gpu.count not a whole number", kCreate,
+            {{"spec", {{"gpu", {{"count", 1.5}}}}}},
+            R"(spec.gpu.count: Invalid value: "float64": spec.gpu.count in body must be of type int32: "float64")"),
         Actor("bad-bundle-relative", "bundle not absolute", kCreate,
               {{"spec", {{"bundle", "bundles/counter"}}}},
               R"(spec.bundle: Invalid value: "bundles/counter": bundle must be an absolute path)"),
@@ -210,6 +214,24 @@ const std::vector<BadObject>& BadActors() {
             "bad-snapshot-trigger", "latestSnapshot.trigger outside the enum", kStatus,
             {{"status", {{"latestSnapshot", {{"trigger", "Manual"}}}}}},
             R"(status.latestSnapshot.trigger: Unsupported value: "Manual": supported values: "Pause", "Suspend")"),
+        Actor("bad-observed-generation", "observedGeneration negative", kStatus,
+              {{"status", {{"observedGeneration", -1}}}},
+              "status.observedGeneration: Invalid value: -1: observedGeneration in body should "
+              "be greater than or equal to 0"),
+        Actor(
+            "bad-transition-time", "transitionStartTime not a date-time", kStatus,
+            {{"status", {{"transitionStartTime", "soon"}}}},
+            R"(status.transitionStartTime: Invalid value: "soon": transitionStartTime in body must be of type date-time: "soon")"),
+        Actor(
+            "bad-condition-reason", "a condition reason that is not CamelCase", kStatus,
+            {{"status",
+              {{"conditions",
+                {{{"type", "Ready"},
+                  {"status", "True"},
+                  {"lastTransitionTime", "2026-12-02T10:00:00Z"},
+                  {"reason", "not camel case"},
+                  {"message", ""}}}}}}},
+            R"(status.conditions[0].reason: Invalid value: "not camel case": conditions[0].reason in body should match '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$')"),
         Actor(
             "bad-condition-status", "a condition status other than True/False/Unknown", kStatus,
             {{"status",

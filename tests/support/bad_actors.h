@@ -27,6 +27,9 @@ struct BadObject {
   std::string expected;   // FieldError::ToString() of the error, as kubectl prints it
 };
 
+// The validator that checks a write the way `write` reaches the server: ValidateActor() for
+// kCreate, ValidateActorStatus() for kStatus (and the Worker equivalents).
+
 // A valid Actor named `name` that sets every spec field (and, with status, every status
 // field) to a non-default value.
 nlohmann::json GoodActor(const std::string& name, bool with_status = false);

@@ -65,14 +65,18 @@ TEST(ApiValidationTest, TheBadActorTableIsLargeEnough) { EXPECT_GE(BadActors().s
 TEST(ApiValidationTest, EveryBadActorIsRejectedWithItsMessage) {
   for (const BadObject& bad : BadActors()) {
     SCOPED_TRACE(bad.name + ": " + bad.what);
-    ExpectOnly(ValidateActor(bad.object), bad);
+    ExpectOnly(bad.write == stasis::testing::BadWrite::kCreate ? ValidateActor(bad.object)
+                                                               : ValidateActorStatus(bad.object),
+               bad);
   }
 }
 
 TEST(ApiValidationTest, EveryBadWorkerIsRejectedWithItsMessage) {
   for (const BadObject& bad : BadWorkers()) {
     SCOPED_TRACE(bad.name + ": " + bad.what);
-    ExpectOnly(ValidateWorker(bad.object), bad);
+    ExpectOnly(bad.write == stasis::testing::BadWrite::kCreate ? ValidateWorker(bad.object)
+                                                               : ValidateWorkerStatus(bad.object),
+               bad);
   }
 }
 
@@ -138,6 +142,24 @@ TEST(ApiValidationTest, ConditionsAreValidatedLikeMetav1Condition) {
   EXPECT_EQ(
       ValidateActor(actor)[0].ToString(),
       R"(status.transitionStartTime: Invalid value: "soon": status.transitionStartTime in body must be of type date-time: "soon")");
+}
+
+TEST(ApiValidationTest, StatusWritesNameFieldsRelativeToStatusInDetails) {
+  json actor = GoodActor("a", true);
+  actor["status"]["observedGeneration"] = -1;
+  EXPECT_EQ(ValidateActor(actor)[0].ToString(),
+            "status.observedGeneration: Invalid value: -1: status.observedGeneration in body "
+            "should be greater than or equal to 0");
+  EXPECT_EQ(ValidateActorStatus(actor)[0].ToString(),
+            "status.observedGeneration: Invalid value: -1: observedGeneration in body should be "
+            "greater than or equal to 0");
+  // A status write checks only status: spec mistakes are not its business.
+  actor = GoodActor("a", true);
+  actor["spec"]["bundle"] = "relative";
+  EXPECT_TRUE(ValidateActorStatus(actor).empty());
+  EXPECT_TRUE(ValidateActorStatus(GoodActor("a")).empty());
+  Actor typed = *ActorFromJson(GoodActor("a", true));
+  EXPECT_TRUE(ValidateActorStatus(typed).empty());
 }
 
 TEST(ApiValidationTest, WorkerNodeNameIsImmutable) {
