@@ -3,11 +3,11 @@
 namespace stasis {
 namespace {
 
-// 1 MiB … 256 GiB in powers of 4: a CPU counter is a few hundred KiB, an 80 GiB GPU's memory
+// 64 KiB … 256 GiB in powers of 4: a CPU counter is a few hundred KiB, an 80 GiB GPU's memory
 // image lands in the top buckets.
 prometheus::Histogram::BucketBoundaries SizeBuckets() {
   prometheus::Histogram::BucketBoundaries b;
-  for (double v = 1 << 20; v <= 256.0 * (1ull << 30); v *= 4) b.push_back(v);
+  for (double v = 64 * 1024; v <= 256.0 * (1ull << 30); v *= 4) b.push_back(v);
   return b;
 }
 
