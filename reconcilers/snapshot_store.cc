@@ -1,0 +1,659 @@
+#include "reconcilers/snapshot_store.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+namespace stasis {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kManifestFile[] = "manifest.json";
+constexpr char kPartialSuffix[] = ".partial";
+constexpr int kManifestFormat = 1;
+constexpr size_t kBufferSize = 1 << 20;
+
+// Reasons (Status::reason()) of snapshot failures, for conditions and metrics.
+constexpr char kInvalidName[] = "invalid_name";
+constexpr char kSnapshotNotFound[] = "snapshot_not_found";
+constexpr char kSnapshotCorrupt[] = "snapshot_corrupt";
+constexpr char kStoreNotWritable[] = "store_not_writable";
+constexpr char kNoStore[] = "no_store";
+constexpr char kIoError[] = "io_error";
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+long long Millis(Clock::time_point since) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since).count();
+}
+
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+// A Kubernetes namespace or object name (RFC 1123 subdomain): lowercase alphanumerics, '-' and
+// '.', starting and ending with an alphanumeric, at most 253 characters. That alphabet has no
+// '/', and the first/last rule excludes "." and "..".
+bool IsDnsSubdomain(const std::string& s) {
+  if (s.empty() || s.size() > 253) return false;
+  if (!IsLowerAlnum(s.front()) || !IsLowerAlnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return IsLowerAlnum(c) || c == '-' || c == '.'; });
+}
+
+// A snapshot id: letters, digits, '-', '_' and '.', starting with a letter or digit, at most
+// 128 characters, and never ending in ".partial" (that would alias a partial directory).
+bool IsSnapshotId(const std::string& s) {
+  if (s.empty() || s.size() > 128 || EndsWith(s, kPartialSuffix)) return false;
+  if (!std::isalnum(static_cast<unsigned char>(s.front()))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+}
+
+Status CheckNames(const std::string& ns, const std::string& name) {
+  if (!IsDnsSubdomain(ns)) {
+    return Status(Code::kInvalidArgument, "invalid namespace \"" + ns + "\" for a snapshot path",
+                  kInvalidName);
+  }
+  if (!IsDnsSubdomain(name)) {
+    return Status(Code::kInvalidArgument, "invalid actor name \"" + name + "\" for a snapshot path",
+                  kInvalidName);
+  }
+  return OkStatus();
+}
+
+Status CheckNames(const std::string& ns, const std::string& name, const std::string& id) {
+  if (Status s = CheckNames(ns, name); !s.ok()) return s;
+  if (!IsSnapshotId(id)) {
+    return Status(Code::kInvalidArgument, "invalid snapshot id \"" + id + "\"", kInvalidName);
+  }
+  return OkStatus();
+}
+
+// A path from a manifest: relative, normal, and inside the snapshot directory.
+bool IsSafeRelativePath(const std::string& p) {
+  if (p.empty() || p.front() == '/') return false;
+  for (const auto& part : fs::path(p)) {
+    const std::string s = part.string();
+    if (s.empty() || s == "." || s == "..") return false;
+  }
+  return true;
+}
+
+// fsync of a file or a directory by path.
+Status FsyncPath(const fs::path& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status(Code::kInternal, Errno("open " + path.string()), kIoError);
+  const int r = fsync(fd);
+  const int saved = errno;
+  close(fd);
+  if (r != 0) {
+    errno = saved;
+    return Status(Code::kInternal, Errno("fsync " + path.string()), kIoError);
+  }
+  return OkStatus();
+}
+
+struct Digest {
+  std::string sha256;
+  int64_t size = 0;
+};
+
+Result<Digest> HashFile(const fs::path& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status(Code::kInternal, Errno("open " + path.string()), kIoError);
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
+    close(fd);
+    return Status(Code::kInternal, "EVP_DigestInit_ex failed", kIoError);
+  }
+  std::vector<unsigned char> buf(kBufferSize);
+  Digest digest;
+  while (true) {
+    const ssize_t n = read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Status s(Code::kInternal, Errno("read " + path.string()), kIoError);
+      close(fd);
+      return s;
+    }
+    if (n == 0) break;
+    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(n));
+    digest.size += n;
+  }
+  close(fd);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), md, &len);
+  static constexpr char kHex[] = "0123456789abcdef";
+  digest.sha256.reserve(len * 2);
+  for (unsigned int i = 0; i < len; ++i) {
+    digest.sha256.push_back(kHex[md[i] >> 4]);
+    digest.sha256.push_back(kHex[md[i] & 0xf]);
+  }
+  return digest;
+}
+
+// Copies one file and fsyncs the copy. The copy is verified afterwards by re-reading it.
+Status CopyFileSynced(const fs::path& from, const fs::path& to) {
+  const int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return Status(Code::kInternal, Errno("open " + from.string()), kIoError);
+  const int out = open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (out < 0) {
+    Status s(Code::kFailedPrecondition, Errno("create " + to.string()), kStoreNotWritable);
+    close(in);
+    return s;
+  }
+  std::vector<char> buf(kBufferSize);
+  Status status;
+  while (status.ok()) {
+    const ssize_t n = read(in, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      status = Status(Code::kInternal, Errno("read " + from.string()), kIoError);
+      break;
+    }
+    if (n == 0) break;
+    for (ssize_t off = 0; off < n;) {
+      const ssize_t w = write(out, buf.data() + off, static_cast<size_t>(n - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) {
+        status =
+            Status(Code::kFailedPrecondition, Errno("write " + to.string()), kStoreNotWritable);
+        break;
+      }
+      off += w;
+    }
+  }
+  if (status.ok() && fsync(out) != 0) {
+    status = Status(Code::kFailedPrecondition, Errno("fsync " + to.string()), kStoreNotWritable);
+  }
+  close(in);
+  close(out);
+  return status;
+}
+
+// Writes `text` to `path` (which must not exist) and fsyncs it.
+Status WriteFileSynced(const fs::path& path, const std::string& text) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return Status(Code::kInternal, Errno("create " + path.string()), kIoError);
+  Status status;
+  for (size_t off = 0; off < text.size();) {
+    const ssize_t w = write(fd, text.data() + off, text.size() - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      status = Status(Code::kInternal, Errno("write " + path.string()), kIoError);
+      break;
+    }
+    off += static_cast<size_t>(w);
+  }
+  if (status.ok() && fsync(fd) != 0)
+    status = Status(Code::kInternal, Errno("fsync " + path.string()), kIoError);
+  close(fd);
+  return status;
+}
+
+std::string NowRfc3339() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+nlohmann::json ManifestToJson(const SnapshotManifest& m) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : m.files)
+    files.push_back({{"path", f.path}, {"size", f.size}, {"sha256", f.sha256}});
+  return {{"formatVersion", kManifestFormat},
+          {"id", m.id},
+          {"namespace", m.ns},
+          {"name", m.name},
+          {"scope", m.scope},
+          {"trigger", m.trigger},
+          {"runtimeVersion", m.runtime_version},
+          {"cudaCheckpointed", m.cuda_checkpointed},
+          {"takenAt", m.taken_at},
+          {"durationSeconds", m.duration_seconds},
+          {"totalBytes", m.total_bytes},
+          {"files", files}};
+}
+
+Result<SnapshotManifest> ReadManifest(const fs::path& dir) {
+  const fs::path path = dir / kManifestFile;
+  std::ifstream in(path);
+  if (!in) {
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) {
+      return Status(Code::kNotFound, "no snapshot at " + dir.string(), kSnapshotNotFound);
+    }
+    return Status(Code::kFailedPrecondition,
+                  "snapshot " + dir.string() + " has no readable manifest", kSnapshotCorrupt);
+  }
+  try {
+    const auto j = nlohmann::json::parse(in);
+    SnapshotManifest m;
+    m.id = j.at("id").get<std::string>();
+    m.ns = j.at("namespace").get<std::string>();
+    m.name = j.at("name").get<std::string>();
+    m.scope = j.value("scope", "");
+    m.trigger = j.value("trigger", "");
+    m.runtime_version = j.value("runtimeVersion", "");
+    m.cuda_checkpointed = j.value("cudaCheckpointed", false);
+    m.taken_at = j.value("takenAt", "");
+    m.duration_seconds = j.value("durationSeconds", 0.0);
+    m.total_bytes = j.value("totalBytes", int64_t{0});
+    for (const auto& f : j.at("files")) {
+      m.files.push_back({f.at("path").get<std::string>(), f.at("size").get<int64_t>(),
+                         f.at("sha256").get<std::string>()});
+    }
+    return m;
+  } catch (const std::exception& e) {
+    return Status(Code::kFailedPrecondition,
+                  "snapshot manifest " + path.string() + " is invalid: " + e.what(),
+                  kSnapshotCorrupt);
+  }
+}
+
+// Checks every file the manifest lists: present, same size, same sha256.
+Result<SnapshotManifest> VerifyDir(const fs::path& dir, const std::string& ns,
+                                   const std::string& name, const std::string& id) {
+  auto manifest = ReadManifest(dir);
+  if (!manifest.ok()) return manifest.status();
+  auto corrupt = [&](const std::string& why) {
+    return Status(Code::kFailedPrecondition, "snapshot " + dir.string() + ": " + why,
+                  kSnapshotCorrupt);
+  };
+  if (manifest->id != id || manifest->ns != ns || manifest->name != name) {
+    return corrupt("manifest names " + manifest->ns + "/" + manifest->name + "/" + manifest->id);
+  }
+  int64_t total = 0;
+  for (const auto& f : manifest->files) {
+    if (!IsSafeRelativePath(f.path) || f.path == kManifestFile) {
+      return corrupt("manifest lists an unsafe path \"" + f.path + "\"");
+    }
+    const fs::path file = dir / f.path;
+    std::error_code ec;
+    if (!fs::is_regular_file(fs::symlink_status(file, ec))) return corrupt(f.path + " is missing");
+    auto digest = HashFile(file);
+    if (!digest.ok()) return digest.status();
+    if (digest->size != f.size) {
+      return corrupt(f.path + " has " + std::to_string(digest->size) + " bytes, manifest says " +
+                     std::to_string(f.size));
+    }
+    if (digest->sha256 != f.sha256) {
+      return corrupt(f.path + " sha256 " + digest->sha256 + " does not match the manifest's " +
+                     f.sha256);
+    }
+    total += f.size;
+  }
+  if (total != manifest->total_bytes) return corrupt("file sizes do not add up to totalBytes");
+  return manifest;
+}
+
+// Complete snapshots of one actor under `root`, oldest first (manifests read, not verified).
+std::vector<SnapshotManifest> ListDir(const std::string& root, const std::string& ns,
+                                      const std::string& name) {
+  std::vector<SnapshotManifest> out;
+  if (root.empty() || !CheckNames(ns, name).ok()) return out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::path(root) / ns / name, ec)) {
+    const std::string id = entry.path().filename().string();
+    if (!entry.is_directory(ec) || !IsSnapshotId(id)) continue;
+    auto m = ReadManifest(entry.path());
+    if (m.ok() && m->id == id) out.push_back(std::move(*m));
+  }
+  std::sort(out.begin(), out.end(), [](const SnapshotManifest& a, const SnapshotManifest& b) {
+    return a.taken_at != b.taken_at ? a.taken_at < b.taken_at : a.id < b.id;
+  });
+  return out;
+}
+
+// Removes a snapshot so that no crash can leave something that looks complete: the directory
+// is first renamed to <id>.partial (atomic), then removed.
+Status RemoveSnapshotDir(const fs::path& parent, const std::string& id) {
+  std::error_code ec;
+  const fs::path dir = parent / id;
+  const fs::path partial = parent / (id + kPartialSuffix);
+  fs::remove_all(partial, ec);
+  if (ec)
+    return Status(Code::kInternal, "remove " + partial.string() + ": " + ec.message(), kIoError);
+  if (fs::exists(dir, ec)) {
+    fs::rename(dir, partial, ec);
+    if (ec)
+      return Status(Code::kInternal, "rename " + dir.string() + ": " + ec.message(), kIoError);
+    (void)FsyncPath(parent);
+    fs::remove_all(partial, ec);
+    if (ec)
+      return Status(Code::kInternal, "remove " + partial.string() + ": " + ec.message(), kIoError);
+  }
+  return OkStatus();
+}
+
+int RemovePartialsUnder(const std::string& root) {
+  int removed = 0;
+  if (root.empty()) return 0;
+  std::error_code ec;
+  // The layout is fixed: <root>/<ns>/<name>/<id>.partial.
+  for (const auto& ns : fs::directory_iterator(root, ec)) {
+    if (!ns.is_directory(ec)) continue;
+    for (const auto& actor : fs::directory_iterator(ns.path(), ec)) {
+      if (!actor.is_directory(ec)) continue;
+      std::vector<fs::path> partials;
+      for (const auto& snap : fs::directory_iterator(actor.path(), ec)) {
+        if (EndsWith(snap.path().filename().string(), kPartialSuffix))
+          partials.push_back(snap.path());
+      }
+      for (const auto& p : partials) {
+        std::error_code rec;
+        fs::remove_all(p, rec);
+        if (rec) {
+          spdlog::warn("component=snapshots op=remove_partial path={} result=error error=\"{}\"",
+                       p.string(), rec.message());
+          continue;
+        }
+        spdlog::info("component=snapshots op=remove_partial path={} result=ok", p.string());
+        ++removed;
+      }
+    }
+  }
+  return removed;
+}
+
+}  // namespace
+
+SnapshotStore::SnapshotStore(std::string local_root, std::string store_root)
+    : local_root_(std::move(local_root)), store_root_(std::move(store_root)) {}
+
+std::string SnapshotStore::LocalPath(const std::string& ns, const std::string& name,
+                                     const std::string& id) const {
+  return (fs::path(local_root_) / ns / name / id).string();
+}
+
+std::string SnapshotStore::StorePath(const std::string& ns, const std::string& name,
+                                     const std::string& id) const {
+  return (fs::path(store_root_) / ns / name / id).string();
+}
+
+Result<std::string> SnapshotStore::BeginLocal(const std::string& ns, const std::string& name,
+                                              const std::string& id) {
+  if (Status s = CheckNames(ns, name, id); !s.ok()) return s;
+  const fs::path parent = fs::path(local_root_) / ns / name;
+  const fs::path partial = parent / (id + kPartialSuffix);
+  std::error_code ec;
+  if (fs::exists(parent / id, ec)) {
+    return Status(Code::kAlreadyExists, "snapshot " + (parent / id).string() + " already exists");
+  }
+  fs::create_directories(parent, ec);
+  if (ec)
+    return Status(Code::kFailedPrecondition, "create " + parent.string() + ": " + ec.message(),
+                  kIoError);
+  // A leftover of an earlier attempt: runsc refuses to write over an image.
+  fs::remove_all(partial, ec);
+  if (!ec) fs::create_directory(partial, ec);
+  if (ec)
+    return Status(Code::kFailedPrecondition, "create " + partial.string() + ": " + ec.message(),
+                  kIoError);
+  return partial.string();
+}
+
+Result<SnapshotManifest> SnapshotStore::CompleteLocal(SnapshotManifest manifest) {
+  const auto start = Clock::now();
+  if (Status s = CheckNames(manifest.ns, manifest.name, manifest.id); !s.ok()) return s;
+  const fs::path parent = fs::path(local_root_) / manifest.ns / manifest.name;
+  const fs::path partial = parent / (manifest.id + kPartialSuffix);
+  const fs::path complete = parent / manifest.id;
+  std::error_code ec;
+  if (!fs::is_directory(partial, ec)) {
+    return Status(Code::kNotFound, "no partial snapshot at " + partial.string(), kSnapshotNotFound);
+  }
+  if (fs::exists(complete, ec)) {
+    return Status(Code::kAlreadyExists, "snapshot " + complete.string() + " already exists");
+  }
+
+  // Hash and sync every file; the manifest lists them in path order.
+  std::vector<fs::path> files;
+  for (auto it = fs::recursive_directory_iterator(partial, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const auto st = it->symlink_status(ec);
+    if (fs::is_directory(st)) continue;
+    const fs::path rel = fs::relative(it->path(), partial);
+    if (rel == kManifestFile) continue;  // rewritten below
+    if (!fs::is_regular_file(st)) {
+      return Status(Code::kFailedPrecondition,
+                    "snapshot " + partial.string() + ": " + rel.string() + " is not a regular file",
+                    kSnapshotCorrupt);
+    }
+    files.push_back(rel);
+  }
+  if (ec)
+    return Status(Code::kInternal, "walk " + partial.string() + ": " + ec.message(), kIoError);
+  std::sort(files.begin(), files.end());
+
+  manifest.files.clear();
+  manifest.total_bytes = 0;
+  for (const auto& rel : files) {
+    auto digest = HashFile(partial / rel);
+    if (!digest.ok()) return digest.status();
+    if (Status s = FsyncPath(partial / rel); !s.ok()) return s;
+    manifest.files.push_back({rel.string(), digest->size, digest->sha256});
+    manifest.total_bytes += digest->size;
+  }
+  if (manifest.taken_at.empty()) manifest.taken_at = NowRfc3339();
+
+  // The manifest is the mark of completeness: written and synced before the rename.
+  fs::remove(partial / kManifestFile, ec);
+  if (Status s = WriteFileSynced(partial / kManifestFile, ManifestToJson(manifest).dump(2) + "\n");
+      !s.ok()) {
+    return s;
+  }
+  // Subdirectories first, then the snapshot directory: their entries must be durable too.
+  for (const auto& rel : files) {
+    for (fs::path d = rel.parent_path(); !d.empty(); d = d.parent_path())
+      (void)FsyncPath(partial / d);
+  }
+  if (Status s = FsyncPath(partial); !s.ok()) return s;
+  fs::rename(partial, complete, ec);
+  if (ec)
+    return Status(Code::kInternal, "rename " + partial.string() + ": " + ec.message(), kIoError);
+  if (Status s = FsyncPath(parent); !s.ok()) return s;
+  spdlog::info(
+      "component=snapshots op=complete actor={}/{} snapshot={} files={} bytes={} duration_ms={}",
+      manifest.ns, manifest.name, manifest.id, manifest.files.size(), manifest.total_bytes,
+      Millis(start));
+  return manifest;
+}
+
+Result<SnapshotManifest> SnapshotStore::Commit(const std::string& ns, const std::string& name,
+                                               const std::string& id) {
+  const auto start = Clock::now();
+  if (Status s = CheckNames(ns, name, id); !s.ok()) return s;
+  auto fail = [&](Status s) {
+    spdlog::warn(
+        "component=snapshots op=commit actor={}/{} snapshot={} result=error reason={} "
+        "duration_ms={} error=\"{}\"",
+        ns, name, id, s.reason(), Millis(start), s.message());
+    return s;
+  };
+  if (store_root_.empty()) {
+    return fail(Status(Code::kFailedPrecondition, "no snapshot store configured", kNoStore));
+  }
+  // Never copy something that is not what was checkpointed.
+  auto local = VerifyLocal(ns, name, id);
+  if (!local.ok()) return fail(local.status());
+
+  const fs::path parent = fs::path(store_root_) / ns / name;
+  const fs::path partial = parent / (id + kPartialSuffix);
+  const fs::path complete = parent / id;
+  std::error_code ec;
+  if (fs::exists(complete, ec)) {
+    // Committed before (a crash between the rename and the status update): verify, keep.
+    auto existing = VerifyCommitted(ns, name, id);
+    if (!existing.ok()) return fail(existing.status());
+    return existing;
+  }
+  if (Status s = CheckStoreWritable(); !s.ok()) return fail(s);
+  fs::create_directories(parent, ec);
+  if (!ec) fs::remove_all(partial, ec);
+  if (!ec) fs::create_directory(partial, ec);
+  if (ec) {
+    return fail(Status(Code::kFailedPrecondition,
+                       "create " + partial.string() + ": " + ec.message(), kStoreNotWritable));
+  }
+  const fs::path source = LocalPath(ns, name, id);
+  auto copy = [&](const std::string& rel) -> Status {
+    const fs::path to = partial / rel;
+    std::error_code dec;
+    fs::create_directories(to.parent_path(), dec);
+    if (dec) {
+      return Status(Code::kFailedPrecondition,
+                    "create " + to.parent_path().string() + ": " + dec.message(),
+                    kStoreNotWritable);
+    }
+    return CopyFileSynced(source / rel, to);
+  };
+  for (const auto& f : local->files) {
+    if (Status s = copy(f.path); !s.ok()) return fail(s);
+  }
+  if (Status s = copy(kManifestFile); !s.ok()) return fail(s);
+  // Read the copies back: what the store holds must be what was checkpointed.
+  auto copied = VerifyDir(partial, ns, name, id);
+  if (!copied.ok()) return fail(copied.status());
+  for (const auto& f : local->files) {
+    for (fs::path d = fs::path(f.path).parent_path(); !d.empty(); d = d.parent_path()) {
+      (void)FsyncPath(partial / d);
+    }
+  }
+  if (Status s = FsyncPath(partial); !s.ok()) return fail(s);
+  fs::rename(partial, complete, ec);
+  if (ec)
+    return fail(
+        Status(Code::kInternal, "rename " + partial.string() + ": " + ec.message(), kIoError));
+  if (Status s = FsyncPath(parent); !s.ok()) return fail(s);
+  spdlog::info(
+      "component=snapshots op=commit actor={}/{} snapshot={} result=ok bytes={} duration_ms={}", ns,
+      name, id, local->total_bytes, Millis(start));
+  return copied;
+}
+
+Result<SnapshotManifest> SnapshotStore::VerifyLocal(const std::string& ns, const std::string& name,
+                                                    const std::string& id) const {
+  if (Status s = CheckNames(ns, name, id); !s.ok()) return s;
+  return VerifyDir(LocalPath(ns, name, id), ns, name, id);
+}
+
+Result<SnapshotManifest> SnapshotStore::VerifyCommitted(const std::string& ns,
+                                                        const std::string& name,
+                                                        const std::string& id) const {
+  if (Status s = CheckNames(ns, name, id); !s.ok()) return s;
+  if (store_root_.empty())
+    return Status(Code::kFailedPrecondition, "no snapshot store configured", kNoStore);
+  return VerifyDir(StorePath(ns, name, id), ns, name, id);
+}
+
+std::vector<SnapshotManifest> SnapshotStore::ListLocal(const std::string& ns,
+                                                       const std::string& name) const {
+  return ListDir(local_root_, ns, name);
+}
+
+std::vector<SnapshotManifest> SnapshotStore::ListCommitted(const std::string& ns,
+                                                           const std::string& name) const {
+  return ListDir(store_root_, ns, name);
+}
+
+Status SnapshotStore::RemoveLocal(const std::string& ns, const std::string& name,
+                                  const std::string& id) {
+  if (Status s = CheckNames(ns, name, id); !s.ok()) return s;
+  return RemoveSnapshotDir(fs::path(local_root_) / ns / name, id);
+}
+
+Status SnapshotStore::RemoveCommitted(const std::string& ns, const std::string& name,
+                                      const std::string& id) {
+  if (Status s = CheckNames(ns, name, id); !s.ok()) return s;
+  if (store_root_.empty())
+    return Status(Code::kFailedPrecondition, "no snapshot store configured", kNoStore);
+  return RemoveSnapshotDir(fs::path(store_root_) / ns / name, id);
+}
+
+Status SnapshotStore::RemoveAllLocal(const std::string& ns, const std::string& name) {
+  if (Status s = CheckNames(ns, name); !s.ok()) return s;
+  const fs::path dir = fs::path(local_root_) / ns / name;
+  std::error_code ec;
+  // Complete snapshots one by one (each stops looking complete first), then the rest.
+  std::vector<std::string> ids;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string id = entry.path().filename().string();
+    if (IsSnapshotId(id)) ids.push_back(id);
+  }
+  for (const auto& id : ids) {
+    if (Status s = RemoveSnapshotDir(dir, id); !s.ok()) return s;
+  }
+  fs::remove_all(dir, ec);
+  if (ec) return Status(Code::kInternal, "remove " + dir.string() + ": " + ec.message(), kIoError);
+  return OkStatus();
+}
+
+Result<int> SnapshotStore::RemovePartials() {
+  return RemovePartialsUnder(local_root_) + RemovePartialsUnder(store_root_);
+}
+
+Status SnapshotStore::CheckStoreWritable() const {
+  if (store_root_.empty())
+    return Status(Code::kFailedPrecondition, "no snapshot store configured", kNoStore);
+  auto not_writable = [&](const std::string& why) {
+    return Status(Code::kFailedPrecondition,
+                  "snapshot store " + store_root_ + " is not writable: " + why, kStoreNotWritable);
+  };
+  std::error_code ec;
+  if (!fs::is_directory(store_root_, ec)) {
+    return not_writable(fs::exists(store_root_, ec) ? "not a directory" : "does not exist");
+  }
+  // Root passes permission bits, so only a real create/write/sync/unlink tells (read-only
+  // mounts, immutable directories, full or broken shared filesystems).
+  const fs::path probe =
+      fs::path(store_root_) / (".stasis-write-check-" + std::to_string(getpid()) + "-" +
+                               std::to_string(std::random_device{}()));
+  const int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return not_writable(Errno("create " + probe.filename().string()));
+  const bool wrote = write(fd, "x", 1) == 1 && fsync(fd) == 0;
+  const std::string write_error = wrote ? "" : Errno("write " + probe.filename().string());
+  close(fd);
+  if (unlink(probe.c_str()) != 0) return not_writable(Errno("unlink " + probe.filename().string()));
+  if (!wrote) return not_writable(write_error);
+  return OkStatus();
+}
+
+std::string NewSnapshotId() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  static thread_local std::mt19937 rng{std::random_device{}()};
+  char suffix[8];
+  std::snprintf(suffix, sizeof suffix, "%06x", static_cast<unsigned>(rng() & 0xffffff));
+  return std::string(stamp) + "-" + suffix;
+}
+
+}  // namespace stasis

@@ -1,0 +1,240 @@
+// RunscDriver's pure parts: the failure classification on runsc's exact texts, the bundle check,
+// and the argv it builds (recorded by a stand-in script; the real runsc is exercised in
+// tests/e2e/runsc_driver_test.cc).
+#include "reconcilers/runsc_driver.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/support/sandbox.h"
+
+namespace stasis {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+CommandResult Failed(const std::string& err, int exit_code = 128) {
+  CommandResult r;
+  r.exit_code = exit_code;
+  r.err = err;
+  return r;
+}
+
+struct Case {
+  std::string err;
+  Code code;
+  std::string reason;
+};
+
+RestoreOptions Rs(std::string image_dir) {
+  RestoreOptions o;
+  o.image_dir = std::move(image_dir);
+  return o;
+}
+
+TEST(ClassifyRunscFailureTest, ExactRunscTextsMapToTheReasons) {
+  const std::vector<Case> cases = {
+      {"checkpoint failed: checkpointing container \"pause\": encoding error: can't save with live "
+       "nvproxy clients\n",
+       Code::kFailedPrecondition, "nvproxy_live_clients"},
+      {"checkpoint failed: cannot checkpoint container \"pause\" in state stopped\n",
+       Code::kFailedPrecondition, "container_stopped"},
+      {"kill failed: sandbox is not running\n", Code::kFailedPrecondition, "container_stopped"},
+      {"starting container: restoring container \"v2\": runsc version does not match across "
+       "checkpoint restore, checkpoint: release-20260622.0 current: go-160fafc42237\n",
+       Code::kFailedPrecondition, "version_mismatch"},
+      {"FetchSpec failed: loading container: file does not exist\n", Code::kNotFound, "not_found"},
+      {"loading container: file does not exist\n", Code::kNotFound, "not_found"},
+      {"FetchSpec failed: reading spec: error opening spec file \"/b/config.json\": open "
+       "/b/config.json: no such file or directory\n",
+       Code::kInvalidArgument, "bad_bundle"},
+      {"FetchSpec failed: reading spec: error unmarshaling spec from file \"/b/config.json\": "
+       "unexpected end of JSON input\n",
+       Code::kInvalidArgument, "bad_bundle"},
+      {"running container: creating container: cannot create gofer process: error initializing "
+       "gofer confs: failed to stat mount \"/b/rootfs\" to see if it were a directory: stat "
+       "/b/rootfs: no such file or directory\n",
+       Code::kInvalidArgument, "bad_bundle"},
+      {"running container: creating container: cannot create sandbox: cannot read client sync "
+       "file: waiting for sandbox to start: EOF\n",
+       Code::kInvalidArgument, "bad_bundle"},
+      {"running container: starting container: starting root container: starting sandbox: "
+       "creating process: failed to load /bin/sh: no such file or directory\n",
+       Code::kInvalidArgument, "bad_bundle"},
+      {"checkpoint failed: checkpointing container \"c1\": connecting to control server at PID "
+       "30819: connection refused\n",
+       Code::kInternal, "runtime_error"},
+      {"", Code::kInternal, "runtime_error"},
+  };
+  for (const auto& c : cases) {
+    const Status s = ClassifyRunscFailure("checkpoint", Failed(c.err));
+    EXPECT_EQ(s.code(), c.code) << c.err;
+    EXPECT_EQ(s.reason(), c.reason) << c.err;
+  }
+}
+
+TEST(ClassifyRunscFailureTest, MessageQuotesTheLastStderrLine) {
+  const Status s = ClassifyRunscFailure(
+      "checkpoint", Failed("W1202 some warning\ncheckpoint failed: checkpointing container \"a\": "
+                           "encoding error: can't save with live nvproxy clients\n"));
+  EXPECT_EQ(
+      s.message(),
+      "runsc checkpoint: exit 128: checkpoint failed: checkpointing container \"a\": encoding "
+      "error: can't save with live nvproxy clients");
+}
+
+TEST(ClassifyRunscFailureTest, TimeoutWinsOverAnyText) {
+  CommandResult r =
+      Failed("checkpoint failed: cannot checkpoint container \"a\" in state stopped", -1);
+  r.timed_out = true;
+  const Status s = ClassifyRunscFailure("checkpoint", r);
+  EXPECT_EQ(s.code(), Code::kDeadlineExceeded);
+  EXPECT_EQ(s.reason(), "timeout");
+  EXPECT_THAT(s.message(), HasSubstr("runsc checkpoint: timed out"));
+}
+
+TEST(CheckBundleTest, ConfigAndRootfsMustBeUsable) {
+  TempDir dir;
+  const fs::path b = dir.path();
+  auto reason_of = [&] { return CheckBundle(b.string()); };
+  EXPECT_EQ(reason_of().reason(), "bad_bundle");
+  EXPECT_THAT(reason_of().message(), HasSubstr("cannot read config.json"));
+  std::ofstream(b / "config.json") << "{";
+  EXPECT_THAT(reason_of().message(), HasSubstr("config.json:"));
+  std::ofstream(b / "config.json") << R"({"root": {"path": "rootfs"}})";
+  EXPECT_THAT(reason_of().message(), HasSubstr("is not a directory"));
+  std::ofstream(b / "rootfs") << "a file";
+  EXPECT_THAT(reason_of().message(), HasSubstr("is not a directory"));
+  fs::remove(b / "rootfs");
+  fs::create_directory(b / "rootfs");
+  EXPECT_TRUE(reason_of().ok());
+  EXPECT_EQ(CheckBundle((b / "missing").string()).code(), Code::kInvalidArgument);
+  EXPECT_EQ(CheckBundle("").code(), Code::kInvalidArgument);
+}
+
+// A stand-in for the runsc binary that records its argv, one argument a line, and answers the
+// queries with canned output. It tests only the argv the driver builds.
+class ArgvTest : public ::testing::Test {
+ protected:
+  ArgvTest() {
+    script_ = dir_.path() / "fake-runsc";
+    std::ofstream(script_)
+        << "#!/bin/sh\n"
+           "printf '%s\\n' \"$@\" > "
+        << (dir_.path() / "argv").string()
+        << "\n"
+           "for a; do case \"$a\" in\n"
+           "  --version) echo 'runsc version release-20260622.0'; echo 'spec: 1.2.1'; exit 0;;\n"
+           "  --help) echo '  -cuda-checkpoint-path string' >&2; exit 128;;\n"
+           "  list) echo "
+           "'[{\"id\":\"a\",\"status\":\"running\"},{\"id\":\"b\",\"status\":\"stopped\"}]'; exit "
+           "0;;\n"
+           "  state) echo '{\"id\":\"x\",\"status\":\"paused\",\"pid\":-1}'; exit 0;;\n"
+           "esac; done\n"
+           "exit 0\n";
+    fs::permissions(script_, fs::perms::owner_all);
+    bundle_ = dir_.path() / "bundle";
+    fs::create_directories(bundle_ / "rootfs");
+    std::ofstream(bundle_ / "config.json") << R"({"root": {"path": "rootfs"}})";
+  }
+
+  std::vector<std::string> LastArgv() {
+    std::ifstream in(dir_.path() / "argv");
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  }
+
+  SandboxRef Ref() {
+    return {"sb1", (dir_.path() / "root").string(), bundle_.string(),
+            (dir_.path() / "logs" / "sb1.log").string()};
+  }
+
+  TempDir dir_;
+  fs::path script_, bundle_;
+};
+
+TEST_F(ArgvTest, EveryCommandHasRootThenGlobalsThenTheSubcommand) {
+  RunscDriver driver(script_.string(), {"-network=none", "-debug"});
+  const SandboxRef ref = Ref();
+  const std::string root = ref.root;
+
+  ASSERT_TRUE(driver.Run(ref, 10s).ok());
+  EXPECT_THAT(LastArgv(), ElementsAre("-root", root, "-network=none", "-debug", "run", "-detach",
+                                      "-bundle", bundle_.string(), "sb1"));
+  EXPECT_TRUE(fs::exists(ref.log_path));  // the sandbox's output goes there
+
+  CheckpointOptions ck;
+  ck.image_dir = "/img/1";
+  ASSERT_TRUE(driver.Checkpoint(ref, ck).ok());
+  EXPECT_THAT(LastArgv(), ElementsAre("-root", root, "-network=none", "-debug", "checkpoint",
+                                      "-image-path", "/img/1", "sb1"));
+  ck.leave_running = true;
+  ck.cuda_checkpoint_path = "/usr/local/bin/cuda-checkpoint";
+  ASSERT_TRUE(driver.Checkpoint(ref, ck).ok());
+  EXPECT_THAT(LastArgv(),
+              ElementsAre("-root", root, "-network=none", "-debug", "checkpoint", "-image-path",
+                          "/img/1", "-leave-running", "-cuda-checkpoint-path",
+                          "/usr/local/bin/cuda-checkpoint", "sb1"));
+
+  ASSERT_TRUE(driver.Restore(ref, Rs("/img/1")).ok());
+  EXPECT_THAT(LastArgv(),
+              ElementsAre("-root", root, "-network=none", "-debug", "restore", "-detach",
+                          "-image-path", "/img/1", "-bundle", bundle_.string(), "sb1"));
+
+  auto exec = driver.Exec(ref, {"/bin/cat", "/tmp/counter"}, 10s);
+  ASSERT_TRUE(exec.ok());
+  EXPECT_THAT(LastArgv(), ElementsAre("-root", root, "-network=none", "-debug", "exec", "sb1",
+                                      "/bin/cat", "/tmp/counter"));
+
+  ASSERT_TRUE(driver.Delete(ref).ok());
+  EXPECT_THAT(LastArgv(),
+              ElementsAre("-root", root, "-network=none", "-debug", "delete", "-force", "sb1"));
+
+  auto state = driver.State(ref);
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(*state, SandboxState::kPaused);
+  EXPECT_THAT(LastArgv(), ElementsAre("-root", root, "-network=none", "-debug", "state", "sb1"));
+
+  auto list = driver.List(root);
+  ASSERT_TRUE(list.ok());
+  EXPECT_THAT(*list, ElementsAre("a", "b"));
+  EXPECT_THAT(LastArgv(),
+              ElementsAre("-root", root, "-network=none", "-debug", "list", "-format", "json"));
+
+  auto version = driver.Version();
+  ASSERT_TRUE(version.ok());
+  EXPECT_EQ(*version, "release-20260622.0");
+  auto cuda = driver.SupportsCudaCheckpoint();
+  ASSERT_TRUE(cuda.ok()) << cuda.status().ToString();
+  EXPECT_TRUE(*cuda);
+}
+
+TEST_F(ArgvTest, ABadBundleNeverReachesRunsc) {
+  RunscDriver driver(script_.string());
+  SandboxRef ref = Ref();
+  ref.bundle = (dir_.path() / "no-bundle").string();
+  const Status s = driver.Run(ref, 10s);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_EQ(s.reason(), "bad_bundle");
+  EXPECT_FALSE(fs::exists(dir_.path() / "argv"));
+  EXPECT_EQ(driver.Restore(ref, Rs("/img")).reason(), "bad_bundle");
+}
+
+TEST(RunscDriverTest, AMissingBinaryIsARuntimeErrorNotANotFoundSandbox) {
+  RunscDriver driver("/nonexistent/runsc");
+  auto state = driver.State({"sb1", "/tmp/none", "", ""});
+  EXPECT_EQ(state.status().code(), Code::kInternal);
+  EXPECT_EQ(state.status().reason(), "runtime_error");
+  EXPECT_THAT(state.status().message(), HasSubstr("cannot start runsc"));
+}
+
+}  // namespace
+}  // namespace stasis

@@ -1,0 +1,382 @@
+// SnapshotStore: a snapshot becomes complete only by a rename after its synced manifest; commits
+// are verified copies; corruption, partial leftovers, bad names and unwritable stores are errors
+// with a code and reason the reconciler can act on.
+#include "reconcilers/snapshot_store.h"
+
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+
+#include "tests/support/sandbox.h"
+
+namespace stasis {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+void WriteFile(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+SnapshotManifest Manifest(const std::string& id, const std::string& taken_at = "") {
+  SnapshotManifest m;
+  m.id = id;
+  m.ns = "default";
+  m.name = "counter";
+  m.scope = "Full";
+  m.trigger = "Suspend";
+  m.runtime_version = "go-160fafc42237";
+  m.cuda_checkpointed = true;
+  m.taken_at = taken_at;
+  m.duration_seconds = 1.5;
+  return m;
+}
+
+class SnapshotStoreTest : public ::testing::Test {
+ protected:
+  SnapshotStoreTest()
+      : local_("stasis-snapshots-"),
+        store_dir_("stasis-store-"),
+        store_(local_.path().string(), store_dir_.path().string()) {}
+
+  // A complete local snapshot with two image files and one in a subdirectory.
+  SnapshotManifest MakeComplete(const std::string& id, const std::string& taken_at = "") {
+    auto dir = store_.BeginLocal("default", "counter", id);
+    EXPECT_TRUE(dir.ok()) << dir.status().ToString();
+    WriteFile(fs::path(*dir) / "checkpoint.img", "abc");
+    WriteFile(fs::path(*dir) / "pages.img", std::string(100000, 'p'));
+    WriteFile(fs::path(*dir) / "data" / "state.txt", "hello\n");
+    auto m = store_.CompleteLocal(Manifest(id, taken_at));
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    return m.ok() ? *m : SnapshotManifest{};
+  }
+
+  TempDir local_, store_dir_;
+  SnapshotStore store_;
+};
+
+TEST_F(SnapshotStoreTest, PartialBecomesCompleteOnlyByRenameAfterTheManifest) {
+  auto dir = store_.BeginLocal("default", "counter", "s1");
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  EXPECT_EQ(*dir, store_.LocalPath("default", "counter", "s1") + ".partial");
+  EXPECT_TRUE(fs::is_directory(*dir));
+  EXPECT_TRUE(fs::is_empty(*dir));  // runsc needs an empty image directory
+  WriteFile(fs::path(*dir) / "checkpoint.img", "abc");
+
+  // Before completion: not a snapshot, by any reader.
+  EXPECT_FALSE(fs::exists(store_.LocalPath("default", "counter", "s1")));
+  EXPECT_TRUE(store_.ListLocal("default", "counter").empty());
+  EXPECT_EQ(store_.VerifyLocal("default", "counter", "s1").status().code(), Code::kNotFound);
+
+  auto m = store_.CompleteLocal(Manifest("s1"));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const fs::path complete = store_.LocalPath("default", "counter", "s1");
+  EXPECT_FALSE(fs::exists(*dir));
+  ASSERT_TRUE(fs::exists(complete / "manifest.json"));
+  ASSERT_EQ(m->files.size(), 1u);
+  EXPECT_EQ(m->files[0].path, "checkpoint.img");
+  EXPECT_EQ(m->files[0].size, 3);
+  EXPECT_EQ(m->files[0].sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(m->total_bytes, 3);
+  EXPECT_FALSE(m->taken_at.empty());
+
+  // The manifest on disk says everything the reconciler records in latestSnapshot.
+  auto j = nlohmann::json::parse(ReadFile(complete / "manifest.json"));
+  EXPECT_EQ(j["id"], "s1");
+  EXPECT_EQ(j["namespace"], "default");
+  EXPECT_EQ(j["name"], "counter");
+  EXPECT_EQ(j["scope"], "Full");
+  EXPECT_EQ(j["trigger"], "Suspend");
+  EXPECT_EQ(j["runtimeVersion"], "go-160fafc42237");
+  EXPECT_EQ(j["cudaCheckpointed"], true);
+  EXPECT_EQ(j["files"][0]["sha256"], m->files[0].sha256);
+
+  auto verified = store_.VerifyLocal("default", "counter", "s1");
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  EXPECT_EQ(verified->runtime_version, "go-160fafc42237");
+  EXPECT_DOUBLE_EQ(verified->duration_seconds, 1.5);
+  ASSERT_EQ(store_.ListLocal("default", "counter").size(), 1u);
+
+  // Completing again, or beginning the same id again, is refused: a complete one is final.
+  EXPECT_EQ(store_.CompleteLocal(Manifest("s1")).status().code(), Code::kNotFound);
+  EXPECT_EQ(store_.BeginLocal("default", "counter", "s1").status().code(), Code::kAlreadyExists);
+}
+
+TEST_F(SnapshotStoreTest, FilesInSubdirectoriesAreListedByRelativePathInOrder) {
+  auto m = MakeComplete("s1");
+  ASSERT_EQ(m.files.size(), 3u);
+  EXPECT_EQ(m.files[0].path, "checkpoint.img");
+  EXPECT_EQ(m.files[1].path, "data/state.txt");
+  EXPECT_EQ(m.files[2].path, "pages.img");
+  EXPECT_EQ(m.total_bytes, 3 + 6 + 100000);
+}
+
+TEST_F(SnapshotStoreTest, BeginLocalEmptiesALeftoverPartial) {
+  auto dir = store_.BeginLocal("default", "counter", "s1");
+  ASSERT_TRUE(dir.ok());
+  WriteFile(fs::path(*dir) / "checkpoint.img", "half");
+  auto again = store_.BeginLocal("default", "counter", "s1");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(fs::is_empty(*again));
+}
+
+TEST_F(SnapshotStoreTest, CorruptByteIsDetectedOnVerifyAndCommit) {
+  MakeComplete("s1");
+  const fs::path pages = fs::path(store_.LocalPath("default", "counter", "s1")) / "pages.img";
+  {
+    std::fstream f(pages, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4242);
+    f.put('X');  // same size, one byte different
+  }
+  auto v = store_.VerifyLocal("default", "counter", "s1");
+  EXPECT_EQ(v.status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(v.status().reason(), "snapshot_corrupt");
+  EXPECT_THAT(v.status().message(), HasSubstr("pages.img sha256"));
+
+  auto c = store_.Commit("default", "counter", "s1");
+  EXPECT_EQ(c.status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(c.status().reason(), "snapshot_corrupt");
+  // Nothing reached the store, not even a partial copy.
+  EXPECT_FALSE(fs::exists(store_.StorePath("default", "counter", "s1")));
+  EXPECT_FALSE(fs::exists(store_.StorePath("default", "counter", "s1") + ".partial"));
+  EXPECT_TRUE(store_.ListCommitted("default", "counter").empty());
+}
+
+TEST_F(SnapshotStoreTest, TruncatedAndMissingFilesAreDetected) {
+  MakeComplete("s1");
+  const fs::path dir = store_.LocalPath("default", "counter", "s1");
+  fs::resize_file(dir / "pages.img", 10);
+  auto v = store_.VerifyLocal("default", "counter", "s1");
+  EXPECT_EQ(v.status().reason(), "snapshot_corrupt");
+  EXPECT_THAT(v.status().message(), HasSubstr("pages.img has 10 bytes"));
+
+  fs::remove(dir / "pages.img");
+  v = store_.VerifyLocal("default", "counter", "s1");
+  EXPECT_EQ(v.status().reason(), "snapshot_corrupt");
+  EXPECT_THAT(v.status().message(), HasSubstr("pages.img is missing"));
+
+  fs::remove(dir / "manifest.json");
+  v = store_.VerifyLocal("default", "counter", "s1");
+  EXPECT_EQ(v.status().reason(), "snapshot_corrupt");
+  EXPECT_TRUE(store_.ListLocal("default", "counter").empty());
+}
+
+TEST_F(SnapshotStoreTest, ManifestPathsThatEscapeAreCorrupt) {
+  MakeComplete("s1");
+  const fs::path manifest =
+      fs::path(store_.LocalPath("default", "counter", "s1")) / "manifest.json";
+  auto j = nlohmann::json::parse(ReadFile(manifest));
+  j["files"][0]["path"] = "../../../../etc/passwd";
+  fs::remove(manifest);
+  WriteFile(manifest, j.dump());
+  auto v = store_.VerifyLocal("default", "counter", "s1");
+  EXPECT_EQ(v.status().reason(), "snapshot_corrupt");
+  EXPECT_THAT(v.status().message(), HasSubstr("unsafe path"));
+}
+
+TEST_F(SnapshotStoreTest, CommitCopiesVerifiesAndRenames) {
+  auto local = MakeComplete("s1");
+  auto c = store_.Commit("default", "counter", "s1");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const fs::path committed = store_.StorePath("default", "counter", "s1");
+  EXPECT_FALSE(fs::exists(committed.string() + ".partial"));
+  EXPECT_EQ(ReadFile(committed / "data" / "state.txt"), "hello\n");
+  EXPECT_EQ(ReadFile(committed / "manifest.json"),
+            ReadFile(fs::path(store_.LocalPath("default", "counter", "s1")) / "manifest.json"));
+  ASSERT_EQ(c->files.size(), local.files.size());
+  for (size_t i = 0; i < c->files.size(); ++i) EXPECT_EQ(c->files[i].sha256, local.files[i].sha256);
+  EXPECT_TRUE(store_.VerifyCommitted("default", "counter", "s1").ok());
+  ASSERT_EQ(store_.ListCommitted("default", "counter").size(), 1u);
+
+  // Again (a crash after the rename, before the status update): verified and kept.
+  auto again = store_.Commit("default", "counter", "s1");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+
+  // Corruption in the store is found by VerifyCommitted.
+  {
+    std::fstream f(committed / "checkpoint.img", std::ios::in | std::ios::out | std::ios::binary);
+    f.put('X');
+  }
+  EXPECT_EQ(store_.VerifyCommitted("default", "counter", "s1").status().reason(),
+            "snapshot_corrupt");
+  EXPECT_EQ(store_.Commit("default", "counter", "s1").status().reason(), "snapshot_corrupt");
+
+  // Removing from the store leaves the local one.
+  EXPECT_TRUE(store_.RemoveCommitted("default", "counter", "s1").ok());
+  EXPECT_FALSE(fs::exists(committed));
+  EXPECT_TRUE(store_.VerifyLocal("default", "counter", "s1").ok());
+}
+
+TEST_F(SnapshotStoreTest, CommitOfAnIncompleteSnapshotFails) {
+  ASSERT_TRUE(store_.BeginLocal("default", "counter", "s1").ok());
+  auto c = store_.Commit("default", "counter", "s1");
+  EXPECT_EQ(c.status().code(), Code::kNotFound);
+  EXPECT_EQ(c.status().reason(), "snapshot_not_found");
+}
+
+TEST_F(SnapshotStoreTest, RemovePartialsRemovesOnlyPartialsUnderBothRoots) {
+  MakeComplete("done");
+  ASSERT_TRUE(store_.Commit("default", "counter", "done").ok());
+  ASSERT_TRUE(store_.BeginLocal("default", "counter", "p1").ok());
+  // A crash between writing the manifest and the rename: still partial.
+  auto p2 = store_.BeginLocal("other", "actor-b", "p2");
+  ASSERT_TRUE(p2.ok());
+  WriteFile(fs::path(*p2) / "manifest.json", "{}");
+  fs::create_directories(store_.StorePath("default", "counter", "p3") + ".partial");
+
+  auto removed = store_.RemovePartials();
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(*removed, 3);
+  EXPECT_FALSE(fs::exists(store_.LocalPath("default", "counter", "p1") + ".partial"));
+  EXPECT_FALSE(fs::exists(*p2));
+  EXPECT_FALSE(fs::exists(store_.StorePath("default", "counter", "p3") + ".partial"));
+  EXPECT_TRUE(store_.VerifyLocal("default", "counter", "done").ok());
+  EXPECT_TRUE(store_.VerifyCommitted("default", "counter", "done").ok());
+  EXPECT_EQ(*store_.RemovePartials(), 0);
+
+  SnapshotStore missing_roots("/nonexistent/stasis/local", "");
+  EXPECT_EQ(*missing_roots.RemovePartials(), 0);
+}
+
+TEST_F(SnapshotStoreTest, PathComponentsAreValidated) {
+  const std::vector<std::string> bad_names = {
+      "", "..", ".", "a/b", "/abs", "../x", "A", "-a", "a-", "a_b", "a\nb", std::string(254, 'a')};
+  for (const auto& bad : bad_names) {
+    for (auto [ns, name] :
+         {std::pair{bad, std::string("counter")}, std::pair{std::string("default"), bad}}) {
+      auto b = store_.BeginLocal(ns, name, "s1");
+      EXPECT_EQ(b.status().code(), Code::kInvalidArgument) << "ns=" << ns << " name=" << name;
+      EXPECT_EQ(b.status().reason(), "invalid_name");
+      EXPECT_EQ(store_.Commit(ns, name, "s1").status().code(), Code::kInvalidArgument);
+      EXPECT_EQ(store_.VerifyLocal(ns, name, "s1").status().code(), Code::kInvalidArgument);
+      EXPECT_EQ(store_.RemoveAllLocal(ns, name).code(), Code::kInvalidArgument);
+      EXPECT_TRUE(store_.ListLocal(ns, name).empty());
+    }
+  }
+  const std::vector<std::string> bad_ids = {
+      "", "..", ".", "a/b", "../x", ".hidden", "s1.partial", "a b", std::string(129, 'a')};
+  for (const auto& bad_id : bad_ids) {
+    EXPECT_EQ(store_.BeginLocal("default", "counter", bad_id).status().code(),
+              Code::kInvalidArgument)
+        << bad_id;
+    EXPECT_EQ(store_.RemoveLocal("default", "counter", bad_id).code(), Code::kInvalidArgument);
+    EXPECT_EQ(store_.CompleteLocal(Manifest(bad_id)).status().code(), Code::kInvalidArgument);
+  }
+  // Nothing was created by any of them.
+  EXPECT_TRUE(fs::is_empty(local_.path()));
+  // Good ones: DNS-1123 subdomains and our id alphabet.
+  EXPECT_TRUE(store_.BeginLocal("kube-system", "a.b-c1", "20261202T150102Z-3f9a1c").ok());
+}
+
+TEST_F(SnapshotStoreTest, ListIsOldestFirstByTakenAtThenId) {
+  MakeComplete("c", "2026-12-02T10:00:00Z");
+  MakeComplete("a", "2026-12-02T12:00:00Z");
+  MakeComplete("b", "2026-12-02T09:00:00Z");
+  MakeComplete("d", "2026-12-02T10:00:00Z");
+  ASSERT_TRUE(store_.BeginLocal("default", "counter", "e").ok());  // partial: not listed
+  std::vector<std::string> ids;
+  for (const auto& m : store_.ListLocal("default", "counter")) ids.push_back(m.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"b", "c", "d", "a"}));
+  EXPECT_TRUE(store_.ListLocal("default", "other").empty());
+}
+
+TEST_F(SnapshotStoreTest, RemoveLocalAndRemoveAllLocal) {
+  MakeComplete("s1");
+  MakeComplete("s2");
+  ASSERT_TRUE(store_.BeginLocal("default", "counter", "s3").ok());
+  EXPECT_TRUE(store_.RemoveLocal("default", "counter", "s1").ok());
+  EXPECT_FALSE(fs::exists(store_.LocalPath("default", "counter", "s1")));
+  EXPECT_TRUE(store_.RemoveLocal("default", "counter", "s1").ok());  // already gone: fine
+  ASSERT_EQ(store_.ListLocal("default", "counter").size(), 1u);
+  EXPECT_TRUE(store_.RemoveAllLocal("default", "counter").ok());
+  EXPECT_FALSE(fs::exists(local_.path() / "default" / "counter"));
+  EXPECT_TRUE(store_.RemoveAllLocal("default", "counter").ok());
+}
+
+// Sets or clears the immutable attribute (root cannot create files in an immutable directory).
+bool SetImmutable(const fs::path& dir, bool on) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  int flags = 0;
+  bool ok = ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+  if (ok) {
+    flags = on ? (flags | FS_IMMUTABLE_FL) : (flags & ~FS_IMMUTABLE_FL);
+    ok = ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+  }
+  close(fd);
+  return ok;
+}
+
+TEST_F(SnapshotStoreTest, StoreNotWritableIsAClearError) {
+  EXPECT_TRUE(store_.CheckStoreWritable().ok());
+
+  SnapshotStore none(local_.path().string(), "");
+  auto s = none.CheckStoreWritable();
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_EQ(s.reason(), "no_store");
+  MakeComplete("s1");
+  EXPECT_EQ(none.Commit("default", "counter", "s1").status().reason(), "no_store");
+
+  SnapshotStore missing(local_.path().string(), (store_dir_.path() / "nope").string());
+  s = missing.CheckStoreWritable();
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_EQ(s.reason(), "store_not_writable");
+  EXPECT_THAT(s.message(), HasSubstr("does not exist"));
+  EXPECT_EQ(missing.Commit("default", "counter", "s1").status().reason(), "store_not_writable");
+
+  WriteFile(store_dir_.path() / "a-file", "x");
+  SnapshotStore file(local_.path().string(), (store_dir_.path() / "a-file").string());
+  EXPECT_THAT(file.CheckStoreWritable().message(), HasSubstr("not a directory"));
+
+  const fs::path frozen = store_dir_.path() / "frozen";
+  fs::create_directories(frozen);
+  if (!SetImmutable(frozen, true)) GTEST_SKIP() << "cannot set the immutable attribute here";
+  struct Thaw {
+    fs::path dir;
+    ~Thaw() { SetImmutable(dir, false); }
+  } thaw{frozen};
+  SnapshotStore ro(local_.path().string(), frozen.string());
+  s = ro.CheckStoreWritable();
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_EQ(s.reason(), "store_not_writable");
+  EXPECT_THAT(s.message(), HasSubstr(frozen.string() + " is not writable"));
+  EXPECT_THAT(s.message(), HasSubstr("Operation not permitted"));
+  auto c = ro.Commit("default", "counter", "s1");
+  EXPECT_EQ(c.status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(c.status().reason(), "store_not_writable");
+  EXPECT_TRUE(fs::is_empty(frozen));
+}
+
+TEST(NewSnapshotIdTest, SortableByTimeUniqueAndAValidId) {
+  const std::regex format("^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$");
+  std::set<std::string> ids;
+  TempDir dir;
+  SnapshotStore store(dir.path().string(), "");
+  for (int i = 0; i < 100; ++i) {
+    const std::string id = NewSnapshotId();
+    EXPECT_TRUE(std::regex_match(id, format)) << id;
+    ids.insert(id);
+  }
+  EXPECT_GE(ids.size(), 99u);
+  EXPECT_TRUE(store.BeginLocal("default", "counter", *ids.begin()).ok());
+}
+
+}  // namespace
+}  // namespace stasis
