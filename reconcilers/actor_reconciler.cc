@@ -211,6 +211,18 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
   }
 
   if (api::IsTransitioning(c.a.status.status)) return RecoverInterrupted(c);
+  if (c.a.status.status != ActorState::kRunning && fs::exists(c.ref.root)) {
+    // At rest, yet a sandbox is left: the cluster controller force-cleaned this actor while
+    // this agent was away or stuck. Remove what it could not reach.
+    auto state = driver_.State(c.ref);
+    if (state.ok() && *state != SandboxState::kNotFound) {
+      spdlog::info("leftover sandbox removed actor={} status={} sandbox={}", c.key,
+                   api::ToString(c.a.status.status), ToString(*state));
+      if (Status s = driver_.Delete(c.ref); !s.ok()) return s;
+    }
+    std::error_code ec;
+    fs::remove_all(c.ref.root, ec);
+  }
 
   const DesiredState desired = c.a.spec.desired_state;
   switch (c.a.status.status) {

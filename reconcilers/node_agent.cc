@@ -57,7 +57,9 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
 
   NodeWorkers workers(client, o.node, o.workers, &snapshot_metrics);
   if (Status s = workers.Register(); !s.ok()) return s;
-  NodeHeartbeat heartbeat(client, NodeHeartbeatOptions{o.node, o.lease_namespace});
+  NodeHeartbeat heartbeat(client, NodeHeartbeatOptions{o.node, o.lease_namespace,
+                                                       std::chrono::seconds(o.heartbeat_period_seconds),
+                                                       std::chrono::seconds(o.heartbeat_lease_seconds)});
   if (Status s = heartbeat.Start(); !s.ok()) {
     spdlog::warn("heartbeat lease unavailable node={} namespace={} error=\"{}\"", o.node,
                  o.lease_namespace, s.ToString());

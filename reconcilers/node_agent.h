@@ -23,6 +23,8 @@ struct NodeAgentOptions {
   std::string metrics_addr = ":8080";
   std::string lease_namespace = "stasis-system";
   int concurrency = 4;
+  int heartbeat_period_seconds = 10;
+  int heartbeat_lease_seconds = 40;
   int shutdown_grace_seconds = 30;
 };
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "controller/flags.h"
+#include "reconcilers/cluster_controller.h"
 #include "reconcilers/node_agent.h"
 
 namespace {
@@ -67,6 +68,8 @@ int RunNode(const std::vector<std::string>& args) {
   f.Define("metrics-addr", ":8080", "address for /metrics, /healthz and /readyz");
   f.Define("lease-namespace", "stasis-system", "namespace of the node heartbeat Lease");
   f.Define("concurrency", "4", "actors reconciled in parallel");
+  f.Define("heartbeat-period", "10", "seconds between renewals of the node's heartbeat Lease");
+  f.Define("heartbeat-lease-duration", "40", "seconds after the last renewal that the node counts as lost");
   f.Define("shutdown-grace", "30", "seconds in-flight reconciles get to finish on SIGTERM");
   f.Define("log-level", "info", "debug, info, warn or error");
   if (auto s = f.Parse(args); !s.ok()) return Fail("node", s);
@@ -90,6 +93,16 @@ int RunNode(const std::vector<std::string>& args) {
   auto grace = f.GetInt("shutdown-grace", 0, 3600);
   if (!grace.ok()) return Fail("node", grace.status());
   o.shutdown_grace_seconds = *grace;
+  auto hb_period = f.GetInt("heartbeat-period", 1, 3600);
+  if (!hb_period.ok()) return Fail("node", hb_period.status());
+  o.heartbeat_period_seconds = *hb_period;
+  auto hb_lease = f.GetInt("heartbeat-lease-duration", 2, 86400);
+  if (!hb_lease.ok()) return Fail("node", hb_lease.status());
+  if (*hb_lease <= *hb_period) {
+    return Fail("node", stasis::Status(stasis::Code::kInvalidArgument,
+                                       "--heartbeat-lease-duration must exceed --heartbeat-period"));
+  }
+  o.heartbeat_lease_seconds = *hb_lease;
   if (!f.Get("gpus").empty()) {
     for (const auto& uuid : Split(f.Get("gpus"), ',')) o.workers.push_back({uuid});
   } else {
@@ -99,6 +112,47 @@ int RunNode(const std::vector<std::string>& args) {
   }
   InstallSignalHandlers();
   if (auto s = stasis::RunNodeAgent(o, &g_stop); !s.ok()) return Fail("node", s);
+  return 0;
+}
+
+int RunController(const std::vector<std::string>& args) {
+  stasis::Flags f;
+  f.Define("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, then in-cluster");
+  f.Define("metrics-addr", ":8080", "address for /metrics, /healthz and /readyz");
+  f.Define("leader-elect", "true", "elect a leader among replicas through a Lease");
+  f.Define("leader-elect-lease-duration", "15s", "how long a standby waits before taking an unrenewed lease");
+  f.Define("leader-elect-renew-deadline", "10s", "how long the leader keeps trying to renew before giving up");
+  f.Define("leader-elect-retry-period", "2s", "how often leader election is tried");
+  f.Define("namespace", "stasis-system", "namespace of the controller's Lease and the nodes' heartbeat Leases");
+  f.Define("grace", "30", "seconds past an actor's timeout before it counts as stuck");
+  f.Define("concurrency", "4", "actors reconciled in parallel");
+  f.Define("log-level", "info", "debug, info, warn or error");
+  if (auto s = f.Parse(args); !s.ok()) return Fail("controller", s);
+  if (f.help_requested()) {
+    std::printf("Usage: stasis controller [flags]\n\n%s", f.Usage().c_str());
+    return 0;
+  }
+  spdlog::set_level(spdlog::level::from_str(f.Get("log-level")));
+  stasis::ClusterControllerOptions o;
+  o.kubeconfig = f.Get("kubeconfig");
+  o.metrics_addr = f.Get("metrics-addr");
+  o.leader_elect = f.GetBool("leader-elect");
+  o.namespace_ = f.Get("namespace");
+  for (auto [flag, out] : {std::pair{"leader-elect-lease-duration", &o.lease_duration_s},
+                           std::pair{"leader-elect-renew-deadline", &o.renew_deadline_s},
+                           std::pair{"leader-elect-retry-period", &o.retry_period_s}}) {
+    auto v = f.GetSeconds(flag);
+    if (!v.ok()) return Fail("controller", v.status());
+    *out = *v;
+  }
+  auto grace = f.GetInt("grace", 0, 86400);
+  if (!grace.ok()) return Fail("controller", grace.status());
+  o.grace_seconds = *grace;
+  auto concurrency = f.GetInt("concurrency", 1, 256);
+  if (!concurrency.ok()) return Fail("controller", concurrency.status());
+  o.concurrency = *concurrency;
+  InstallSignalHandlers();
+  if (auto s = stasis::RunClusterController(o, &g_stop); !s.ok()) return Fail("controller", s);
   return 0;
 }
 
@@ -116,10 +170,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "node") return RunNode(rest);
-  if (cmd == "controller") {
-    std::fprintf(stderr, "stasis controller: this role is not built yet (see the open issues)\n");
-    return 2;
-  }
+  if (cmd == "controller") return RunController(rest);
   std::fprintf(stderr, "stasis: unknown command %s\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }

@@ -1,5 +1,6 @@
 #include "tests/support/sandbox.h"
 
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -88,6 +89,8 @@ RunscRoot::RunscRoot() : dir_(MakeTemp("stasis-runsc-root-")) {}
 
 RunscRoot::~RunscRoot() {
   for (const auto& id : ids_) Run({"delete", "-force", id});
+  // runsc -network=none bind-mounts an empty network namespace here and never unmounts it.
+  umount2((dir_ / "null-netns").c_str(), MNT_DETACH);
   std::error_code ec;
   fs::remove_all(dir_, ec);
 }

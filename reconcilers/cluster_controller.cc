@@ -1,0 +1,132 @@
+#include "reconcilers/cluster_controller.h"
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "controller/controller.h"
+#include "controller/event_recorder.h"
+#include "controller/http_endpoints.h"
+#include "controller/informer.h"
+#include "controller/leader_election.h"
+#include "controller/metrics.h"
+#include "controller/rest_config.h"
+#include "reconcilers/api_resources.h"
+#include "reconcilers/cluster_metrics.h"
+#include "reconcilers/cluster_reconciler.h"
+
+namespace stasis {
+namespace {
+std::chrono::milliseconds Ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<long>(seconds * 1000));
+}
+}  // namespace
+
+Status RunClusterController(const ClusterControllerOptions& o, const std::atomic<bool>* stop) {
+  auto config = LoadRestConfig(o.kubeconfig);
+  if (!config.ok()) return config.status();
+  config->user_agent = "stasis-controller";
+  Metrics& metrics = Metrics::Global();
+  auto transport = NewCpprestTransport(*config);
+  const std::string host = transport->Host();
+  KubeClient client(std::move(transport), metrics.RestClientObserver(host));
+  ClusterMetrics cluster_metrics(*metrics.registry());
+  KubeEventRecorderOptions eo;
+  eo.component = "stasis-controller";
+  KubeEventRecorder events(client, eo);
+
+  InformerOptions ao;
+  ao.type = kActorType;
+  InformerOptions wo;
+  wo.type = kWorkerType;
+  InformerOptions lo;
+  lo.type = kLeaseType;
+  lo.ns = o.namespace_;
+  Informer actors(client, ao), workers(client, wo), leases(client, lo);
+
+  ClusterReconcilerOptions ro;
+  ro.grace = std::chrono::seconds(o.grace_seconds);
+  ro.lease_namespace = o.namespace_;
+  ClusterReconciler reconciler(ro, client, actors.store(), workers.store(), leases.store(),
+                               cluster_metrics, &events);
+  Controller controller("cluster", reconciler, o.concurrency, &metrics);
+  actors.AddEventHandler(controller.EnqueueHandler());
+  // A worker freed or a node (dis)appearing can unblock any actor waiting to bind.
+  auto requeue_all = [&](const ObjectPtr&) {
+    for (const auto& key : actors.store().Keys()) controller.queue().Add(key);
+  };
+  workers.AddEventHandler({requeue_all, [&](const ObjectPtr&, const ObjectPtr& n) { requeue_all(n); }, requeue_all});
+
+  std::atomic<bool> informers_stop{false};
+  std::thread ta([&] { actors.Run(&informers_stop); });
+  std::thread tw([&] { workers.Run(&informers_stop); });
+  std::thread tl([&] { leases.Run(&informers_stop); });
+  auto synced = [&] { return actors.HasSynced() && workers.HasSynced() && leases.HasSynced(); };
+
+  HttpEndpointsOptions ho;
+  ho.address = o.metrics_addr;
+  ho.registry = metrics.registry();
+  ho.readiness = [&]() -> Status {
+    return synced() ? OkStatus() : Status(Code::kUnavailable, "caches not synced");
+  };
+  auto endpoints = HttpEndpoints::Start(ho);
+  if (!endpoints.ok()) {
+    informers_stop = true;
+    ta.join(), tw.join(), tl.join();
+    return endpoints.status();
+  }
+
+  std::atomic<bool> leading{!o.leader_elect};
+  std::atomic<bool> lost{false};
+  std::unique_ptr<LeaderElector> elector;
+  if (o.leader_elect) {
+    LeaderElectionConfig lc;
+    lc.lease_namespace = o.namespace_;
+    lc.lease_name = "stasis-controller";
+    lc.identity = o.identity;
+    lc.lease_duration = Ms(o.lease_duration_s);
+    lc.renew_deadline = Ms(o.renew_deadline_s);
+    lc.retry_period = Ms(o.retry_period_s);
+    lc.metrics = &metrics;
+    lc.observe = metrics.RestClientObserver(host);
+    lc.on_started_leading = [&] { leading = true; };
+    lc.on_stopped_leading = [&] { lost = true; };
+    auto e = LeaderElector::New(client, lc);
+    if (!e.ok()) {
+      informers_stop = true;
+      ta.join(), tw.join(), tl.join();
+      return e.status();
+    }
+    elector = std::move(*e);
+    elector->Start();
+  }
+  spdlog::info("controller started leader_elect={} namespace={} grace_s={}", o.leader_elect,
+               o.namespace_, o.grace_seconds);
+
+  bool started = false;
+  auto last_gauges = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  while (!stop->load() && !lost.load()) {
+    if (leading.load() && !started && synced()) {
+      controller.Start();
+      for (const auto& key : actors.store().Keys()) controller.queue().Add(key);
+      started = true;
+      spdlog::info("controller leading identity={}", elector ? elector->identity() : "-");
+    }
+    if (started && std::chrono::steady_clock::now() - last_gauges > std::chrono::seconds(5)) {
+      reconciler.UpdateGauges();
+      last_gauges = std::chrono::steady_clock::now();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (lost.load()) spdlog::error("controller lost its leader lease; exiting so a standby takes over");
+  informers_stop = true;
+  controller.Stop(std::chrono::seconds(10));
+  if (elector) elector->Stop();  // releases the lease after the guarded work has stopped
+  ta.join(), tw.join(), tl.join();
+  events.Shutdown(std::chrono::seconds(2));
+  (*endpoints)->Stop();
+  spdlog::info("controller stopped");
+  return lost.load() ? Status(Code::kAborted, "leader lease lost") : OkStatus();
+}
+
+}  // namespace stasis

@@ -1,0 +1,26 @@
+// `stasis controller`, assembled: informers on Actors, Workers and the node heartbeat Leases;
+// the cluster reconciler behind leader election (only the leader reconciles; a standby keeps
+// its caches warm); the cluster gauges; metrics and health endpoints.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "controller/result.h"
+
+namespace stasis {
+
+struct ClusterControllerOptions {
+  std::string kubeconfig;
+  std::string metrics_addr = ":8080";
+  bool leader_elect = true;
+  std::string namespace_ = "stasis-system";  // its Lease, and the nodes' heartbeat Leases
+  double lease_duration_s = 15, renew_deadline_s = 10, retry_period_s = 2;
+  int grace_seconds = 30;
+  int concurrency = 4;
+  std::string identity;  // "" = hostname_uuid
+};
+
+Status RunClusterController(const ClusterControllerOptions& options, const std::atomic<bool>* stop);
+
+}  // namespace stasis

@@ -1,0 +1,228 @@
+#include "reconcilers/cluster_reconciler.h"
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+
+#include "api/json_mapping.h"
+#include "api/worker.h"
+#include "api/rfc3339.h"
+#include "reconcilers/api_resources.h"
+#include "reconcilers/node_heartbeat.h"
+#include "reconcilers/stuck_detector.h"
+
+namespace stasis {
+
+using api::ActorState;
+
+ClusterReconciler::ClusterReconciler(ClusterReconcilerOptions options, KubeClient& client,
+                                     const ObjectStore& actors, const ObjectStore& workers,
+                                     const ObjectStore& leases, ClusterMetrics& metrics,
+                                     EventRecorder* events, Clock& clock)
+    : options_(std::move(options)), client_(client), actors_(actors), workers_(workers),
+      leases_(leases), metrics_(metrics), events_(events), clock_(clock) {}
+
+api::Time ClusterReconciler::Now() const {
+  return std::chrono::floor<std::chrono::seconds>(clock_.WallNow());
+}
+
+std::optional<bool> ClusterReconciler::NodeAlive(const std::string& node) const {
+  if (node.empty()) return std::nullopt;
+  ObjectPtr lease = leases_.Get(options_.lease_namespace + "/" + NodeLeaseName(node));
+  if (!lease) return std::nullopt;
+  const auto& spec = (*lease)["spec"];
+  auto renew = api::ParseTime(spec.value("renewTime", ""));
+  if (!renew.ok()) return false;
+  const int duration = spec.value("leaseDurationSeconds", 40);
+  return clock_.WallNow() < *renew + std::chrono::seconds(duration);
+}
+
+Status ClusterReconciler::FreeWorkersOf(const api::Actor& a) {
+  const api::ActorRef ref{a.metadata.namespace_, a.metadata.name};
+  for (const auto& obj : workers_.List()) {
+    auto w = api::WorkerFromJson(*obj);
+    if (!w.ok() || !w->IsHeldBy(ref)) continue;
+    // Compare-and-swap on the worker: if its agent changed it meanwhile, look again later.
+    json patch = {{"metadata", {{"resourceVersion", w->metadata.resource_version}}},
+                  {"status", {{"phase", "Free"}, {"actorRef", nullptr}}}};
+    auto r = client_.Patch(kWorkerType, "", w->metadata.name, PatchType::kMerge, patch, "status");
+    if (!r.ok()) return r.status();
+    spdlog::info("worker freed by controller worker={} actor={}", w->metadata.name, ref.Key());
+  }
+  return OkStatus();
+}
+
+Status ClusterReconciler::RemoveFinalizer(const api::Actor& a) {
+  api::Actor after = a;
+  if (!after.metadata.RemoveFinalizer(api::kActorFinalizer)) return OkStatus();
+  json patch = {{"metadata",
+                 {{"finalizers", after.metadata.finalizers},
+                  {"resourceVersion", a.metadata.resource_version}}}};
+  auto r = client_.Patch(kActorType, a.metadata.namespace_, a.metadata.name, PatchType::kMerge, patch);
+  if (!r.ok() && r.status().code() != Code::kNotFound) return r.status();
+  return OkStatus();
+}
+
+Result<ReconcileOutcome> ClusterReconciler::Reconcile(const Request& request) {
+  ObjectPtr obj = actors_.Get(request.Key());
+  if (!obj) return ReconcileOutcome{};
+  // Decide on a quorum read: the controller's writes race with the node agent's.
+  auto live = client_.Get(kActorType, request.ns, request.name);
+  if (!live.ok()) {
+    return live.status().code() == Code::kNotFound ? Result<ReconcileOutcome>(ReconcileOutcome{})
+                                                   : Result<ReconcileOutcome>(live.status());
+  }
+  auto parsed = api::ActorFromJson(*live);
+  if (!parsed.ok()) return ReconcileOutcome{};
+  api::Actor a = *parsed;
+  const std::string node = a.spec.node_name.empty() ? a.status.node_name : a.spec.node_name;
+  const std::optional<bool> alive = NodeAlive(node);
+
+  if (a.metadata.IsBeingDeleted()) {
+    if (!a.metadata.HasFinalizer(api::kActorFinalizer)) return ReconcileOutcome{};
+    if (node.empty() || alive == std::optional<bool>(false)) {
+      if (Status s = FreeWorkersOf(a); !s.ok()) return s;
+      if (Status s = RemoveFinalizer(a); !s.ok()) return s;
+      metrics_.CountForcedCleanup("deleted");
+      spdlog::info("actor deletion completed by controller actor={} node={} reason=node_lost",
+                   request.Key(), node);
+      return ReconcileOutcome{};
+    }
+    return ReconcileOutcome{options_.recheck};  // its live agent finishes the deletion
+  }
+
+  if (auto verdict = DetectStuck(a, Now(), options_.grace, alive)) {
+    return ForceClean(a, verdict->reason, verdict->message);
+  }
+
+  if (a.spec.desired_state == api::DesiredState::kRunning && a.spec.node_name.empty() &&
+      a.status.status != ActorState::kRunning && !api::IsTransitioning(a.status.status) &&
+      a.status.status != ActorState::kFailed) {
+    return Bind(a);
+  }
+  // Transitions and running actors on nodes are looked at again until they settle.
+  if (api::IsTransitioning(a.status.status) || a.status.status == ActorState::kRunning) {
+    return ReconcileOutcome{options_.recheck};
+  }
+  return ReconcileOutcome{};
+}
+
+Result<ReconcileOutcome> ClusterReconciler::ForceClean(api::Actor& a, const std::string& reason,
+                                                       const std::string& message) {
+  const api::Actor before = a;
+  if (Status s = FreeWorkersOf(a); !s.ok()) return s;
+  const ActorState was = a.status.status;
+  a.status.status = a.status.latest_snapshot ? ActorState::kSuspended : ActorState::kFailed;
+  a.status.worker_name.clear();
+  a.status.sandbox_id.clear();
+  a.status.transition_start_time.reset();
+  a.status.observed_generation = a.metadata.generation;
+  const std::string cond_reason = reason == "deadline" ? "DeadlineExceeded" : "NodeLost";
+  const api::Time now = Now();
+  api::SetCondition(a.status.conditions,
+                    api::Condition{"Stuck", api::ConditionStatus::kTrue, a.metadata.generation, {},
+                                   cond_reason, message},
+                    now);
+  api::SetCondition(a.status.conditions,
+                    api::Condition{"Ready", api::ConditionStatus::kFalse, a.metadata.generation, {},
+                                   cond_reason,
+                                   "cleaned by the cluster controller: " + message},
+                    now);
+  api::SetCondition(a.status.conditions,
+                    api::Condition{"Progressing", api::ConditionStatus::kFalse,
+                                   a.metadata.generation, {}, cond_reason, "cleaned up"},
+                    now);
+  auto patch = api::ActorStatusMergePatch(before, a);
+  if (patch) {
+    (*patch)["metadata"]["resourceVersion"] = before.metadata.resource_version;
+    auto r = client_.Patch(kActorType, a.metadata.namespace_, a.metadata.name, PatchType::kMerge,
+                           *patch, "status");
+    if (!r.ok()) return r.status();
+  }
+  metrics_.CountForcedCleanup(reason);
+  if (events_) {
+    ObjectReference ref{api::kApiVersion, api::kActorKind, a.metadata.namespace_, a.metadata.name,
+                        a.metadata.uid, "", ""};
+    events_->Event(ref, EventType::kWarning, "ForcedCleanup", message);
+  }
+  spdlog::warn("actor force-cleaned by controller actor={}/{} reason={} was={} now={} message=\"{}\"",
+               a.metadata.namespace_, a.metadata.name, reason, api::ToString(was),
+               api::ToString(a.status.status), message);
+  return ReconcileOutcome{};
+}
+
+Result<ReconcileOutcome> ClusterReconciler::Bind(api::Actor& a) {
+  const auto& snap = a.status.latest_snapshot;
+  const bool snapshot_local = snap && !snap->node_name.empty();
+  const bool waiting = [&] {
+    const api::Condition* ready = api::FindCondition(a.status.conditions, "Ready");
+    return ready && ready->reason == "NoFreeWorker";
+  }();
+  const std::optional<bool> current_alive = NodeAlive(a.status.node_name);
+  const bool needs_node = a.status.node_name.empty() || current_alive != std::optional<bool>(true) ||
+                          (waiting && !snapshot_local);
+  if (!needs_node) return ReconcileOutcome{};
+
+  std::string target;
+  if (snapshot_local) {
+    if (NodeAlive(snap->node_name) != std::optional<bool>(true)) return ReconcileOutcome{options_.recheck};
+    target = snap->node_name;
+  } else {
+    // Free workers per live node, minus actors already bound there and not yet holding one.
+    std::map<std::string, int> free;
+    for (const auto& obj : workers_.List()) {
+      auto w = api::WorkerFromJson(*obj);
+      if (w.ok() && w->IsFree() && NodeAlive(w->spec.node_name) == std::optional<bool>(true)) {
+        free[w->spec.node_name]++;
+      }
+    }
+    for (const auto& obj : actors_.List()) {
+      auto o = api::ActorFromJson(*obj);
+      if (!o.ok() || o->status.node_name.empty() || !o->status.worker_name.empty()) continue;
+      if (o->metadata.Key() == a.metadata.Key()) continue;
+      if (o->spec.desired_state == api::DesiredState::kRunning &&
+          o->status.status != ActorState::kRunning && free.count(o->status.node_name)) {
+        free[o->status.node_name]--;
+      }
+    }
+    int best = 0;
+    for (const auto& [n, count] : free) {
+      if (count > best && !(waiting && n == a.status.node_name)) {
+        best = count;
+        target = n;
+      }
+    }
+  }
+  if (target.empty() || target == a.status.node_name) return ReconcileOutcome{options_.recheck};
+
+  // The label first (main endpoint), then status.nodeName (which hands it to the agent).
+  auto labeled = client_.Patch(kActorType, a.metadata.namespace_, a.metadata.name, PatchType::kMerge,
+                               {{"metadata", {{"labels", {{api::kNodeLabel, target}}}}}});
+  if (!labeled.ok()) return labeled.status();
+  auto fresh = api::ActorFromJson(*labeled);
+  if (!fresh.ok()) return fresh.status();
+  json patch = {{"metadata", {{"resourceVersion", fresh->metadata.resource_version}}},
+                {"status", {{"nodeName", target}}}};
+  auto bound = client_.Patch(kActorType, a.metadata.namespace_, a.metadata.name, PatchType::kMerge,
+                             patch, "status");
+  if (!bound.ok()) return bound.status();
+  spdlog::info("actor bound actor={}/{} node={} previous={}", a.metadata.namespace_,
+               a.metadata.name, target, a.status.node_name);
+  return ReconcileOutcome{options_.recheck};
+}
+
+void ClusterReconciler::UpdateGauges() {
+  std::map<std::string, int> by_status, stuck;
+  const api::Time now = Now();
+  for (const auto& obj : actors_.List()) {
+    auto a = api::ActorFromJson(*obj);
+    if (!a.ok()) continue;
+    const std::string s = api::ToString(a->status.status);
+    by_status[s]++;
+    const std::string node = a->spec.node_name.empty() ? a->status.node_name : a->spec.node_name;
+    if (DetectStuck(*a, now, options_.grace, NodeAlive(node))) stuck[s]++;
+  }
+  metrics_.SetActors(by_status, stuck);
+}
+
+}  // namespace stasis
