@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Benchmark of issue 5: the node agent's overhead on a pause of a real sandbox, against a direct
+# `runsc checkpoint` of a second sandbox of the same bundle, interleaved in the same run.
+#
+# Builds `stasis` and `bench_pause_overhead` in the non-sanitized build/ directory, brings up a
+# throwaway control plane (kube-apiserver + etcd) in a temporary directory, starts one node agent
+# (one worker, the pinned runsc, --log-level debug so that each pause can be split into its
+# steps), runs the benchmark, and tears everything down: no process, sandbox or mount is left.
+#
+#   hack/bench/pause-overhead.sh [--cycles N] [--warmup N] [--fill-mb N] [--keep] [--out FILE]
+#
+#   --cycles N   measured pause/resume cycles of each side (default 50)
+#   --warmup N   unmeasured cycles first (default 2)
+#   --fill-mb N  the workload first writes N MiB of random data to a tmpfs inside its sandbox,
+#                so that the checkpoint has that much more memory to save (default 0: the
+#                plain counter of hack/make-bundle.sh, a ~0.4 MB image)
+#   --out FILE   also write the report there (and FILE.csv: every cycle)
+#   --keep       keep the work directory (logs, CSV) after tearing down the processes
+source "$(dirname "$0")/../lib.sh"
+
+cycles=50 warmup=2 fill_mb=0 keep=0 out=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --cycles) cycles="$2"; shift 2 ;;
+    --warmup) warmup="$2"; shift 2 ;;
+    --fill-mb) fill_mb="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --keep) keep=1; shift ;;
+    *) die "unknown argument: $1 (see the header of $0)" ;;
+  esac
+done
+[[ $(id -u) == 0 ]] || die "run as root: the benchmark drives runsc sandboxes"
+
+build="${REPO_ROOT}/build"
+cmake -S "${REPO_ROOT}" -B "${build}" -G Ninja -DSTASIS_SANITIZE=OFF >/dev/null
+cmake --build "${build}" --target stasis bench_pause_overhead -j2
+"${HACK_DIR}/build-control-plane.sh" >/dev/null
+RUNSC="$("${HACK_DIR}/runsc.sh")"
+export PATH="${PATH}:${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}"
+
+work="$(mktemp -d /tmp/stasis-bench-pause.XXXXXX)"
+export STASIS_CONTROL_PLANE_DIR="${work}/control-plane"
+node_pid=""
+
+teardown() {
+  local rc=$?
+  set +e
+  if [[ -n "${node_pid}" ]]; then
+    kill -TERM "${node_pid}" 2>/dev/null
+    for _ in $(seq 100); do kill -0 "${node_pid}" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "${node_pid}" 2>/dev/null
+    wait "${node_pid}" 2>/dev/null
+  fi
+  # Sandboxes the agent or the benchmark left (after a failure): one runsc root each.
+  for root in "${work}"/node/run/*/ "${work}/direct-root/"; do
+    [[ -d "${root}" ]] || continue
+    for id in $("${RUNSC}" -root "${root}" list -quiet 2>/dev/null); do
+      "${RUNSC}" -root "${root}" delete -force "${id}" >/dev/null 2>&1
+    done
+  done
+  "${HACK_DIR}/control-plane.sh" down >/dev/null 2>&1
+  # runsc's null-netns bind mounts under the roots, deepest first.
+  findmnt -rn -o TARGET | grep -F "${work}/" | sort -r | while read -r m; do umount -l "${m}"; done
+  if ((keep)); then log "kept ${work}"; else rm -rf "${work}"; fi
+  exit "${rc}"
+}
+trap teardown EXIT
+trap 'exit 130' INT TERM
+
+"${HACK_DIR}/control-plane.sh" up >/dev/null
+export KUBECONFIG="${STASIS_CONTROL_PLANE_DIR}/kubeconfig"
+kubectl apply -f "${REPO_ROOT}/manifests/crd/" >/dev/null
+kubectl wait --for condition=established --timeout=60s crd/actors.stasis.dev crd/workers.stasis.dev >/dev/null
+kubectl create namespace stasis-system >/dev/null
+
+"${HACK_DIR}/make-bundle.sh" "${work}/bundle" >/dev/null
+if ((fill_mb > 0)); then
+  # Random data (incompressible) in a sandbox-internal tmpfs: memory the checkpoint must save.
+  mkdir -p "${work}/bundle/rootfs/fill"
+  python3 - "${work}/bundle/config.json" "${fill_mb}" <<'PY'
+import json, sys
+path, mb = sys.argv[1], int(sys.argv[2])
+spec = json.load(open(path))
+spec["mounts"].append({"destination": "/fill", "type": "tmpfs", "source": "tmpfs",
+                       "options": ["nosuid", "size=%dm" % (mb + 16)]})
+loop = spec["process"]["args"][2]
+spec["process"]["args"][2] = "/bin/busybox head -c %dm /dev/urandom > /fill/data; %s" % (mb, loop)
+json.dump(spec, open(path, "w"), indent=2)
+PY
+fi
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
+"${build}/stasis" node --node-name bench-node --runsc "${RUNSC}" --root "${work}/node" \
+  --snapshot-store "${work}/store" --workers 1 --metrics-addr "127.0.0.1:${port}" \
+  --log-level debug >"${work}/node.log" 2>&1 &
+node_pid=$!
+for _ in $(seq 200); do curl -fs "127.0.0.1:${port}/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+curl -fs "127.0.0.1:${port}/readyz" >/dev/null || { tail -20 "${work}/node.log" >&2; die "the node agent is not ready"; }
+
+cmd=("${build}/tests/bench_pause_overhead" --kubeconfig "${KUBECONFIG}" --runsc "${RUNSC}"
+     --bundle "${work}/bundle" --node bench-node --work-dir "${work}"
+     --cycles "${cycles}" --warmup "${warmup}" --agent-log "${work}/node.log" --csv "${work}/cycles.csv")
+log "commit $(git -C "${REPO_ROOT}" rev-parse --short HEAD 2>/dev/null || echo unknown), work dir ${work}"
+"${cmd[@]}" | tee "${work}/report.txt"
+if [[ -n "${out}" ]]; then
+  cp "${work}/report.txt" "${out}"
+  cp "${work}/cycles.csv" "${out}.csv"
+fi
