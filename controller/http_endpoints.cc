@@ -214,6 +214,9 @@ void HttpEndpoints::Serve() {
       break;
     }
     if (fds[0].revents) break;  // Stop()
+    // The poll may have slept for hours: a new connection's deadline counts from now, not from
+    // before the poll (else the first request after an idle spell is closed unanswered).
+    now = std::chrono::steady_clock::now();
     if (fds[1].revents & POLLIN) {
       while (true) {
         int cfd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's first command: on a fresh machine, as root, it installs the dependencies, builds
-# stasis, brings up a real local control plane (kube-apiserver + etcd), starts `stasis node`
-# with one worker and the pinned runsc, and walks through the story with real sandboxes:
+# stasis, brings up a real local control plane (kube-apiserver + etcd), starts
+# `stasis controller` and `stasis node` with one worker and the pinned runsc, and walks through
+# the story with real sandboxes (the actors are not pinned: the controller binds them):
 #
 #   actor A running → A suspended (snapshot committed, worker freed) → actor B runs on that
 #   worker → B paused → A resumed, its counter continued → sizes and latencies from /metrics.
@@ -16,18 +17,20 @@ demo="${STASIS_DEMO_DIR:-/tmp/stasis-demo}"
 export STASIS_CONTROL_PLANE_DIR="${demo}/control-plane"
 
 teardown() {
-  if [[ -f "${demo}/node.pid" ]]; then
-    kill -TERM "$(cat "${demo}/node.pid")" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$(cat "${demo}/node.pid")" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$(cat "${demo}/node.pid")" 2>/dev/null || true
-    rm -f "${demo}/node.pid"
-  fi
+  for p in node controller; do
+    [[ -f "${demo}/${p}.pid" ]] || continue
+    kill -TERM "$(cat "${demo}/${p}.pid")" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$(cat "${demo}/${p}.pid")" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$(cat "${demo}/${p}.pid")" 2>/dev/null || true
+    rm -f "${demo}/${p}.pid"
+  done
   local runsc
   runsc="$(cat "${demo}/runsc.path" 2>/dev/null || true)"
   if [[ -n "${runsc}" && -d "${demo}/node/run" ]]; then
     for root in "${demo}"/node/run/*/; do
       [[ -d "${root}" ]] || continue
       "${runsc}" -root "${root}" delete -force "$(basename "${root}")" >/dev/null 2>&1 || true
+      umount -l "${root}/null-netns" 2>/dev/null || true
     done
   fi
   "${HACK_DIR}/control-plane.sh" down >/dev/null 2>&1 || true
@@ -62,6 +65,10 @@ kubectl apply -f "${REPO_ROOT}/manifests/crd/" >/dev/null
 kubectl wait --for condition=established --timeout=60s crd/actors.stasis.dev crd/workers.stasis.dev >/dev/null
 kubectl create namespace stasis-system >/dev/null
 
+step "stasis controller (leader-elected)"
+"${REPO_ROOT}/build/stasis" controller --metrics-addr 127.0.0.1:19091 >"${demo}/controller.log" 2>&1 &
+echo $! > "${demo}/controller.pid"
+
 step "stasis node (one worker, runsc $("${RUNSC}" --version | head -1 | awk '{print $3}'))"
 "${HACK_DIR}/make-bundle.sh" "${demo}/bundles/counter" >/dev/null
 "${REPO_ROOT}/build/stasis" node --node-name demo-node --runsc "${RUNSC}" --root "${demo}/node" \
@@ -79,7 +86,6 @@ kind: Actor
 metadata: {name: $1, namespace: default}
 spec:
   bundle: ${demo}/bundles/counter
-  nodeName: demo-node
   desiredState: $2
 YAML
 }
@@ -89,7 +95,7 @@ wait_status() {  # wait_status NAME STATUS
     sleep 0.1
   done
   kubectl get actor "$1" -o yaml >&2
-  tail -20 "${demo}/node.log" >&2
+  tail -20 "${demo}/node.log" "${demo}/controller.log" >&2
   die "actor $1 did not reach $2"
 }
 counter() {  # counter NAME → the workload's counter, read inside its sandbox
@@ -130,6 +136,7 @@ step "kubectl get actors,workers"
 kubectl get actors,workers
 
 step "snapshot sizes and latencies (from the node agent's /metrics)"
+curl -fs 127.0.0.1:19091/metrics | awk '/^stasis_actors\{/ && $2 > 0 { print "  " $0 }'
 curl -fs 127.0.0.1:19090/metrics | awk '
   /^stasis_snapshot_size_bytes_(sum|count)/ || /^stasis_snapshot_duration_seconds_(sum|count)/ ||
   /^stasis_snapshot_operations_total/ || /^stasis_workers/ { print "  " $0 }'
@@ -146,6 +153,6 @@ Everything is still running:
   kubectl patch actor b --type merge -p '{"spec":{"desiredState":"Running"}}'   # B waits for a free worker
   kubectl get events --sort-by=.lastTimestamp
   curl -s 127.0.0.1:19090/metrics | grep ^stasis_
-  tail -f ${demo}/node.log
+  tail -f ${demo}/node.log ${demo}/controller.log
 Tear down with: hack/demo.sh --down
 MSG

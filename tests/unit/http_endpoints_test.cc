@@ -4,6 +4,8 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+
+#include <thread>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -200,6 +202,26 @@ TEST(HttpEndpointsAddressTest, EmptyHostListensOnEveryInterface) {
   auto r = HttpEndpoints::Start(std::move(o));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(Get((*r)->port(), "/healthz").code, 200);  // reachable over IPv4 loopback
+}
+
+}  // namespace
+}  // namespace stasis
+
+namespace stasis {
+namespace {
+
+// Regression: a request arriving after the server sat idle for longer than the connection
+// deadline was closed unanswered, because the deadline was counted from before the idle poll.
+TEST(HttpEndpointsIdleTest, FirstRequestAfterAnIdleSpellIsAnswered) {
+  HttpEndpointsOptions o;
+  o.address = "127.0.0.1:0";
+  o.connection_deadline = std::chrono::milliseconds(200);
+  auto server = HttpEndpoints::Start(std::move(o));
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // idle: longer than the deadline
+  auto r = Get((*server)->port(), "/healthz");
+  EXPECT_EQ(r.code, 200);
+  EXPECT_EQ(r.body, "ok");
 }
 
 }  // namespace
