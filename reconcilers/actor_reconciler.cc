@@ -228,6 +228,8 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
   switch (c.a.status.status) {
     case ActorState::kRunning:
       if (desired == DesiredState::kRunning) return CheckAlive(c);
+      // A checkpoint that failed moments ago (the actor survived it) waits out its backoff.
+      if (auto wait = CheckpointRetryWait(c); wait.count() > 0) return ReconcileOutcome{wait};
       return Checkpoint(c, desired == DesiredState::kPaused ? SnapshotTrigger::kPause
                                                             : SnapshotTrigger::kSuspend);
     case ActorState::kPaused:
@@ -262,6 +264,19 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
     if (Status s = WriteStatus(c); !s.ok()) return s;
   }
   return ReconcileOutcome{};
+}
+
+std::chrono::milliseconds ActorReconciler::CheckpointRetryWait(const Ctx& c) {
+  std::lock_guard lock(retry_mu_);
+  auto it = checkpoint_retries_.find(c.key);
+  if (it == checkpoint_retries_.end()) return std::chrono::milliseconds(0);
+  if (it->second.generation != c.a.metadata.generation) {
+    checkpoint_retries_.erase(it);  // the spec changed since: try at once
+    return std::chrono::milliseconds(0);
+  }
+  const auto left = it->second.not_before - clock_.Now();
+  if (left <= Clock::TimePoint::duration::zero()) return std::chrono::milliseconds(0);
+  return std::chrono::ceil<std::chrono::milliseconds>(left);
 }
 
 Result<ReconcileOutcome> ActorReconciler::CheckAlive(Ctx& c) {
@@ -450,6 +465,15 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
       // The workload survived (a refused save, -leave-running, an error before the save):
       // it keeps running, and the checkpoint is retried with backoff.
       c.a.status.status = ActorState::kRunning;
+      {
+        std::lock_guard lock(retry_mu_);
+        CheckpointRetry& r = checkpoint_retries_[c.key];
+        if (r.generation != c.a.metadata.generation) r = CheckpointRetry{c.a.metadata.generation, 0, {}};
+        auto delay = options_.checkpoint_retry_base * (1LL << std::min(r.failures, 20));
+        if (delay > options_.checkpoint_retry_max) delay = options_.checkpoint_retry_max;
+        ++r.failures;
+        r.not_before = clock_.Now() + delay;
+      }
       SetCondition(c, "CheckpointFailed", true, ConditionReason(reason), ck.message());
       SetCondition(c, "Progressing", false, ConditionReason(reason), "checkpoint failed; still running");
       if (Status s = WriteStatus(c); !s.ok()) return s;
@@ -461,6 +485,10 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
                       ConditionReason(reason), "checkpoint failed: " + ck.message());
   }
 
+  {
+    std::lock_guard lock(retry_mu_);
+    checkpoint_retries_.erase(c.key);
+  }
   // The image is safe on disk: the sandbox can go (with -leave-running it still runs).
   if (Status s = driver_.Delete(c.ref); !s.ok()) {
     spdlog::warn("sandbox delete after checkpoint failed actor={} error=\"{}\"", c.key, s.message());

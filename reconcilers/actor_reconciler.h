@@ -21,7 +21,9 @@
 
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "api/actor.h"
 #include "controller/clock.h"
@@ -42,6 +44,10 @@ struct ActorReconcilerOptions {
   std::chrono::milliseconds liveness_period{std::chrono::seconds(10)};
   // How soon a GPU preflight that failed is tried again (the actor keeps running meanwhile).
   std::chrono::milliseconds preflight_retry{std::chrono::seconds(30)};
+  // Backoff of a checkpoint that failed while the sandbox survived: first retry after
+  // `checkpoint_retry_base`, doubling per failure up to `checkpoint_retry_max`.
+  std::chrono::milliseconds checkpoint_retry_base{std::chrono::seconds(1)};
+  std::chrono::milliseconds checkpoint_retry_max{std::chrono::minutes(5)};
 };
 
 // Finds an actor by key in the agent's caches (it watches its actors through two field
@@ -86,6 +92,20 @@ class ActorReconciler : public Reconciler {
   void Event(Ctx& c, bool warning, const std::string& reason, const std::string& message);
   api::Snapshot ToSnapshot(const SnapshotManifest& m, const std::string& location,
                            const std::string& node) const;
+
+  // Checkpoints that failed while the sandbox survived, per actor key: the retry waits until
+  // `not_before`. The work queue's own backoff cannot do this: each attempt writes status
+  // (PAUSING, then RUNNING), and those watch events re-enqueue the key at once. Reset by a new
+  // generation (the user changed the spec) and by a checkpoint that succeeds.
+  struct CheckpointRetry {
+    int64_t generation = 0;
+    int failures = 0;
+    Clock::TimePoint not_before;
+  };
+  // How long the checkpoint of this actor must still wait (zero: go ahead).
+  std::chrono::milliseconds CheckpointRetryWait(const Ctx& c);
+  std::mutex retry_mu_;
+  std::unordered_map<std::string, CheckpointRetry> checkpoint_retries_;
 
   ActorReconcilerOptions options_;
   KubeClient& client_;
