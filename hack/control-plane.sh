@@ -145,6 +145,14 @@ up() {
   start_apiserver
   write_kubeconfig
   trap - EXIT
+  if [[ -n "${STASIS_CP_OWNER_PID:-}" ]]; then
+    # Tests pass their pid: if the test binary dies without `down` (a crash, an abort, a
+    # timeout kill), the control plane follows it instead of outliving the run.
+    setsid bash -c 'while kill -0 "$1" 2>/dev/null && [[ -f "$2/kube-apiserver.pid" ]]; do sleep 1; done
+                    [[ -f "$2/kube-apiserver.pid" ]] && "$3" down --dir "$2"' \
+      control-plane-owner "${STASIS_CP_OWNER_PID}" "${dir}" "${HACK_DIR}/control-plane.sh" \
+      >/dev/null 2>&1 </dev/null &
+  fi
   log "control plane up in $((SECONDS - start))s (kube-apiserver ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}) at ${dir}"
   echo "export KUBECONFIG=${dir}/kubeconfig"
 }

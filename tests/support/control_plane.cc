@@ -1,5 +1,7 @@
 #include "tests/support/control_plane.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -42,9 +44,15 @@ ControlPlane& ControlPlane::Get() {
     if (mkdtemp(tmpl) == nullptr) std::abort();
     cp->dir_ = tmpl;
     // Building the binaries on a cold machine takes many minutes; a warm start takes seconds.
-    auto r = MustRun({kScript, "up", "--dir", cp->dir_}, 3600s);
-    if (!r.success()) {
-      std::cerr << "hack/control-plane.sh up failed (" << r.Summary() << ")\n" << r.err << r.out;
+    CommandOptions options;
+    options.extra_env = {"STASIS_CP_OWNER_PID=" + std::to_string(getpid())};
+    auto r = RunCommand({kScript, "up", "--dir", cp->dir_}, 3600s, options);
+    if (!r.ok()) {
+      std::cerr << "cannot run " << kScript << ": " << r.status().ToString() << "\n";
+      std::abort();
+    }
+    if (!r->success()) {
+      std::cerr << "hack/control-plane.sh up failed (" << r->Summary() << ")\n" << r->err << r->out;
       cp->Stop();
       std::abort();
     }

@@ -89,6 +89,9 @@ RunscRoot::RunscRoot() : dir_(MakeTemp("stasis-runsc-root-")) {}
 
 RunscRoot::~RunscRoot() {
   for (const auto& id : ids_) Run({"delete", "-force", id});
+  // Safety net: a sandbox that `delete -force` did not end (seen after -leave-running under
+  // load) must not outlive the test. Its processes name this root on their command line.
+  (void)RunCommand({"pkill", "-9", "-f", "--", "--root=" + dir_.string() + " "}, 10s);
   // runsc -network=none bind-mounts an empty network namespace here and never unmounts it.
   umount2((dir_ / "null-netns").c_str(), MNT_DETACH);
   std::error_code ec;
