@@ -117,7 +117,13 @@ Status ActorReconciler::WriteStatus(Ctx& c) {
                  api::ToString(c.a.status.status), r.status().ToString());
     return r.status();
   }
-  auto fresh = api::ActorFromJson(*r);
+  return Adopt(c, *r);
+}
+
+Status ActorReconciler::Adopt(Ctx& c, const json& written) {
+  // What the API server returned is the new baseline: the next write's diff and
+  // resourceVersion precondition start from it.
+  auto fresh = api::ActorFromJson(written);
   if (!fresh.ok()) return fresh.status();
   c.before = *fresh;
   c.a = *fresh;
@@ -139,11 +145,7 @@ Status ActorReconciler::SetFinalizer(Ctx& c, bool present) {
     if (!present && r.status().code() == Code::kNotFound) return OkStatus();
     return r.status();
   }
-  auto fresh = api::ActorFromJson(*r);
-  if (!fresh.ok()) return fresh.status();
-  c.before = *fresh;
-  c.a = *fresh;
-  return OkStatus();
+  return Adopt(c, *r);
 }
 
 api::Snapshot ActorReconciler::ToSnapshot(const SnapshotManifest& m, const std::string& location,

@@ -87,6 +87,7 @@ class ActorReconciler : public Reconciler {
   Status Preflight(Ctx& c);
   Status WriteStatus(Ctx& c);
   Status SetFinalizer(Ctx& c, bool present);
+  Status Adopt(Ctx& c, const nlohmann::json& written);
   void SetCondition(Ctx& c, const std::string& type, bool status, const std::string& reason,
                     const std::string& message);
   void Event(Ctx& c, bool warning, const std::string& reason, const std::string& message);
