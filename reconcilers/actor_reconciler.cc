@@ -515,7 +515,6 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   }
   metrics_.ObserveSize(trigger_name, m.scope, gpu, static_cast<double>(done->total_bytes));
   api::Snapshot snap = ToSnapshot(*done, snapshots_.LocalPath(m.ns, m.name, id), options_.node);
-  const std::optional<api::Snapshot> previous = c.a.status.latest_snapshot;
 
   ActorState final_state = ActorState::kPaused;
   std::string commit_error;
@@ -540,7 +539,6 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   for (const auto& old : snapshots_.ListLocal(m.ns, m.name)) {
     if (old.id != id) snapshots_.RemoveLocal(m.ns, m.name, old.id);
   }
-  (void)previous;
 
   if (Status s = workers_.Free(c.actor_ref); !s.ok()) return s;
   c.a.status.status = final_state;
@@ -570,8 +568,8 @@ Result<ReconcileOutcome> ActorReconciler::CommitPaused(Ctx& c) {
   const auto& snap = c.a.status.latest_snapshot;
   if (!snap || snap->node_name.empty()) {
     c.a.status.status = ActorState::kSuspended;
-    return WriteStatus(c).ok() ? Result<ReconcileOutcome>(ReconcileOutcome{})
-                               : Result<ReconcileOutcome>(Status(Code::kAborted, "status write"));
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    return ReconcileOutcome{};
   }
   if (snap->node_name != options_.node) return ReconcileOutcome{};  // its node commits it
   const bool gpu = c.a.spec.gpu.count > 0;
