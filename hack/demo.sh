@@ -135,7 +135,7 @@ echo "A's counter: ${a_before} before the suspend, ${a_after} after the resume"
 step "kubectl get actors,workers"
 kubectl get actors,workers
 
-step "snapshot sizes and latencies (from the node agent's /metrics)"
+step "actors by status (controller, every 5 s) and snapshot sizes and latencies (node agent), from /metrics"
 curl -fs 127.0.0.1:19091/metrics | awk '/^stasis_actors\{/ && $2 > 0 { print "  " $0 }'
 curl -fs 127.0.0.1:19090/metrics | awk '
   /^stasis_snapshot_size_bytes_(sum|count)/ || /^stasis_snapshot_duration_seconds_(sum|count)/ ||
