@@ -517,7 +517,7 @@ TEST_F(NodeAgentTest, PauseAndResume) {
   Patch("counter", {{"desiredState", "Running"}});
   ASSERT_TRUE(WaitStatus("counter", "STATUS_RUNNING", 30s, &actor));
   ExpectHeldBy(a->node, "counter", actor);
-  const long after = Counter(*a, "counter");
+  const long after = WaitCounter(*a, "counter", before);  // polled: see AgentKilledMidRestore
   EXPECT_GE(after, before) << "the counter restarted instead of continuing";
   WaitCounter(*a, "counter", after + 5);  // and it keeps counting
   EXPECT_THAT(CondMessage(actor, "Ready"), HasSubstr(snap.value("id", "")));
@@ -553,7 +553,7 @@ TEST_F(NodeAgentTest, SuspendOnOneNodeResumeOnAnother) {
   EXPECT_EQ(StatusField(actor, "nodeName"), json(b->node));
   ExpectHeldBy(b->node, "mover", actor);
   ExpectAllWorkersFree(a->node);
-  const long after = Counter(*b, "mover");
+  const long after = WaitCounter(*b, "mover", before);  // polled: see AgentKilledMidRestore
   EXPECT_GE(after, before) << "restored on " << b->node << " but the counter restarted";
   WaitCounter(*b, "mover", after + 5);
   // Node a forgets the actor once it is bound elsewhere.
@@ -876,7 +876,8 @@ TEST_F(NodeAgentTest, AgentKilledMidRestore) {
   ASSERT_TRUE(WaitStatus("rs", "STATUS_RUNNING", 30s, &actor));
   EXPECT_FALSE(StatusField(actor, "transitionStartTime").is_string());
   ExpectHeldBy(second->node, "rs", actor);
-  const long after = Counter(*second, "rs");
+  // Polled: the first exec into a just-restored sandbox can race its start under load.
+  const long after = WaitCounter(*second, "rs", before);
   EXPECT_GE(after, before);
 
   std::ofstream(ReleaseFile()) << "go\n";

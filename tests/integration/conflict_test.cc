@@ -22,11 +22,7 @@ using testing::ControlPlane;
 
 const ResourceType kConfigMaps{"", "v1", "configmaps", true};
 
-std::unique_ptr<KubeClient> NewClient() {
-  auto config = LoadKubeconfig(ControlPlane::Get().kubeconfig());
-  EXPECT_TRUE(config.ok()) << config.status().ToString();
-  return std::make_unique<KubeClient>(NewCpprestTransport(*config));
-}
+std::unique_ptr<KubeClient> NewClient() { return testing::ControlPlane::Get().NewClient(); }
 
 json Counter(const std::string& name) {
   return {{"metadata", {{"name", name}}}, {"data", {{"counter", "0"}, {"writer", "none"}}}};

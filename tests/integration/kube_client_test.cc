@@ -12,11 +12,7 @@ namespace {
 const ResourceType kConfigMaps{"", "v1", "configmaps", true};
 const ResourceType kNamespaces{"", "v1", "namespaces", false};
 
-KubeClient NewClient() {
-  auto config = LoadKubeconfig(testing::ControlPlane::Get().kubeconfig());
-  EXPECT_TRUE(config.ok()) << config.status().ToString();
-  return KubeClient(NewCpprestTransport(*config));
-}
+std::unique_ptr<KubeClient> NewClient() { return testing::ControlPlane::Get().NewClient(); }
 
 TEST(KubeClientTest, CreatesAndReadsBackAConfigMap) {
   auto client = NewClient();
@@ -24,11 +20,11 @@ TEST(KubeClientTest, CreatesAndReadsBackAConfigMap) {
              {"kind", "ConfigMap"},
              {"metadata", {{"name", "hello"}, {"namespace", "default"}}},
              {"data", {{"greeting", "from C++"}}}};
-  auto created = client.Create(kConfigMaps, "default", cm);
+  auto created = client->Create(kConfigMaps, "default", cm);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   EXPECT_FALSE((*created)["metadata"].value("uid", "").empty());
 
-  auto got = client.Get(kConfigMaps, "default", "hello");
+  auto got = client->Get(kConfigMaps, "default", "hello");
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ((*got)["data"]["greeting"], "from C++");
   // And kubectl, an independent client, sees the same object.
@@ -40,19 +36,19 @@ TEST(KubeClientTest, CreatesAndReadsBackAConfigMap) {
 
 TEST(KubeClientTest, ErrorsCarryCodeAndReason) {
   auto client = NewClient();
-  auto missing = client.Get(kConfigMaps, "default", "absent");
+  auto missing = client->Get(kConfigMaps, "default", "absent");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), Code::kNotFound);
   EXPECT_EQ(KubeClient::LastError().http_code, 404);
   EXPECT_EQ(KubeClient::LastError().reason, "NotFound");
 
   json cm = {{"metadata", {{"name", "dup"}}}, {"data", {{"a", "1"}}}};
-  ASSERT_TRUE(client.Create(kConfigMaps, "default", cm).ok());
-  auto again = client.Create(kConfigMaps, "default", cm);
+  ASSERT_TRUE(client->Create(kConfigMaps, "default", cm).ok());
+  auto again = client->Create(kConfigMaps, "default", cm);
   EXPECT_EQ(again.status().code(), Code::kAlreadyExists);
 
   json bad = {{"metadata", {{"name", "Not_Valid"}}}};
-  auto invalid = client.Create(kConfigMaps, "default", bad);
+  auto invalid = client->Create(kConfigMaps, "default", bad);
   EXPECT_EQ(invalid.status().code(), Code::kInvalidArgument);
   EXPECT_NE(invalid.status().message().find("Invalid"), std::string::npos);
 }

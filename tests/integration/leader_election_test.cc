@@ -31,11 +31,7 @@ using SteadyClock = std::chrono::steady_clock;
 
 const ResourceType kLeases{"coordination.k8s.io", "v1", "leases", true};
 
-std::unique_ptr<KubeClient> NewClient() {
-  auto config = LoadKubeconfig(testing::ControlPlane::Get().kubeconfig());
-  EXPECT_TRUE(config.ok()) << config.status().ToString();
-  return std::make_unique<KubeClient>(NewCpprestTransport(*config));
-}
+std::unique_ptr<KubeClient> NewClient() { return testing::ControlPlane::Get().NewClient(); }
 
 template <typename Pred>
 bool Eventually(Pred pred, std::chrono::milliseconds timeout,

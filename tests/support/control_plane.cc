@@ -1,5 +1,7 @@
 #include "tests/support/control_plane.h"
 
+#include "controller/rest_config.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -62,6 +64,15 @@ ControlPlane& ControlPlane::Get() {
     return cp;
   }();
   return *instance;
+}
+
+std::unique_ptr<KubeClient> ControlPlane::NewClient() const {
+  auto config = LoadKubeconfig(kubeconfig_);
+  if (!config.ok()) {
+    std::cerr << "cannot load " << kubeconfig_ << ": " << config.status().ToString() << "\n";
+    std::abort();
+  }
+  return std::make_unique<KubeClient>(NewCpprestTransport(*config));
 }
 
 CommandResult ControlPlane::Kubectl(const std::vector<std::string>& args,

@@ -3,8 +3,11 @@
 // exit: the envtest model. Tests get a kubeconfig with an admin client certificate.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "controller/kube_client.h"
 
 #include "reconcilers/subprocess.h"
 
@@ -19,6 +22,10 @@ class ControlPlane {
   const std::string& dir() const { return dir_; }                // the instance directory
   const std::string& kubeconfig() const { return kubeconfig_; }  // admin kubeconfig
   const std::string& server() const { return server_; }          // https://127.0.0.1:PORT
+
+  // A REST client authenticated as the admin (its own connections each call). Aborts the test
+  // binary when the kubeconfig cannot be loaded.
+  std::unique_ptr<KubeClient> NewClient() const;
 
   // kubectl --kubeconfig=<admin> ARGS…, argv only, 60 s deadline.
   CommandResult Kubectl(const std::vector<std::string>& args,

@@ -32,32 +32,8 @@ runsc="${STASIS_INJECT_RUNSC:?STASIS_INJECT_RUNSC must name the runsc to exec}"
 mode="${STASIS_INJECT_MODE:-pass}"
 args=("$@")
 
-# Global flags come before the subcommand (Go flag syntax: -f, --f, -f=v, -f v). Booleans take
-# no separate value; every other flag without '=' does (the same rule as runsc-nvproxy-fault.sh).
-is_bool_flag() {
-  case "${1#-}" in
-    -*) is_bool_flag "${1#-}" ;;
-    debug|alsologtostderr|nvproxy|nvproxy-docker|nvproxy-allow-unsupported-driver|tpuproxy|\
-    rootless|strace|systemd-cgroup|allow-connected-on-save|ignore-cgroups|host-uds-create|\
-    net-raw|gso|gvisor-gro|directfs|oci-seccomp|cpu-num-from-quota|version|help|h|\
-    TESTONLY-unsafe-nonroot|TESTONLY-allow-packet-endpoint-write) return 0 ;;
-    *) return 1 ;;
-  esac
-}
-
-sub_index=-1
-i=0
-while (( i < ${#args[@]} )); do
-  a="${args[i]}"
-  if [[ "${a}" == "--" ]]; then break; fi
-  if [[ "${a}" == -* ]]; then
-    if [[ "${a}" != *=* ]] && ! is_bool_flag "${a}"; then i=$((i + 1)); fi
-    i=$((i + 1))
-    continue
-  fi
-  sub_index=${i}
-  break
-done
+# shellcheck source=runsc-args.sh
+source "$(dirname "$0")/runsc-args.sh"
 
 sub=""
 (( sub_index >= 0 )) && sub="${args[sub_index]}"
