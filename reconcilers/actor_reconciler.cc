@@ -7,6 +7,7 @@
 #include "api/json_mapping.h"
 #include "api/validation.h"
 #include "reconcilers/api_resources.h"
+#include "reconcilers/gpu_bundle.h"
 
 namespace stasis {
 namespace {
@@ -174,6 +175,7 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
       if (Status s = driver_.Delete(ref); !s.ok()) return s;
       std::error_code ec;
       fs::remove_all(ref.root, ec);
+      fs::remove_all(GpuBundleDir(ref), ec);
       snapshots_.RemoveAllLocal(request.ns, request.name);
       spdlog::info("orphan sandbox removed actor={}", key);
     }
@@ -231,7 +233,7 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
     case ActorState::kRunning:
       if (desired == DesiredState::kRunning) return CheckAlive(c);
       // A checkpoint that failed moments ago (the actor survived it) waits out its backoff.
-      if (auto wait = CheckpointRetryWait(c); wait.count() > 0) return ReconcileOutcome{wait};
+      if (auto wait = RetryWait(c, RetryOp::kCheckpoint); wait.count() > 0) return ReconcileOutcome{wait};
       return Checkpoint(c, desired == DesiredState::kPaused ? SnapshotTrigger::kPause
                                                             : SnapshotTrigger::kSuspend);
     case ActorState::kPaused:
@@ -268,17 +270,36 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
   return ReconcileOutcome{};
 }
 
-std::chrono::milliseconds ActorReconciler::CheckpointRetryWait(const Ctx& c) {
+namespace {
+std::string RetryKey(int op, const std::string& actor_key) { return std::to_string(op) + " " + actor_key; }
+}  // namespace
+
+std::chrono::milliseconds ActorReconciler::RetryWait(const Ctx& c, RetryOp op) {
   std::lock_guard lock(retry_mu_);
-  auto it = checkpoint_retries_.find(c.key);
-  if (it == checkpoint_retries_.end()) return std::chrono::milliseconds(0);
+  auto it = retries_.find(RetryKey(static_cast<int>(op), c.key));
+  if (it == retries_.end()) return std::chrono::milliseconds(0);
   if (it->second.generation != c.a.metadata.generation) {
-    checkpoint_retries_.erase(it);  // the spec changed since: try at once
+    retries_.erase(it);  // the spec changed since: try at once
     return std::chrono::milliseconds(0);
   }
   const auto left = it->second.not_before - clock_.Now();
   if (left <= Clock::TimePoint::duration::zero()) return std::chrono::milliseconds(0);
   return std::chrono::ceil<std::chrono::milliseconds>(left);
+}
+
+void ActorReconciler::NoteFailure(const Ctx& c, RetryOp op) {
+  std::lock_guard lock(retry_mu_);
+  Retry& r = retries_[RetryKey(static_cast<int>(op), c.key)];
+  if (r.generation != c.a.metadata.generation) r = Retry{c.a.metadata.generation, 0, {}};
+  auto delay = options_.retry_base * (1LL << std::min(r.failures, 20));
+  if (delay > options_.retry_max) delay = options_.retry_max;
+  ++r.failures;
+  r.not_before = clock_.Now() + delay;
+}
+
+void ActorReconciler::ClearRetry(const Ctx& c, RetryOp op) {
+  std::lock_guard lock(retry_mu_);
+  retries_.erase(RetryKey(static_cast<int>(op), c.key));
 }
 
 Result<ReconcileOutcome> ActorReconciler::CheckAlive(Ctx& c) {
@@ -295,6 +316,9 @@ Result<ReconcileOutcome> ActorReconciler::CheckAlive(Ctx& c) {
 }
 
 Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
+  // A resume that failed moments ago (transiently: the actor rests where it was) waits out its
+  // backoff rather than claiming and freeing a worker in a loop.
+  if (auto wait = RetryWait(c, RetryOp::kResume); wait.count() > 0) return ReconcileOutcome{wait};
   const ActorState resting = c.a.status.status;
   const auto& snap = c.a.status.latest_snapshot;
   const bool from_snapshot = snap && snap->scope == api::SnapshotScope::kFull;
@@ -330,17 +354,25 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
 
   const auto start = clock_.Now();
   const auto deadline = std::chrono::seconds(c.a.spec.timeouts.restore_seconds);
+  const bool gpu = c.a.spec.gpu.count > 0;
   Status result;
-  if (from_snapshot) {
+  if (gpu) {
+    auto bundle = PrepareGpuBundle(c, *worker);
+    if (bundle.ok()) {
+      c.ref.bundle = *bundle;
+    } else {
+      result = bundle.status();
+    }
+  }
+  if (result.ok() && from_snapshot) {
     RestoreOptions ro;
     ro.image_dir = snap->location;
     ro.deadline = deadline;
     result = driver_.Restore(c.ref, ro);
-  } else {
+  } else if (result.ok()) {
     result = driver_.Run(c.ref, deadline);
   }
   const double took = Seconds(clock_.Now() - start);
-  const bool gpu = c.a.spec.gpu.count > 0;
   if (from_snapshot) {
     metrics_.ObserveDuration("restore", api::ToString(snap->trigger), gpu,
                              result.ok() ? "success" : "error", took);
@@ -363,10 +395,12 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
     Event(c, true, "ResumeFailed", result.message());
     spdlog::warn("resume failed actor={} reason={} permanent={} error=\"{}\"", c.key,
                  result.reason(), permanent, result.message());
+    if (!permanent) NoteFailure(c, RetryOp::kResume);
     if (Status s = WriteStatus(c); !s.ok()) return s;
     if (permanent) return ReconcileOutcome{};
     return result;  // transient: retried with backoff
   }
+  ClearRetry(c, RetryOp::kResume);
   c.a.status.status = ActorState::kRunning;
   SetCondition(c, "Progressing", false, "Resumed", "");
   SetCondition(c, "Ready", true, "Running",
@@ -379,6 +413,38 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   spdlog::info("actor resumed actor={} worker={} from_snapshot={} duration_s={:.3f}", c.key,
                c.a.status.worker_name, from_snapshot, took);
   return ReconcileOutcome{options_.liveness_period};
+}
+
+std::string ActorReconciler::GpuBundleDir(const SandboxRef& ref) const {
+  return options_.root + "/bundles/" + ref.id;
+}
+
+Result<std::string> ActorReconciler::PrepareGpuBundle(const Ctx& c, const api::Worker& worker) {
+  const auto count = static_cast<size_t>(c.a.spec.gpu.count);
+  if (worker.spec.devices.size() < count) {
+    // One worker is one GPU (--gpus); a multi-GPU actor needs a multi-GPU worker.
+    return Status(Code::kInvalidArgument,
+                  "the actor asks for " + std::to_string(count) + " GPU(s); worker " +
+                      worker.metadata.name + " has " + std::to_string(worker.spec.devices.size()),
+                  "gpu_count_unavailable");
+  }
+  // Read at every start: a spec regenerated after a driver upgrade must not need a restart.
+  auto cdi = CdiRegistry::Load(options_.cdi_spec_dirs);
+  GpuBundleRequest request;
+  request.source_bundle = c.a.spec.bundle;
+  request.out_dir = GpuBundleDir(c.ref);
+  request.gpu_uuids.assign(worker.spec.devices.begin(), worker.spec.devices.begin() + count);
+  request.gpu_kind = options_.gpu_cdi_kind;
+  request.helper_device = options_.cuda_checkpoint_cdi_device;
+  request.cuda_checkpoint_path = c.a.spec.gpu.cuda_checkpoint_path;
+  auto written = cdi.ok() ? WriteGpuBundle(*cdi, request) : Result<std::string>(cdi.status());
+  if (!written.ok() && written.status().reason() != "bad_bundle" &&
+      written.status().reason() != "no_gpu_on_worker") {
+    // The node's CDI specs are missing or broken: the node's problem, not the actor's. The
+    // resume is retried with backoff, and the condition says what to fix.
+    return Status(Code::kUnavailable, written.status().message(), "cdi_unavailable");
+  }
+  return written;
 }
 
 Status ActorReconciler::Preflight(Ctx& c) {
@@ -467,15 +533,7 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
       // The workload survived (a refused save, -leave-running, an error before the save):
       // it keeps running, and the checkpoint is retried with backoff.
       c.a.status.status = ActorState::kRunning;
-      {
-        std::lock_guard lock(retry_mu_);
-        CheckpointRetry& r = checkpoint_retries_[c.key];
-        if (r.generation != c.a.metadata.generation) r = CheckpointRetry{c.a.metadata.generation, 0, {}};
-        auto delay = options_.checkpoint_retry_base * (1LL << std::min(r.failures, 20));
-        if (delay > options_.checkpoint_retry_max) delay = options_.checkpoint_retry_max;
-        ++r.failures;
-        r.not_before = clock_.Now() + delay;
-      }
+      NoteFailure(c, RetryOp::kCheckpoint);
       SetCondition(c, "CheckpointFailed", true, ConditionReason(reason), ck.message());
       SetCondition(c, "Progressing", false, ConditionReason(reason), "checkpoint failed; still running");
       if (Status s = WriteStatus(c); !s.ok()) return s;
@@ -487,10 +545,7 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
                       ConditionReason(reason), "checkpoint failed: " + ck.message());
   }
 
-  {
-    std::lock_guard lock(retry_mu_);
-    checkpoint_retries_.erase(c.key);
-  }
+  ClearRetry(c, RetryOp::kCheckpoint);
   // The image is safe on disk: the sandbox can go (with -leave-running it still runs).
   if (Status s = driver_.Delete(c.ref); !s.ok()) {
     spdlog::warn("sandbox delete after checkpoint failed actor={} error=\"{}\"", c.key, s.message());
@@ -680,6 +735,7 @@ Result<ReconcileOutcome> ActorReconciler::Delete(Ctx& c) {
   if (Status s = driver_.Delete(c.ref); !s.ok()) return s;
   std::error_code ec;
   fs::remove_all(c.ref.root, ec);
+  fs::remove_all(GpuBundleDir(c.ref), ec);
   fs::remove(c.ref.log_path, ec);
   if (Status s = snapshots_.RemoveAllLocal(c.a.metadata.namespace_, c.a.metadata.name); !s.ok()) return s;
   for (const auto& m : snapshots_.ListCommitted(c.a.metadata.namespace_, c.a.metadata.name)) {

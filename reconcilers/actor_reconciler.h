@@ -44,10 +44,16 @@ struct ActorReconcilerOptions {
   std::chrono::milliseconds liveness_period{std::chrono::seconds(10)};
   // How soon a GPU preflight that failed is tried again (the actor keeps running meanwhile).
   std::chrono::milliseconds preflight_retry{std::chrono::seconds(30)};
-  // Backoff of a checkpoint that failed while the sandbox survived: first retry after
-  // `checkpoint_retry_base`, doubling per failure up to `checkpoint_retry_max`.
-  std::chrono::milliseconds checkpoint_retry_base{std::chrono::seconds(1)};
-  std::chrono::milliseconds checkpoint_retry_max{std::chrono::minutes(5)};
+  // Backoff of a checkpoint that failed while the sandbox survived, and of a resume that failed
+  // transiently: first retry after `retry_base`, doubling per failure up to `retry_max`.
+  std::chrono::milliseconds retry_base{std::chrono::seconds(1)};
+  std::chrono::milliseconds retry_max{std::chrono::minutes(5)};
+  // GPU actors (docs/gpu.md): the CDI spec directories read at every GPU run or restore (a
+  // later directory wins), the CDI kind of the node's GPUs (devices named by UUID), and the
+  // project's cuda-checkpoint helper device.
+  std::vector<std::string> cdi_spec_dirs = {"/etc/cdi", "/var/run/cdi"};
+  std::string gpu_cdi_kind = "nvidia.com/gpu";
+  std::string cuda_checkpoint_cdi_device = "stasis.dev/cuda-checkpoint=helper";
 };
 
 // Finds an actor by key in the agent's caches (it watches its actors through two field
@@ -85,6 +91,10 @@ class ActorReconciler : public Reconciler {
                                       const std::string& condition_reason,
                                       const std::string& message);
   Status Preflight(Ctx& c);
+  // Writes the runtime bundle of a GPU actor for the worker it claimed (gpu_bundle.h); the
+  // directory is <root>/bundles/<sandbox id>.
+  Result<std::string> PrepareGpuBundle(const Ctx& c, const api::Worker& worker);
+  std::string GpuBundleDir(const SandboxRef& ref) const;
   Status WriteStatus(Ctx& c);
   Status SetFinalizer(Ctx& c, bool present);
   Status Adopt(Ctx& c, const nlohmann::json& written);
@@ -94,19 +104,23 @@ class ActorReconciler : public Reconciler {
   api::Snapshot ToSnapshot(const SnapshotManifest& m, const std::string& location,
                            const std::string& node) const;
 
-  // Checkpoints that failed while the sandbox survived, per actor key: the retry waits until
-  // `not_before`. The work queue's own backoff cannot do this: each attempt writes status
-  // (PAUSING, then RUNNING), and those watch events re-enqueue the key at once. Reset by a new
-  // generation (the user changed the spec) and by a checkpoint that succeeds.
-  struct CheckpointRetry {
+  // Transitions that failed while the actor could stay where it was — a checkpoint the sandbox
+  // survived (still RUNNING), a resume that failed transiently (still PAUSED/SUSPENDED) — per
+  // operation and actor key: the retry waits until `not_before`. The work queue's own backoff
+  // cannot do this: each attempt writes status, and those watch events re-enqueue the key at
+  // once. Reset by a new generation (the user changed the spec) and by a success.
+  enum class RetryOp { kCheckpoint, kResume };
+  struct Retry {
     int64_t generation = 0;
     int failures = 0;
     Clock::TimePoint not_before;
   };
-  // How long the checkpoint of this actor must still wait (zero: go ahead).
-  std::chrono::milliseconds CheckpointRetryWait(const Ctx& c);
+  // How long this operation on this actor must still wait (zero: go ahead).
+  std::chrono::milliseconds RetryWait(const Ctx& c, RetryOp op);
+  void NoteFailure(const Ctx& c, RetryOp op);
+  void ClearRetry(const Ctx& c, RetryOp op);
   std::mutex retry_mu_;
-  std::unordered_map<std::string, CheckpointRetry> checkpoint_retries_;
+  std::unordered_map<std::string, Retry> retries_;  // by RetryKey
 
   ActorReconcilerOptions options_;
   KubeClient& client_;

@@ -86,6 +86,8 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
   ActorReconcilerOptions ro;
   ro.node = o.node;
   ro.root = o.root;
+  ro.cdi_spec_dirs = o.cdi_spec_dirs;
+  ro.gpu_cdi_kind = o.gpu_cdi_kind;
   ActorReconciler reconciler(ro, client, lookup, driver, snapshots, workers, snapshot_metrics, &events);
   Controller controller("actor", reconciler, o.concurrency, &metrics);
   pinned.AddEventHandler(controller.EnqueueHandler());

@@ -20,6 +20,9 @@ struct NodeAgentOptions {
   std::string snapshot_store;  // "" = <root>/store (a node-local store)
   // One entry per worker: empty = a CPU slot, else the GPU UUIDs it holds.
   std::vector<std::vector<std::string>> workers;
+  // GPU actors' devices come from CDI specs in these directories (docs/gpu.md).
+  std::vector<std::string> cdi_spec_dirs = {"/etc/cdi", "/var/run/cdi"};
+  std::string gpu_cdi_kind = "nvidia.com/gpu";
   std::string metrics_addr = ":8080";
   std::string lease_namespace = "stasis-system";
   int concurrency = 4;

@@ -12,6 +12,7 @@
 
 #include "controller/flags.h"
 #include "reconcilers/cluster_controller.h"
+#include "reconcilers/gpu_discovery.h"
 #include "reconcilers/node_agent.h"
 
 namespace {
@@ -64,7 +65,9 @@ int RunNode(const std::vector<std::string>& args) {
   f.Define("root", "/var/lib/stasis", "state, sandboxes' runtime roots, logs and node-local snapshots");
   f.Define("snapshot-store", "", "directory where suspended actors' snapshots are committed (default <root>/store)");
   f.Define("workers", "1", "number of CPU workers (slots) on this node; ignored with --gpus");
-  f.Define("gpus", "", "comma-separated GPU UUIDs: one worker per GPU");
+  f.Define("gpus", "", "comma-separated GPU UUIDs, or \"auto\" (nvidia-smi -L): one worker per GPU");
+  f.Define("cdi-spec-dirs", "/etc/cdi,/var/run/cdi", "CDI spec directories for GPU actors' devices (later wins)");
+  f.Define("gpu-cdi-kind", "nvidia.com/gpu", "CDI kind of this node's GPUs; devices are named by UUID");
   f.Define("metrics-addr", ":8080", "address for /metrics, /healthz and /readyz");
   f.Define("lease-namespace", "stasis-system", "namespace of the node heartbeat Lease");
   f.Define("concurrency", "4", "actors reconciled in parallel");
@@ -103,7 +106,13 @@ int RunNode(const std::vector<std::string>& args) {
                                        "--heartbeat-lease-duration must exceed --heartbeat-period"));
   }
   o.heartbeat_lease_seconds = *hb_lease;
-  if (!f.Get("gpus").empty()) {
+  o.cdi_spec_dirs = Split(f.Get("cdi-spec-dirs"), ',');
+  o.gpu_cdi_kind = f.Get("gpu-cdi-kind");
+  if (f.Get("gpus") == "auto") {
+    auto gpus = stasis::DiscoverGpus();
+    if (!gpus.ok()) return Fail("node", gpus.status());
+    for (const auto& uuid : *gpus) o.workers.push_back({uuid});
+  } else if (!f.Get("gpus").empty()) {
     for (const auto& uuid : Split(f.Get("gpus"), ',')) o.workers.push_back({uuid});
   } else {
     auto n = f.GetInt("workers", 1, 1024);

@@ -259,7 +259,7 @@ class NodeAgentTest : public ::testing::Test {
   // node named Node(suffix): one root per node, shared by its successive agents.
   Agent* StartAgent(const std::string& node, const std::string& runsc,
                     const std::vector<std::string>& env = {}, int workers = 2,
-                    const std::string& store = "") {
+                    const std::string& store = "", const std::vector<std::string>& extra_args = {}) {
     auto a = std::make_unique<Agent>();
     a->node = node;
     a->root = (work_.path() / ("root-" + node.substr(ns_.size() + 1))).string();
@@ -267,12 +267,12 @@ class NodeAgentTest : public ::testing::Test {
     a->runsc = runsc;
     const std::string log =
         (work_.path() / ("agent-" + node + "-" + std::to_string(agents_.size()) + ".log")).string();
-    a->proc = std::make_unique<BackgroundProcess>(
-        std::vector<std::string>{kStasis, "node", "--kubeconfig", ControlPlane::Get().kubeconfig(),
-                                 "--node-name", node, "--runsc", runsc, "--root", a->root,
-                                 "--workers", std::to_string(workers), "--metrics-addr",
-                                 "127.0.0.1:0", "--snapshot-store", a->store, "--shutdown-grace", "5"},
-        log, env);
+    std::vector<std::string> argv = {kStasis, "node", "--kubeconfig", ControlPlane::Get().kubeconfig(),
+                                     "--node-name", node, "--runsc", runsc, "--root", a->root,
+                                     "--workers", std::to_string(workers), "--metrics-addr",
+                                     "127.0.0.1:0", "--snapshot-store", a->store, "--shutdown-grace", "5"};
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+    a->proc = std::make_unique<BackgroundProcess>(argv, log, env);
     roots_.insert(a->root);
     nodes_.insert(node);
     Agent* out = a.get();
@@ -477,6 +477,37 @@ class NodeAgentTest : public ::testing::Test {
     EXPECT_FALSE(fs::exists(RunDir(a, actor))) << RunDir(a, actor) << " left behind: " << ::testing::PrintToString(Entries(RunDir(a, actor)));
     EXPECT_THAT(ProcessesMentioning(RunDir(a, actor)), ::testing::IsEmpty()) << "sandbox processes left";
     EXPECT_THAT(Entries(LocalSnapshots(a, actor)), ::testing::IsEmpty()) << LocalSnapshots(a, actor);
+  }
+
+  // CDI specs for GPU workers GPU-e2e-0 and GPU-e2e-1 of a CPU machine, and the project's
+  // helper spec with its hostPath pointed at the stasis-cuda-checkpoint of this build. Each GPU
+  // device sets STASIS_E2E_GPU to its own UUID; with_glibc mounts the host's glibc (the helper
+  // is a glibc program; a real GPU spec mounts the driver's libraries the same way).
+  std::string WriteCdiSpecs(bool with_glibc) {
+    const fs::path dir = work_.path() / "cdi";
+    fs::create_directories(dir);
+    std::string gpu = "cdiVersion: 0.6.0\nkind: nvidia.com/gpu\n";
+    if (with_glibc) {
+      gpu += "containerEdits:\n  mounts:\n";
+      for (const char* lib : {"/lib/x86_64-linux-gnu", "/lib64"}) {
+        gpu += std::string("    - {hostPath: ") + lib + ", containerPath: " + lib +
+               ", options: [ro, nosuid, nodev, rbind]}\n";
+      }
+    }
+    gpu += "devices:\n";
+    for (const char* uuid : {"GPU-e2e-0", "GPU-e2e-1"}) {
+      gpu += std::string("  - name: ") + uuid + "\n    containerEdits:\n      env: [STASIS_E2E_GPU=" + uuid + "]\n";
+    }
+    std::ofstream(dir / "gpu.yaml") << gpu;
+    std::string helper = ReadFile(std::string(STASIS_SOURCE_DIR) + "/manifests/cdi/stasis-cuda-checkpoint.yaml");
+    const std::string shipped = "hostPath: /usr/lib/stasis/stasis-cuda-checkpoint";
+    const auto at = helper.find(shipped);
+    EXPECT_NE(at, std::string::npos) << "the shipped helper spec changed";
+    if (at != std::string::npos) {
+      helper.replace(at, shipped.size(), "hostPath: " + std::string(STASIS_BINARY_DIR) + "/stasis-cuda-checkpoint");
+    }
+    std::ofstream(dir / "stasis-cuda-checkpoint.yaml") << helper;
+    return dir.string();
   }
 
   TempDir work_;
@@ -725,10 +756,14 @@ TEST_F(NodeAgentTest, NvproxySaveFailure) {
                                  << " s:\n" << ReadFile(InjectLog());
 }
 
-// 6. A GPU actor whose cuda-checkpoint binary is missing: the preflight fails, the actor keeps
-// running with CudaCheckpointReady=False naming the path, and no checkpoint is attempted.
+// 6. A GPU actor whose cuda-checkpoint binary cannot run in its container (the helper is
+// mounted by CDI, but this busybox root filesystem has no glibc for it): the preflight fails,
+// the actor keeps running with CudaCheckpointReady=False naming the path, and no checkpoint is
+// attempted.
 TEST_F(NodeAgentTest, GpuPreflightFailureKeepsRunning) {
-  Agent* a = StartAgent(Node("a"), kInjectWrapper, InjectEnv("pass"));
+  const std::string cdi = WriteCdiSpecs(/*with_glibc=*/false);
+  Agent* a = StartAgent(Node("a"), kInjectWrapper, InjectEnv("pass"), 0, "",
+                        {"--gpus", "GPU-e2e-0", "--cdi-spec-dirs", cdi});
   ASSERT_NE(a, nullptr);
   json spec = CounterSpec(a->node);
   spec["gpu"] = {{"count", 1}, {"cudaCheckpointPath", "/usr/local/bin/cuda-checkpoint"}};
@@ -746,6 +781,106 @@ TEST_F(NodeAgentTest, GpuPreflightFailureKeepsRunning) {
   EXPECT_EQ(StatusOf(actor), "STATUS_RUNNING");
   ExpectHeldBy(a->node, "gpu", actor);
   EXPECT_THAT(InjectCalls("checkpoint", "gpu"), ::testing::IsEmpty()) << "checkpointed despite the failed preflight";
+}
+
+// 6b. A GPU actor on a GPU worker gets its devices from the node's CDI specs: the claimed
+// GPU's edits (here an environment variable naming it and, standing in for a GPU spec's driver
+// libraries, the host's glibc that the helper needs) and the project's cuda-checkpoint helper
+// spec, mounted read-only at the actor's own spec.gpu.cudaCheckpointPath; its checkpoint carries
+// -cuda-checkpoint-path and its restore uses the same derived bundle. Pause and resume go
+// through the same state machine as a CPU actor. (No GPU here, so no NVIDIA device node in the
+// specs: runsc turns nvproxy on by itself for a spec that lists /dev/nvidiactl. The real GPU
+// run is hack/gpu-e2e.sh, docs/gpu-e2e-results.md.)
+TEST_F(NodeAgentTest, GpuActorGetsItsDevicesFromCdi) {
+  const std::string cdi = WriteCdiSpecs(/*with_glibc=*/true);
+  Agent* a = StartAgent(Node("a"), kInjectWrapper, InjectEnv("pass"), 0, "",
+                        {"--gpus", "GPU-e2e-0,GPU-e2e-1", "--cdi-spec-dirs", cdi});
+  ASSERT_NE(a, nullptr);
+  json spec = CounterSpec(a->node);
+  spec["gpu"] = {{"count", 1}, {"cudaCheckpointPath", "/opt/cuda/cuda-checkpoint"}};
+  CreateActor("gpu", spec);
+  json actor;
+  ASSERT_TRUE(WaitStatus("gpu", "STATUS_RUNNING", 30s, &actor));
+  ExpectHeldBy(a->node, "gpu", actor);
+  const std::string worker = StatusField(actor, "workerName").get<std::string>();
+  const std::string uuid = worker == a->node + "-gpu0" ? "GPU-e2e-0" : "GPU-e2e-1";
+  auto exec = [&](const std::vector<std::string>& argv) {
+    std::vector<std::string> full = {PinnedRunsc(), "-root", RunDir(*a, "gpu"), "exec", Id("gpu")};
+    full.insert(full.end(), argv.begin(), argv.end());
+    return RunCommand(full, 30s);
+  };
+  auto env = exec({"/bin/sh", "-c", "echo $STASIS_E2E_GPU"});
+  ASSERT_TRUE(env.ok() && env->success()) << (env.ok() ? env->Summary() : env.status().ToString());
+  EXPECT_EQ(env->out, uuid + "\n") << "the claimed worker's GPU is the one whose CDI edits were applied";
+  auto help = exec({"/opt/cuda/cuda-checkpoint", "--help"});
+  ASSERT_TRUE(help.ok());
+  EXPECT_EQ(help->exit_code, 0) << help->err;
+  EXPECT_THAT(help->out + help->err, HasSubstr("--toggle"));
+
+  Patch("gpu", {{"desiredState", "Paused"}});
+  ASSERT_TRUE(WaitStatus("gpu", "STATUS_PAUSED", 60s, &actor));
+  EXPECT_TRUE(CondIs(actor, "CudaCheckpointReady", "True")) << actor["status"].dump(2);
+  ExpectAllWorkersFree(a->node);
+  auto checkpoints = InjectCalls("checkpoint", "gpu");
+  ASSERT_EQ(checkpoints.size(), 1u) << ReadFile(InjectLog());
+  EXPECT_THAT(checkpoints[0], HasSubstr("-cuda-checkpoint-path /opt/cuda/cuda-checkpoint "));
+
+  EXPECT_TRUE(StatusField(actor, "latestSnapshot").is_object()) << actor["status"].dump(2);
+  Patch("gpu", {{"desiredState", "Running"}});
+  ASSERT_TRUE(WaitStatus("gpu", "STATUS_RUNNING", 60s, &actor));
+  auto restores = InjectCalls("restore", "gpu");
+  ASSERT_EQ(restores.size(), 1u) << ReadFile(InjectLog());
+  EXPECT_THAT(restores[0], HasSubstr(a->root + "/bundles/" + Id("gpu")));
+  const long c = WaitCounter(*a, "gpu", 1);
+  WaitCounter(*a, "gpu", c + 3);
+
+  // One worker is one GPU: an actor asking for two fails, saying so, and holds nothing.
+  json two = CounterSpec(a->node);
+  two["gpu"] = {{"count", 2}};
+  CreateActor("two", two);
+  json failed;
+  ASSERT_TRUE(WaitStatus("two", "STATUS_FAILED", 30s, &failed));
+  EXPECT_EQ(Cond(failed, "Ready").value("reason", ""), "GpuCountUnavailable") << failed["status"].dump(2);
+  EXPECT_THAT(CondMessage(failed, "Ready"), HasSubstr("asks for 2 GPU(s)"));
+  ExpectHeldBy(a->node, "gpu", GetActor("gpu"));
+}
+
+// 6c. A GPU node whose CDI specs are missing: the GPU actor does not start, says why
+// (CdiUnavailable, naming the device), holds no worker, and retries with backoff — not in a
+// loop that claims and frees the worker as fast as the agent can go. Once the specs are
+// installed it starts without anyone touching the actor.
+TEST_F(NodeAgentTest, GpuActorWaitsForCdiSpecsWithBackoff) {
+  const fs::path empty = work_.path() / "cdi-later";
+  fs::create_directories(empty);
+  Agent* a = StartAgent(Node("a"), PinnedRunsc(), {}, 0, "",
+                        {"--gpus", "GPU-e2e-0", "--cdi-spec-dirs", empty.string()});
+  ASSERT_NE(a, nullptr);
+  json spec = CounterSpec(a->node);
+  spec["gpu"] = {{"count", 1}, {"cudaCheckpointPath", "/opt/cuda/cuda-checkpoint"}};
+  CreateActor("gpu", spec);
+  json actor;
+  ASSERT_TRUE(WaitActor("gpu", [](const json& x) { return Cond(x, "Ready").value("reason", "") == "CdiUnavailable"; },
+                        30s, "Ready=False/CdiUnavailable", &actor));
+  EXPECT_THAT(CondMessage(actor, "Ready"), HasSubstr("nvidia.com/gpu"));
+  const auto first = Clock::now();
+  std::this_thread::sleep_for(5s);
+  ExpectAllWorkersFree(a->node);
+  EXPECT_NE(StatusOf(GetActor("gpu")), "STATUS_RUNNING");
+  const std::string log = a->proc->Log();
+  size_t attempts = 0;
+  for (size_t at = log.find("resume failed actor=" + ns_ + "/gpu"); at != std::string::npos;
+       at = log.find("resume failed actor=" + ns_ + "/gpu", at + 1)) {
+    ++attempts;
+  }
+  const double window = std::chrono::duration<double>(Clock::now() - first).count();
+  // Backing off from 1 s and doubling: at most 1 + log2(window + 1) + 1 attempts.
+  EXPECT_GE(attempts, 2u);
+  EXPECT_LE(attempts, 5u) << attempts << " resume attempts in about " << window << " s";
+
+  fs::copy(WriteCdiSpecs(/*with_glibc=*/true), empty,
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  ASSERT_TRUE(WaitStatus("gpu", "STATUS_RUNNING", 40s, &actor));
+  ExpectHeldBy(a->node, "gpu", actor);
 }
 
 // 7a. kill -9 of the agent while runsc checkpoint is under way (held by the delay injector):

@@ -23,7 +23,8 @@
 #   STASIS_INJECT_RUNSC      (required) the runsc to exec.
 #   STASIS_INJECT_MODE       see above (default pass).
 #   STASIS_INJECT_LOG        when set, one line per checkpoint/restore call is appended:
-#                            "<subcommand> <id> pid=<pid> action=<pass|kill|hold> t=<unix time>".
+#                            "<subcommand> <id> pid=<pid> action=<pass|kill|hold> t=<unix time>
+#                            args=<runsc's whole argv, space-separated>".
 #   STASIS_INJECT_ARM_FILE   when set, faults are injected only for sandbox ids listed (one a
 #                            line) in this file; other ids pass through (still recorded).
 set -u
@@ -60,7 +61,7 @@ if (( armed )); then
 fi
 
 if [[ -n "${STASIS_INJECT_LOG:-}" ]]; then
-  echo "${sub} ${id} pid=$$ action=${action} t=$(date +%s.%N)" >>"${STASIS_INJECT_LOG}"
+  echo "${sub} ${id} pid=$$ action=${action} t=$(date +%s.%N) args=${args[*]}" >>"${STASIS_INJECT_LOG}"
 fi
 
 case "${action}" in

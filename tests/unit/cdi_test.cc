@@ -1,0 +1,278 @@
+// CDI specs (reconcilers/cdi.h) and the GPU runtime bundle built from them
+// (reconcilers/gpu_bundle.h): parsing with errors that name the file and field, the
+// precedence of CDI directories, resolution of qualified device names, and the edits as they
+// land in config.json. Device nodes are read from the host for real (/dev/null is 1:3 on
+// every Linux); the project's own manifests/cdi/stasis-cuda-checkpoint.yaml is parsed as
+// shipped.
+#include "reconcilers/cdi.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "reconcilers/gpu_bundle.h"
+#include "reconcilers/gpu_discovery.h"
+#include "tests/support/sandbox.h"
+
+namespace stasis {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+void WriteFile(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+json ReadJson(const fs::path& p) {
+  std::ifstream in(p);
+  return json::parse(in);
+}
+
+// The shape `nvidia-ctk cdi generate --device-name-strategy=uuid` writes (trimmed).
+constexpr const char* kGpuSpec = R"(cdiVersion: 0.6.0
+kind: nvidia.com/gpu
+containerEdits:
+  env:
+    - NVIDIA_VISIBLE_DEVICES=void
+  deviceNodes:
+    - path: /dev/null
+  mounts:
+    - hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04
+      containerPath: /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04
+      options: [ro, nosuid, nodev, bind]
+  hooks:
+    - hookName: createContainer
+      path: /usr/bin/nvidia-cdi-hook
+      args: [nvidia-cdi-hook, update-ldcache]
+devices:
+  - name: GPU-aaaa
+    containerEdits:
+      deviceNodes:
+        - path: /dev/nvidia0
+          hostPath: /dev/zero
+  - name: GPU-bbbb
+    containerEdits:
+      deviceNodes:
+        - path: /dev/nvidia1
+          type: c
+          major: 195
+          minor: 1
+          fileMode: 438
+)";
+
+std::string HelperSpecText() {
+  std::ifstream in(std::string(STASIS_SOURCE_DIR) + "/manifests/cdi/stasis-cuda-checkpoint.yaml");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(CdiSpec, ParsesTheProjectsHelperSpecAsShipped) {
+  auto spec = ParseCdiSpec(HelperSpecText(), "stasis-cuda-checkpoint.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->kind, "stasis.dev/cuda-checkpoint");
+  ASSERT_EQ(spec->devices.count("helper"), 1u);
+  const auto& mounts = spec->devices.at("helper").mounts;
+  ASSERT_EQ(mounts.size(), 1u);
+  EXPECT_EQ(mounts[0].host_path, "/usr/lib/stasis/stasis-cuda-checkpoint");
+  EXPECT_EQ(mounts[0].container_path, "/usr/local/bin/cuda-checkpoint");
+  EXPECT_THAT(mounts[0].options, ::testing::Contains("ro"));
+}
+
+TEST(CdiSpec, ErrorsNameTheFileAndField) {
+  struct Case {
+    std::string text, want;
+  } cases[] = {
+      {"kind: a.b/c\ndevices: [{name: x}]\n", "cdiVersion is missing"},
+      {"cdiVersion: 0.6.0\nkind: nokindslash\ndevices: [{name: x}]\n", "kind \"nokindslash\""},
+      {"cdiVersion: 0.6.0\nkind: a.b/c\ndevices: []\n", "devices must be a non-empty list"},
+      {"cdiVersion: 0.6.0\nkind: a.b/c\ndevices: [{name: x}, {name: x}]\n", "device x is defined twice"},
+      {"cdiVersion: 0.6.0\nkind: a.b/c\ndevices: [{name: x, containerEdits: {env: [NOEQUALS]}}]\n",
+       "is not NAME=value"},
+      {"cdiVersion: 0.6.0\nkind: a.b/c\ndevices: [{name: x, containerEdits: {mounts: [{hostPath: /a, containerPath: rel}]}}]\n",
+       "containerPath must be absolute"},
+      {"cdiVersion: 0.6.0\nkind: a.b/c\ndevices: [{name: x, containerEdits: {deviceNodes: [{path: /dev/x, type: p}]}}]\n",
+       "type must be c or b"},
+      {"{not yaml: [", "not YAML/JSON"},
+  };
+  for (const auto& c : cases) {
+    auto spec = ParseCdiSpec(c.text, "/etc/cdi/broken.yaml");
+    ASSERT_FALSE(spec.ok()) << c.text;
+    EXPECT_EQ(spec.status().code(), Code::kInvalidArgument);
+    EXPECT_THAT(spec.status().message(), HasSubstr("/etc/cdi/broken.yaml")) << c.text;
+    EXPECT_THAT(spec.status().message(), HasSubstr(c.want)) << c.text;
+  }
+}
+
+TEST(CdiRegistry, LaterDirectoryWinsAndDuplicatesInOneDirectoryAreErrors) {
+  TempDir tmp;
+  const fs::path etc = tmp.path() / "etc-cdi", run = tmp.path() / "run-cdi";
+  WriteFile(etc / "gpu.yaml", kGpuSpec);
+  WriteFile(run / "gpu.json",
+            R"({"cdiVersion":"0.6.0","kind":"nvidia.com/gpu","devices":[{"name":"GPU-cccc","containerEdits":{"env":["FROM=run"]}}]})");
+  WriteFile(etc / "ignored.txt", "not a spec");
+  auto reg = CdiRegistry::Load({etc.string(), run.string(), (tmp.path() / "missing").string()});
+  ASSERT_TRUE(reg.ok()) << reg.status().ToString();
+  auto from_run = reg->Resolve({"nvidia.com/gpu=GPU-cccc"});
+  ASSERT_TRUE(from_run.ok()) << from_run.status().ToString();
+  EXPECT_EQ(from_run->env, std::vector<std::string>{"FROM=run"});
+  auto shadowed = reg->Resolve({"nvidia.com/gpu=GPU-aaaa"});
+  EXPECT_EQ(shadowed.status().code(), Code::kNotFound);
+
+  WriteFile(etc / "gpu-again.yaml", kGpuSpec);
+  auto dup = CdiRegistry::Load({etc.string()});
+  ASSERT_FALSE(dup.ok());
+  EXPECT_THAT(dup.status().message(), HasSubstr("is defined by both"));
+}
+
+TEST(CdiRegistry, ResolveAppliesCommonEditsOncePerKind) {
+  auto gpu = ParseCdiSpec(kGpuSpec, "gpu.yaml");
+  auto helper = ParseCdiSpec(HelperSpecText(), "helper.yaml");
+  ASSERT_TRUE(gpu.ok() && helper.ok());
+  auto reg = CdiRegistry::FromSpecs({*gpu, *helper});
+  auto edits = reg.Resolve({"nvidia.com/gpu=GPU-aaaa", "nvidia.com/gpu=GPU-bbbb",
+                            "stasis.dev/cuda-checkpoint=helper"});
+  ASSERT_TRUE(edits.ok()) << edits.status().ToString();
+  EXPECT_EQ(edits->env, std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=void"});
+  EXPECT_EQ(edits->device_nodes.size(), 3u);  // /dev/null once, nvidia0, nvidia1
+  EXPECT_EQ(edits->mounts.size(), 2u);        // libcuda once, the helper
+  EXPECT_EQ(edits->hooks, 1);
+
+  EXPECT_EQ(reg.Resolve({"nvidia.com/gpu=GPU-zzzz"}).status().code(), Code::kNotFound);
+  EXPECT_THAT(reg.Resolve({"amd.com/gpu=0"}).status().message(), HasSubstr("no CDI spec defines kind amd.com/gpu"));
+  for (const char* bad : {"nvidia.com/gpu", "gpu=0", "/gpu=0", "nvidia.com/gpu="}) {
+    EXPECT_EQ(reg.Resolve({bad}).status().code(), Code::kInvalidArgument) << bad;
+  }
+}
+
+TEST(ApplyCdiEdits, EditsLandInTheOciSpecWithHostDeviceNumbers) {
+  auto gpu = ParseCdiSpec(kGpuSpec, "gpu.yaml");
+  ASSERT_TRUE(gpu.ok());
+  auto edits = CdiRegistry::FromSpecs({*gpu}).Resolve({"nvidia.com/gpu=GPU-aaaa", "nvidia.com/gpu=GPU-bbbb"});
+  ASSERT_TRUE(edits.ok());
+  json oci = {{"process", {{"env", {"PATH=/bin", "NVIDIA_VISIBLE_DEVICES=all"}}}},
+              {"mounts", {{{"destination", "/proc"}, {"type", "proc"}, {"source", "proc"}}}},
+              {"linux", {{"devices", {{{"path", "/dev/nvidia0"}, {"type", "c"}, {"major", 1}, {"minor", 1}}}}}}};
+  ASSERT_TRUE(ApplyCdiEdits(oci, *edits).ok());
+  EXPECT_EQ(oci["process"]["env"], json({"PATH=/bin", "NVIDIA_VISIBLE_DEVICES=void"}));
+  const json& devices = oci["linux"]["devices"];
+  ASSERT_EQ(devices.size(), 3u) << devices.dump();
+  // /dev/nvidia0 replaced by the spec's, numbers from the host's /dev/zero (1:5).
+  EXPECT_EQ(devices[0]["path"], "/dev/nvidia0");
+  EXPECT_EQ(devices[0]["major"], 1);
+  EXPECT_EQ(devices[0]["minor"], 5);
+  EXPECT_EQ(devices[0]["type"], "c");
+  EXPECT_EQ(devices[1]["path"], "/dev/null");
+  EXPECT_EQ(devices[1]["minor"], 3);
+  EXPECT_EQ(devices[2]["major"], 195);
+  EXPECT_EQ(devices[2]["fileMode"], 438);
+  EXPECT_EQ(oci["linux"]["resources"]["devices"].size(), 3u);
+  EXPECT_EQ(oci["linux"]["resources"]["devices"][2]["access"], "rwm");
+  ASSERT_EQ(oci["mounts"].size(), 2u);
+  EXPECT_EQ(oci["mounts"][1]["type"], "bind");
+  EXPECT_EQ(oci["mounts"][1]["destination"], "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04");
+
+  CdiEdits missing;
+  missing.device_nodes.push_back({.path = "/dev/nvidia7"});
+  EXPECT_EQ(ApplyCdiEdits(oci, missing).code(), Code::kNotFound);
+  CdiEdits not_device;
+  not_device.device_nodes.push_back({.path = "/dev/x", .host_path = "/etc/hostname"});
+  EXPECT_EQ(ApplyCdiEdits(oci, not_device).code(), Code::kInvalidArgument);
+}
+
+class GpuBundleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    source_ = tmp_.path() / "bundle";
+    fs::create_directories(source_ / "rootfs");
+    original_ = json{{"ociVersion", "1.0.2"},
+                     {"process", {{"args", {"/bin/sh"}}, {"env", {"PATH=/bin"}}}},
+                     {"root", {{"path", "rootfs"}}},
+                     {"mounts", json::array()}};
+    WriteFile(source_ / "config.json", original_.dump());
+    WriteFile(tmp_.path() / "cdi" / "gpu.yaml", kGpuSpec);
+    WriteFile(tmp_.path() / "cdi" / "helper.yaml", HelperSpecText());
+    auto reg = CdiRegistry::Load({(tmp_.path() / "cdi").string()});
+    ASSERT_TRUE(reg.ok()) << reg.status().ToString();
+    registry_ = *reg;
+    request_.source_bundle = source_.string();
+    request_.out_dir = (tmp_.path() / "out" / "ns_a").string();
+    request_.gpu_uuids = {"GPU-bbbb"};
+    request_.cuda_checkpoint_path = "/opt/cuda/cuda-checkpoint";
+  }
+
+  TempDir tmp_;
+  fs::path source_;
+  json original_;
+  CdiRegistry registry_;
+  GpuBundleRequest request_;
+};
+
+TEST_F(GpuBundleTest, WritesTheDerivedBundleAndLeavesTheSourceAlone) {
+  auto out = WriteGpuBundle(registry_, request_);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(*out, request_.out_dir);
+  const json written = ReadJson(fs::path(*out) / "config.json");
+  EXPECT_EQ(written["root"]["path"], (source_ / "rootfs").string());  // absolute: rootfs stays put
+  bool helper = false;
+  for (const auto& m : written["mounts"]) {
+    if (m["destination"] == "/opt/cuda/cuda-checkpoint") {
+      helper = true;
+      EXPECT_EQ(m["source"], "/usr/lib/stasis/stasis-cuda-checkpoint");
+      EXPECT_THAT(m["options"].get<std::vector<std::string>>(), ::testing::Contains("ro"));
+    }
+    EXPECT_NE(m["destination"], "/usr/local/bin/cuda-checkpoint") << "the spec's default path must be moved";
+  }
+  EXPECT_TRUE(helper) << written["mounts"].dump();
+  std::vector<std::string> paths;
+  for (const auto& d : written["linux"]["devices"]) paths.push_back(d["path"]);
+  EXPECT_THAT(paths, ::testing::UnorderedElementsAre("/dev/null", "/dev/nvidia1"));
+  EXPECT_EQ(ReadJson(source_ / "config.json"), original_);
+  EXPECT_FALSE(fs::exists(fs::path(*out) / "config.json.tmp"));
+}
+
+TEST_F(GpuBundleTest, MissingPiecesAreNamed) {
+  GpuBundleRequest r = request_;
+  r.gpu_uuids = {"GPU-nope"};
+  auto out = WriteGpuBundle(registry_, r);
+  EXPECT_EQ(out.status().code(), Code::kNotFound);
+  EXPECT_THAT(out.status().message(), HasSubstr("nvidia.com/gpu=GPU-nope"));
+
+  r = request_;
+  r.gpu_uuids.clear();
+  EXPECT_EQ(WriteGpuBundle(registry_, r).status().reason(), "no_gpu_on_worker");
+
+  r = request_;
+  r.helper_device = "stasis.dev/cuda-checkpoint=other";
+  EXPECT_THAT(WriteGpuBundle(registry_, r).status().message(), HasSubstr("defines no device"));
+
+  r = request_;
+  r.source_bundle = (tmp_.path() / "nothing").string();
+  EXPECT_EQ(WriteGpuBundle(registry_, r).status().reason(), "bad_bundle");
+  EXPECT_FALSE(fs::exists(request_.out_dir));
+}
+
+// The real output of `nvidia-smi -L` on the H200 machine (driver 580.159.04), plus the MIG
+// lines a MIG-enabled GPU adds under its GPU line.
+TEST(GpuDiscovery, ParsesNvidiaSmiList) {
+  EXPECT_EQ(ParseNvidiaSmiList("GPU 0: NVIDIA H200 (UUID: GPU-7870a581-3b26-8518-d074-18c3a0426f66)\n"),
+            std::vector<std::string>{"GPU-7870a581-3b26-8518-d074-18c3a0426f66"});
+  EXPECT_EQ(ParseNvidiaSmiList("GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-1111)\n"
+                               "  MIG 1g.5gb     Device  0: (UUID: MIG-2222)\n"
+                               "GPU 1: NVIDIA A100-SXM4-40GB (UUID: GPU-3333)\n"),
+            (std::vector<std::string>{"GPU-1111", "GPU-3333"}));
+  EXPECT_TRUE(ParseNvidiaSmiList("No devices were found\n").empty());
+}
+
+TEST(GpuDiscovery, MissingToolIsNotFound) {
+  auto r = DiscoverGpus("/nonexistent/nvidia-smi");
+  EXPECT_EQ(r.status().code(), Code::kNotFound);
+  EXPECT_THAT(r.status().message(), HasSubstr("GPU discovery"));
+}
+
+}  // namespace
+}  // namespace stasis
