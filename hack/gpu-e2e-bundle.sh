@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Prepares what hack/gpu-e2e.sh needs on the GPU machine, which has no network and nothing
+# installed but the NVIDIA driver and the CUDA toolkit: one archive,
+# .gpu-carry/stasis-gpu-e2e.tar.xz (the device tool carries at most 64 MiB), holding
+#
+#   cache/bin/kubernetes-<v>/kube-apiserver, cache/bin/etcd-<v>/etcd   (hack/control-plane.sh's
+#                                                                      cache layout)
+#   bin/kubectl, bin/runsc (hack/runsc.sh's build), bin/stasis, bin/stasis-cuda-checkpoint
+#   lib/  the shared libraries `stasis` needs beyond glibc (cpprestsdk, prometheus-cpp, spdlog,
+#         fmt, yaml-cpp, OpenSSL, libstdc++ …): the GPU machine may run another distribution;
+#         its glibc must be at least this machine's (checked there).
+#
+# Go binaries are stripped, everything is compressed with xz -9e. Run here (the developer
+# machine) before the device call; then name .gpu-carry in the call's carry.
+#
+#   hack/gpu-e2e-bundle.sh [BUILD_DIR]   (default build-gpu: a plain Release build of stasis)
+source "$(dirname "$0")/lib.sh"
+
+build_dir="${1:-${REPO_ROOT}/build-gpu}"
+out_dir="${REPO_ROOT}/.gpu-carry"
+archive="${out_dir}/stasis-gpu-e2e.tar.xz"
+limit=$((64 * 1024 * 1024))
+
+"${HACK_DIR}/install-deps.sh"
+mapfile -t cp_bins < <("${HACK_DIR}/build-control-plane.sh")
+runsc="$("${HACK_DIR}/runsc.sh")"
+kubectl="$(command -v kubectl || true)"
+[[ -n "${kubectl}" ]] || kubectl="${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}/kubectl"
+[[ -x "${kubectl}" ]] || die "no kubectl (hack/build-control-plane.sh builds one where the machine has none)"
+
+cmake -S "${REPO_ROOT}" -B "${build_dir}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTASIS_BUILD_TESTS=OFF >/dev/null
+cmake --build "${build_dir}" --target stasis stasis-cuda-checkpoint
+
+stage="$(mktemp -d)"
+trap 'rm -rf "${stage}"' EXIT
+mkdir -p "${stage}/bin" "${stage}/lib" \
+  "${stage}/cache/bin/kubernetes-${KUBERNETES_VERSION}" "${stage}/cache/bin/etcd-${ETCD_VERSION}"
+strip -o "${stage}/cache/bin/kubernetes-${KUBERNETES_VERSION}/kube-apiserver" "${cp_bins[0]}"
+strip -o "${stage}/cache/bin/etcd-${ETCD_VERSION}/etcd" "${cp_bins[1]}"
+strip -o "${stage}/bin/kubectl" "$(readlink -f "${kubectl}")"
+strip -o "${stage}/bin/runsc" "${runsc}"
+strip -o "${stage}/bin/stasis" "${build_dir}/stasis"
+strip -o "${stage}/bin/stasis-cuda-checkpoint" "${build_dir}/stasis-cuda-checkpoint"
+
+# stasis's libraries, minus glibc itself (libc, libm, libpthread, libdl, librt, the loader):
+# those come from the GPU machine, whose glibc must be at least as new as this one's.
+ldd "${build_dir}/stasis" | awk '$3 ~ /^\// { print $3 }' | while read -r lib; do
+  case "$(basename "${lib}")" in
+    libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*) continue ;;
+  esac
+  cp -L "${lib}" "${stage}/lib/"
+done
+ldd --version | head -1 | awk '{ print $NF }' > "${stage}/glibc-version"
+"${stage}/bin/runsc" --version | head -1 > "${stage}/runsc-version"
+
+mkdir -p "${out_dir}"
+tar -C "${stage}" -cf - . | xz -9e -T2 > "${archive}.tmp"
+mv "${archive}.tmp" "${archive}"
+size=$(stat -c %s "${archive}")
+log "$(du -sh "${stage}" | cut -f1) staged → ${archive}: $((size / 1024 / 1024)) MiB"
+((size < limit)) || die "the archive is $((size / 1024 / 1024)) MiB; the device tool carries at most 64 MiB"
+echo "${archive}"

@@ -1,0 +1,463 @@
+#!/usr/bin/env bash
+# The mission on a real GPU, end to end (issue 12): stasis suspends and resumes a live CUDA
+# actor, driven only by the Actor resource. Runs ON the GPU machine as root: no network,
+# nothing installed but the NVIDIA driver (R570+) and the CUDA toolkit (nvcc), plus bash,
+# openssl, curl, python3 and xz (or python3's lzma) that hack/control-plane.sh and this script use.
+#
+# Before the device call, on the developer machine: hack/gpu-e2e-bundle.sh (writes
+# .gpu-carry/stasis-gpu-e2e.tar.xz: kube-apiserver, etcd, kubectl, runsc, stasis and its
+# libraries, the helper; under 64 MiB), then run this with carry [".gpu-carry"].
+#
+# What it does:
+#   1. unpacks the archive; builds the workload (tests/gpu/workload.cu: N GiB of device memory
+#      with a known pattern, a kernel ticking a device counter) and the copy-bandwidth probe
+#      with nvcc; installs the helper where manifests/cdi/ puts it;
+#   2. writes the node's CDI specs: nvidia.com/gpu, one device per GPU named by its UUID (what
+#      `nvidia-ctk cdi generate --device-name-strategy=uuid` writes; the tool is not on this
+#      machine), and the project's manifests/cdi/stasis-cuda-checkpoint.yaml as shipped;
+#   3. starts the real control plane (hack/control-plane.sh), `stasis controller` and
+#      `stasis node --gpus=auto` (one Worker per GPU, from nvidia-smi -L);
+#   4. for each size N (STASIS_GPU_E2E_GIB, default "1 8"): creates a GPU Actor (unpinned: the
+#      controller binds it) whose OCI bundle lists NO device — the node agent adds the GPU and
+#      the helper from the CDI specs —, waits for RUNNING, then `kubectl patch` Suspended
+#      (checks: STATUS_SUSPENDED, GPU memory released in nvidia-smi, worker Free, snapshot
+#      committed, metrics show size and latency), then Running (checks: RUNNING, the pattern
+#      verifies, the ticks continue with no gap), then deletes it;
+#   5. the seed's failure, for contrast: a running GPU actor whose cudaCheckpointPath is
+#      changed to a path where no helper is — preflight refuses, it keeps running with
+#      CudaCheckpointReady=False; then the node agent is restarted with a fault injector in
+#      front of the real runsc that drops -cuda-checkpoint-path (tests/support/runsc-drop-cuda-flag.sh)
+#      — runsc fails, the sandbox dies, and stasis cleans up and frees the worker within the
+#      checkpoint deadline instead of leaving the actor in STATUS_SUSPENDING;
+#   6. writes a Markdown report (and every log) to $OUT, or build/gpu-e2e/results.
+#
+# STASIS_GPU_E2E_CPU=1 runs the same flow without a GPU (a shell stand-in workload, a CDI spec
+# without device nodes): a check of this script, the archive and the wiring, not of the GPU.
+# Exit status 0 when every check passed.
+set -uo pipefail
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+WORK="${REPO_ROOT}/build/gpu-e2e"
+RESULTS="${OUT:-${WORK}/results}"
+SIZES="${STASIS_GPU_E2E_GIB:-1 8}"
+CPU_ONLY="${STASIS_GPU_E2E_CPU:-0}"
+ARCHIVE="${STASIS_GPU_E2E_ARCHIVE:-${REPO_ROOT}/.gpu-carry/stasis-gpu-e2e.tar.xz}"
+HARD_S="${STASIS_GPU_E2E_HARD_S:-560}"   # the device tool's call limit is 600 s
+NS=gpu-e2e
+NODE=gpu-node
+HELPER_HOST=/usr/lib/stasis/stasis-cuda-checkpoint   # manifests/cdi's hostPath
+CKPT_PATH=/opt/stasis/cuda-checkpoint                # the actors' spec.gpu.cudaCheckpointPath
+
+say() { printf '[gpu-e2e %s +%ss] %s\n' "$(date +%T)" "${SECONDS}" "$*" >&2; }
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+one_line() { tr '\n' ' ' | sed -e 's/|/\\|/g' -e 's/ *$//'; }
+
+CHECK_ROWS=(); SIZE_ROWS=(); FIGURES=(); MACHINE_LINES=(); CONTRAST=(); MADE=()
+FAILED=0
+check() {
+  local verdict=PASS
+  if [[ "$2" != 0 ]]; then verdict=FAIL; FAILED=$((FAILED + 1)); fi
+  CHECK_ROWS+=("| $1 | ${verdict} | $(printf '%s' "$3" | one_line | cut -c1-600) |")
+  say "${verdict}: $1 — $3"
+}
+
+# ---- cleanup and report (always) -----------------------------------------------------------
+PIDS=()
+finish() {
+  trap - EXIT
+  say "finishing"
+  for p in "${PIDS[@]}"; do kill -TERM "${p}" 2>/dev/null; done
+  for p in "${PIDS[@]}"; do
+    for _ in $(seq 100); do kill -0 "${p}" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "${p}" 2>/dev/null
+  done
+  if [[ -x "${RUNSC:-}" ]]; then
+    for dir in "${WORK}"/root/run/*; do
+      [[ -d "${dir}" ]] || continue
+      for id in $("${RUNSC}" -root "${dir}" list -quiet 2>/dev/null); do
+        timeout 60 "${RUNSC}" -root "${dir}" delete -force "${id}" >/dev/null 2>&1
+      done
+      umount -l "${dir}/null-netns" 2>/dev/null
+    done
+  fi
+  STASIS_CACHE="${WORK}/pkg/cache" "${REPO_ROOT}/hack/control-plane.sh" down --dir "${WORK}/cp" >/dev/null 2>&1
+  for f in "${MADE[@]}"; do rm -f "${f}"; done
+  rmdir /usr/lib/stasis 2>/dev/null
+  mkdir -p "${RESULTS}"
+  cp "${WORK}"/*.log "${RESULTS}/" 2>/dev/null
+  if [[ -d "${WORK}/dbg" ]]; then
+    grep -hE 'cuda-checkpoint on [0-9]+ processes took|Overall save took|Overall load took|Save (succeeded|failed)|Restore successful|Killing the sandbox' \
+      "${WORK}"/dbg/*boot* 2>/dev/null | cut -c1-300 > "${RESULTS}/sentry-timings.txt"
+  fi
+  {
+    echo "# stasis on a real GPU: suspend and resume of a live CUDA actor, end to end"
+    echo
+    echo "Produced by \`hack/gpu-e2e.sh\` on $(date -u +%Y-%m-%dT%H:%M:%SZ)$([[ "${CPU_ONLY}" == 1 ]] && echo ' in CPU-only mode (a shell stand-in, no GPU: not a GPU result)')."
+    echo
+    printf '%s\n' "${MACHINE_LINES[@]}"
+    echo
+    echo "## Suspend and resume, per size"
+    echo
+    echo "Wall times from \`kubectl patch\` to the status (the API as a user sees it); the parts from"
+    echo "stasis's own histograms (\`stasis_snapshot_duration_seconds\`) and the sentry's log."
+    echo
+    echo "| GiB | suspend: patch → SUSPENDED s | runsc checkpoint s | of which CUDA toggle s | commit to store s | image bytes | GPU MiB used before → after | resume: patch → RUNNING s | runsc restore s | verify |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
+    printf '%s\n' "${SIZE_ROWS[@]}"
+    echo
+    echo "## Figures"
+    echo
+    printf '%s\n' "${FIGURES[@]}"
+    echo
+    echo "## Failure contrast (exact output)"
+    echo
+    printf '%s\n' "${CONTRAST[@]}"
+    echo
+    echo "## Every check"
+    echo
+    echo "| check | result | detail |"
+    echo "|---|---|---|"
+    printf '%s\n' "${CHECK_ROWS[@]}"
+    echo
+    echo "${FAILED} check(s) failed. Elapsed ${SECONDS} s."
+  } > "${RESULTS}/gpu-e2e-results.md"
+  cat "${RESULTS}/gpu-e2e-results.md"
+  exit $((FAILED > 0))
+}
+trap finish EXIT
+fail_now() { check "$1" 1 "$2"; exit 1; }
+over_time() { ((SECONDS + $1 > HARD_S)); }
+
+# ---- 1. unpack, build, install ---------------------------------------------------------------
+for id in $(ls "${WORK}/root/run" 2>/dev/null); do
+  umount -l "${WORK}/root/run/${id}/null-netns" 2>/dev/null
+done
+rm -rf "${WORK}"
+mkdir -p "${WORK}/pkg" "${WORK}/w" "${WORK}/cdi" "${WORK}/dbg" "${RESULTS}"
+[[ -f "${ARCHIVE}" ]] || fail_now "archive present" "${ARCHIVE} is missing: run hack/gpu-e2e-bundle.sh on the developer machine"
+if command -v xz >/dev/null; then
+  xz -dc "${ARCHIVE}" | tar -C "${WORK}/pkg" -xf -
+else
+  python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "${ARCHIVE}" | tar -C "${WORK}/pkg" -xf -
+fi
+PKG="${WORK}/pkg"
+RUNSC="${PKG}/bin/runsc"
+export PATH="${PKG}/bin:${PATH}"
+export STASIS_CACHE="${PKG}/cache"
+stasis() { LD_LIBRARY_PATH="${PKG}/lib" "${PKG}/bin/stasis" "$@"; }
+need_glibc=$(cat "${PKG}/glibc-version"); have_glibc=$(ldd --version | head -1 | awk '{ print $NF }')
+check "this glibc (${have_glibc}) runs the carried stasis (built against ${need_glibc})" \
+  "$([[ "$(printf '%s\n%s\n' "${need_glibc}" "${have_glibc}" | sort -V | head -1)" == "${need_glibc}" ]]; echo $?)" \
+  "$(stasis --help 2>&1 | head -1)"
+MACHINE_LINES+=("- kernel $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(. /etc/os-release; echo "${PRETTY_NAME}"), glibc ${have_glibc}")
+MACHINE_LINES+=("- $(cat "${PKG}/runsc-version"); kube-apiserver and etcd of hack/versions.env; stasis built with glibc ${need_glibc}")
+
+if [[ "${CPU_ONLY}" == 1 ]]; then
+  cat > "${WORK}/w/workload" <<'EOF'
+#!/bin/sh
+# CPU stand-in speaking the workload's protocol (ready, ticks, verify on USR1).
+trap 'echo "verify ok mismatches=0 gib=0 (cpu stand-in)"' USR1
+echo "ready pid=$$ gib=0"
+i=0
+while :; do i=$((i + 1)); echo "tick $i"; sleep 0.05; done
+EOF
+  chmod 0755 "${WORK}/w/workload"
+else
+  GPU_LINE=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)
+  MACHINE_LINES+=("- GPU: ${GPU_LINE}; nvcc $(nvcc --version | grep -o 'release [0-9.]*' | head -1)")
+  nvcc -O2 -arch=sm_90 -o "${WORK}/w/workload" "${REPO_ROOT}/tests/gpu/workload.cu" > "${WORK}/build.log" 2>&1 &
+  b1=$!
+  nvcc -O2 -arch=sm_90 -o "${WORK}/copy_bandwidth" "${REPO_ROOT}/tests/gpu/copy_bandwidth.cu" >> "${WORK}/build.log" 2>&1 &
+  b2=$!
+  wait "${b1}" && wait "${b2}" || fail_now "nvcc builds the workload and the bandwidth probe" "$(cat "${WORK}/build.log")"
+fi
+[[ -e "${HELPER_HOST}" ]] || MADE+=("${HELPER_HOST}")
+install -D -m 0755 "${PKG}/bin/stasis-cuda-checkpoint" "${HELPER_HOST}"
+
+# ---- 2. CDI specs ----------------------------------------------------------------------------
+cp "${REPO_ROOT}/manifests/cdi/stasis-cuda-checkpoint.yaml" "${WORK}/cdi/"
+{
+  echo "# Written by hack/gpu-e2e.sh from this host, in the shape of nvidia-ctk's uuid strategy."
+  echo "cdiVersion: \"0.6.0\""
+  echo "kind: nvidia.com/gpu"
+  echo "containerEdits:"
+  echo "  env: [\"NVIDIA_DRIVER_CAPABILITIES=compute,utility\"]"
+  if [[ "${CPU_ONLY}" != 1 ]]; then
+    echo "  deviceNodes:"
+    for dev in /dev/nvidiactl /dev/nvidia-uvm /dev/nvidia-uvm-tools; do
+      [[ -c "${dev}" ]] && echo "    - path: ${dev}"
+    done
+    libcuda=$(ldconfig -p | awk '/libcuda\.so\.1 / { print $NF; exit }')
+    libdir=$(dirname "$(readlink -f "${libcuda}")")
+    echo "  mounts:"
+    echo "    - {hostPath: ${libdir}, containerPath: ${libdir}, options: [ro, nosuid, nodev, rbind]}"
+    MACHINE_LINES+=("- libcuda.so.1: ${libcuda} → $(readlink -f "${libcuda}")")
+  fi
+  echo "devices:"
+  if [[ "${CPU_ONLY}" == 1 ]]; then
+    echo "  - name: GPU-cpu-stand-in-0"
+    echo "    containerEdits: {env: [\"STASIS_GPU=GPU-cpu-stand-in-0\"]}"
+  else
+    nvidia-smi --query-gpu=uuid,pci.bus_id --format=csv,noheader | while IFS=', ' read -r uuid bus; do
+      bus=$(echo "${bus}" | tr 'A-F' 'a-f' | sed 's/^0000\(....:\)/\1/')
+      minor=$(awk -F: '/Device Minor/ { gsub(/[ \t]/, "", $2); print $2 }' /proc/driver/nvidia/gpus/*"${bus#*:}"/information 2>/dev/null | head -1)
+      echo "  - name: ${uuid}"
+      echo "    containerEdits: {deviceNodes: [{path: /dev/nvidia${minor:-0}}]}"
+    done
+  fi
+} > "${WORK}/cdi/nvidia.yaml"
+cp "${WORK}/cdi/nvidia.yaml" "${RESULTS}/cdi-nvidia.yaml"
+
+# ---- actor bundles: the host's /usr and /etc, read-only; NO devices (CDI adds them) ----------
+ROOTFS="${WORK}/rootfs"
+mkdir -p "${ROOTFS}"/{usr,etc,proc,dev,sys,tmp,w,opt}
+MOUNTS='{"destination":"/proc","type":"proc","source":"proc"},
+ {"destination":"/dev","type":"tmpfs","source":"tmpfs","options":["nosuid","strictatime","mode=755","size=65536k"]},
+ {"destination":"/sys","type":"sysfs","source":"sysfs","options":["nosuid","noexec","nodev","ro"]},
+ {"destination":"/tmp","type":"tmpfs","source":"tmpfs","options":["nosuid","nodev","mode=1777"]},
+ {"destination":"/usr","type":"bind","source":"/usr","options":["rbind","ro","nosuid","nodev"]},
+ {"destination":"/etc","type":"bind","source":"/etc","options":["rbind","ro","nosuid","nodev"]},
+ {"destination":"/w","type":"bind","source":"'"${WORK}/w"'","options":["rbind","ro","nosuid","nodev"]}'
+for d in bin sbin lib lib32 lib64 libx32; do
+  if [[ -L "/${d}" ]]; then
+    ln -s "$(readlink "/${d}")" "${ROOTFS}/${d}"
+  elif [[ -d "/${d}" ]]; then
+    mkdir -p "${ROOTFS}/${d}"
+    MOUNTS+=', {"destination":"/'"${d}"'","type":"bind","source":"/'"${d}"'","options":["rbind","ro","nosuid","nodev"]}'
+  fi
+done
+make_bundle() {  # make_bundle GIB
+  mkdir -p "${WORK}/bundle-$1"
+  cat > "${WORK}/bundle-$1/config.json" <<EOF
+{"ociVersion": "1.0.2",
+ "process": {"terminal": false, "user": {"uid": 0, "gid": 0},
+  "args": ["/bin/sh", "-c", "exec /w/workload --gib $1 --spin-ms 5000 >/tmp/w.log 2>&1"],
+  "env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp"],
+  "cwd": "/", "noNewPrivileges": true},
+ "root": {"path": "${ROOTFS}", "readonly": false},
+ "hostname": "stasis-gpu",
+ "mounts": [${MOUNTS}],
+ "linux": {"namespaces": [{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}]}}
+EOF
+}
+
+# ---- 3. control plane, controller, node agent -------------------------------------------------
+cp_out=$("${REPO_ROOT}/hack/control-plane.sh" up --dir "${WORK}/cp" 2>"${WORK}/control-plane.log") \
+  || fail_now "control plane up" "$(tail -5 "${WORK}/control-plane.log")"
+export KUBECONFIG="${WORK}/cp/kubeconfig"
+kubectl apply -f "${REPO_ROOT}/manifests/crd/" >/dev/null
+kubectl wait --for condition=established --timeout=60s crd/actors.stasis.dev crd/workers.stasis.dev >/dev/null
+kubectl create namespace stasis-system >/dev/null
+kubectl create namespace "${NS}" >/dev/null
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+CPORT=$(free_port); NPORT=$(free_port)
+stasis controller --kubeconfig "${KUBECONFIG}" --metrics-addr "127.0.0.1:${CPORT}" > "${WORK}/controller.log" 2>&1 &
+PIDS+=($!)
+RUNSC_FLAGS="-network=none -overlay2=root:memory -debug -debug-log=${WORK}/dbg/"
+GPUS=auto
+[[ "${CPU_ONLY}" == 1 ]] && GPUS=GPU-cpu-stand-in-0
+AGENT_PID=""
+start_agent() {  # start_agent RUNSC_PATH LOGNAME [ENV...]
+  local runsc_path=$1 logname=$2
+  shift 2
+  env "$@" LD_LIBRARY_PATH="${PKG}/lib" "${PKG}/bin/stasis" node --kubeconfig "${KUBECONFIG}" \
+    --node-name "${NODE}" --runsc "${runsc_path}" --runsc-flags "${RUNSC_FLAGS}" --root "${WORK}/root" \
+    --snapshot-store "${WORK}/store" --gpus "${GPUS}" --cdi-spec-dirs "${WORK}/cdi" \
+    --metrics-addr "127.0.0.1:${NPORT}" --heartbeat-period 2 --heartbeat-lease-duration 10 \
+    > "${WORK}/${logname}.log" 2>&1 &
+  AGENT_PID=$!
+  PIDS+=("${AGENT_PID}")
+  for _ in $(seq 300); do
+    grep -q "node agent ready node=${NODE}" "${WORK}/${logname}.log" && return 0
+    kill -0 "${AGENT_PID}" 2>/dev/null || break
+    sleep 0.1
+  done
+  fail_now "node agent ready" "$(tail -5 "${WORK}/${logname}.log")"
+}
+start_agent "${RUNSC}" node-agent
+WORKER="${NODE}-gpu0"
+want_uuid=GPU-cpu-stand-in-0
+[[ "${CPU_ONLY}" == 1 ]] || want_uuid=$(nvidia-smi -L | sed -n 's/.*(UUID: \(GPU-[^)]*\)).*/\1/p' | head -1)
+got_uuid=$(kubectl get worker "${WORKER}" -o jsonpath='{.spec.devices[0]}')
+check "--gpus=${GPUS} registered Worker ${WORKER} for the GPU" "$([[ "${got_uuid}" == "${want_uuid}" ]]; echo $?)" \
+  "spec.devices[0]=${got_uuid}; nvidia-smi -L: ${want_uuid}"
+
+# ---- helpers on actors ------------------------------------------------------------------------
+jp() { kubectl get actor "$1" -n "${NS}" -o jsonpath="$2" 2>/dev/null; }
+wait_status() {  # wait_status ACTOR STATUS SECONDS
+  local deadline=$((SECONDS + $3))
+  while ((SECONDS < deadline)); do
+    [[ "$(jp "$1" '{.status.status}')" == "$2" ]] && return 0
+    sleep 0.2
+  done
+  return 1
+}
+create_actor() {  # create_actor NAME GIB
+  make_bundle "$2"
+  kubectl apply -f - >/dev/null <<EOF
+apiVersion: stasis.dev/v1alpha1
+kind: Actor
+metadata: {name: $1, namespace: ${NS}}
+spec:
+  runtime: gvisor
+  bundle: ${WORK}/bundle-$2
+  gpu: {count: 1, cudaCheckpointPath: ${CKPT_PATH}}
+  desiredState: Running
+  checkpointPolicy: Direct
+  snapshots: {onPause: Full, onCommit: Full}
+  timeouts: {checkpointSeconds: 300, restoreSeconds: 300}
+EOF
+}
+patch_desired() { kubectl patch actor "$1" -n "${NS}" --type merge -p "{\"spec\":{\"desiredState\":\"$2\"}}" >/dev/null; }
+sb_root() { echo "${WORK}/root/run/${NS}_$1"; }
+wlog() { timeout 30 "${RUNSC}" -root "$(sb_root "$1")" exec "${NS}_$1" /bin/cat /tmp/w.log 2>/dev/null; }
+last_tick() { wlog "$1" | grep '^tick ' | tail -1 | awk '{ print $2 }'; }
+ticks_consecutive() { wlog "$1" | grep '^tick ' | awk '$2 != NR { bad = 1 } END { exit bad || NR == 0 }'; }
+wait_log() {  # wait_log ACTOR PATTERN SECONDS
+  local deadline=$((SECONDS + $3))
+  while ((SECONDS < deadline)); do
+    wlog "$1" | grep -q "$2" && return 0
+    sleep 0.3
+  done
+  return 1
+}
+gpu_used() { [[ "${CPU_ONLY}" == 1 ]] && { echo 0; return; }; nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
+gpu_apps() { [[ "${CPU_ONLY}" == 1 ]] && return; nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader; }
+worker_phase() { kubectl get worker "${WORKER}" -o jsonpath='{.status.phase}'; }
+# metric NAME LABEL…: the value of the node's /metrics series NAME{…} that has every LABEL
+# (e.g. 'operation="checkpoint"'); 0 when there is none.
+metric() {
+  local name=$1; shift
+  curl -fsS "http://127.0.0.1:${NPORT}/metrics" | awk -v n="${name}{" -v want="$*" '
+    index($0, n) == 1 { ok = 1; k = split(want, w, " "); for (i = 1; i <= k; i++) if (!index($0, w[i])) ok = 0; if (ok) v = $NF }
+    END { print v + 0 }'
+}
+# op_sum OPERATION: seconds summed so far by stasis_snapshot_duration_seconds for suspends of GPU actors.
+op_sum() { metric stasis_snapshot_duration_seconds_sum "operation=\"$1\"" 'trigger="Suspend"' 'gpu="true"' 'result="success"'; }
+delta() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+sentry_toggle_s() {  # the last "cuda-checkpoint on N processes took X" of the sentry logs, in s
+  grep -hoE 'cuda-checkpoint on [0-9]+ processes took [0-9.]+(ms|s|µs)' "${WORK}"/dbg/*boot* 2>/dev/null | tail -1 |
+    awk '{ v = $NF; if (v ~ /ms$/) { sub(/ms$/, "", v); v /= 1000 } else if (v ~ /µs$/) { sub(/µs$/, "", v); v /= 1e6 } else sub(/s$/, "", v); printf "%.2f", v }'
+}
+baseline_used=$(gpu_used)
+
+# ---- 4. suspend and resume, per size ------------------------------------------------------------
+for gib in ${SIZES}; do
+  a="cuda-${gib}"
+  if over_time 200; then check "size ${gib} GiB run" 1 "skipped: ${SECONDS} s elapsed, too close to the ${HARD_S} s limit"; continue; fi
+  say "=== ${gib} GiB"
+  create_actor "${a}" "${gib}"
+  wait_status "${a}" STATUS_RUNNING 120 || { check "${gib} GiB: RUNNING" 1 "$(jp "${a}" '{.status}')"; continue; }
+  wait_log "${a}" '^ready' 120 || { check "${gib} GiB: workload ready" 1 "$(wlog "${a}" | tail -3)"; continue; }
+  wait_log "${a}" '^tick 20$' 60
+  used_running=$(gpu_used)
+  check "${gib} GiB: the actor runs on the GPU from the CDI spec (bundle lists no device)" \
+    "$([[ "${CPU_ONLY}" == 1 ]] || ((used_running > baseline_used + gib * 900)); echo $?)" \
+    "worker $(jp "${a}" '{.status.workerName}'); GPU memory used ${baseline_used} → ${used_running} MiB; $(wlog "${a}" | grep '^ready')"
+  ck_before=$(op_sum checkpoint); cm_before=$(op_sum commit); rs_before=$(op_sum restore)
+
+  t0=$(now); patch_desired "${a}" Suspended
+  if ! wait_status "${a}" STATUS_SUSPENDED 400; then
+    check "${gib} GiB: SUSPENDED" 1 "$(jp "${a}" '{.status}')"; continue
+  fi
+  t1=$(now); suspend_s=$(secs "${t0}" "${t1}")
+  sleep 1
+  used_suspended=$(gpu_used)
+  check "${gib} GiB: suspended — GPU memory released" \
+    "$([[ "${CPU_ONLY}" == 1 ]] || ((used_suspended < baseline_used + 200)); echo $?)" \
+    "nvidia-smi memory.used ${used_running} → ${used_suspended} MiB (baseline ${baseline_used}); compute apps: $(gpu_apps | one_line)"
+  check "${gib} GiB: suspended — worker Free" "$([[ "$(worker_phase)" == Free ]]; echo $?)" "phase $(worker_phase)"
+  loc=$(jp "${a}" '{.status.latestSnapshot.location}'); size=$(jp "${a}" '{.status.latestSnapshot.sizeBytes}')
+  check "${gib} GiB: snapshot committed to the store" \
+    "$([[ "${loc}" == "${WORK}/store/"* && -f "${loc}/manifest.json" ]]; echo $?)" "latestSnapshot ${loc}, ${size} bytes; $(jp "${a}" '{.status.conditions[?(@.type=="CudaCheckpointReady")].message}')"
+  ck_s=$(delta "${ck_before}" "$(op_sum checkpoint)"); cm_s=$(delta "${cm_before}" "$(op_sum commit)")
+  size_metric=$(metric stasis_snapshot_size_bytes_sum 'trigger="Suspend"' 'scope="Full"' 'gpu="true"')
+  check "${gib} GiB: metrics show the snapshot's size and latency" "$(awk -v c="${ck_s}" -v s="${size_metric}" 'BEGIN { exit !(c > 0 && s > 0) }'; echo $?)" \
+    "stasis_snapshot_duration_seconds checkpoint +${ck_s} s, commit +${cm_s} s; stasis_snapshot_size_bytes_sum ${size_metric}"
+  toggle_s=$(sentry_toggle_s)
+
+  t0=$(now); patch_desired "${a}" Running
+  if ! wait_status "${a}" STATUS_RUNNING 400; then
+    check "${gib} GiB: RUNNING again" 1 "$(jp "${a}" '{.status}')"; continue
+  fi
+  t1=$(now); resume_s=$(secs "${t0}" "${t1}")
+  rs_s=$(delta "${rs_before}" "$(op_sum restore)")
+  t_first=$(last_tick "${a}")
+  sleep 2
+  t_later=$(last_tick "${a}")
+  timeout 30 "${RUNSC}" -root "$(sb_root "${a}")" kill "${NS}_${a}" USR1 >/dev/null 2>&1
+  wait_log "${a}" '^verify' 120
+  verify=$(wlog "${a}" | grep '^verify' | tail -1)
+  check "${gib} GiB: resumed — the pattern verifies" "$([[ "${verify}" == "verify ok mismatches=0"* ]]; echo $?)" "${verify:-no answer}"
+  check "${gib} GiB: resumed — the ticks continue with no gap" \
+    "$([[ -n "${t_first}" && -n "${t_later}" ]] && ((t_later > t_first)) && ticks_consecutive "${a}"; echo $?)" \
+    "last tick right after RUNNING ${t_first}, 2 s later ${t_later}; every tick 1…${t_later} present once"
+  SIZE_ROWS+=("| ${gib} | ${suspend_s} | ${ck_s} | ${toggle_s:-?} | ${cm_s} | ${size} | ${used_running} → ${used_suspended} | ${resume_s} | ${rs_s} | ${verify} |")
+
+  kubectl delete actor "${a}" -n "${NS}" --timeout=120s >/dev/null 2>&1
+  check "${gib} GiB: kubectl delete completes, the worker is free" \
+    "$([[ -z "$(kubectl get actor "${a}" -n "${NS}" -o name 2>/dev/null)" && "$(worker_phase)" == Free ]]; echo $?)" "worker $(worker_phase)"
+done
+
+if [[ "${CPU_ONLY}" != 1 ]] && ! over_time 60; then
+  bw=$("${WORK}/copy_bandwidth" --gib 4 --reps 5 2>&1 | tail -1)
+  FIGURES+=("- pinned host↔device copy bandwidth in this run (tests/gpu/copy_bandwidth.cu, 4 GiB, 5 reps): ${bw}")
+fi
+
+# ---- 5. the seed's failure, for contrast ---------------------------------------------------------
+if over_time 150; then
+  check "failure contrast" 1 "skipped: ${SECONDS} s elapsed, too close to the ${HARD_S} s limit"
+  exit 1
+fi
+say "=== failure contrast"
+a=contrast
+create_actor "${a}" 1
+wait_status "${a}" STATUS_RUNNING 120 && wait_log "${a}" '^tick 10$' 120 || fail_now "contrast actor RUNNING" "$(jp "${a}" '{.status}')"
+# (a) the helper path is wrong: preflight refuses, the actor keeps running.
+kubectl patch actor "${a}" -n "${NS}" --type merge \
+  -p '{"spec":{"desiredState":"Suspended","gpu":{"cudaCheckpointPath":"/opt/stasis/no-such-helper"}}}' >/dev/null
+deadline=$((SECONDS + 60))
+while ((SECONDS < deadline)); do
+  [[ "$(jp "${a}" '{.status.conditions[?(@.type=="CudaCheckpointReady")].status}')" == False ]] && break
+  sleep 0.3
+done
+msg=$(jp "${a}" '{.status.conditions[?(@.type=="CudaCheckpointReady")].message}')
+t1=$(last_tick "${a}"); sleep 2; t2=$(last_tick "${a}")
+check "wrong helper path: preflight refuses, the actor keeps running" \
+  "$([[ "$(jp "${a}" '{.status.status}')" == STATUS_RUNNING && "${msg}" == *no-such-helper* ]] && ((t2 > t1)); echo $?)" \
+  "status $(jp "${a}" '{.status.status}'); CudaCheckpointReady=False: ${msg}; ticks ${t1} → ${t2}; worker $(worker_phase)"
+CONTRAST+=("**Wrong helper path** (\`spec.gpu.cudaCheckpointPath: /opt/stasis/no-such-helper\`, desiredState Suspended):" "" '```' \
+  "status: $(jp "${a}" '{.status.status}')" "CudaCheckpointReady=False reason=$(jp "${a}" '{.status.conditions[?(@.type=="CudaCheckpointReady")].reason}')" \
+  "message: ${msg}" '```' "")
+kubectl patch actor "${a}" -n "${NS}" --type merge \
+  -p "{\"spec\":{\"desiredState\":\"Running\",\"gpu\":{\"cudaCheckpointPath\":\"${CKPT_PATH}\"}}}" >/dev/null
+
+# (b) a checkpoint forced without -cuda-checkpoint-path: the agent is restarted with the fault
+# injector in front of the real runsc.
+kill -TERM "${AGENT_PID}"; wait "${AGENT_PID}" 2>/dev/null
+start_agent "${REPO_ROOT}/tests/support/runsc-drop-cuda-flag.sh" node-agent-drop-flag \
+  STASIS_REAL_RUNSC="${RUNSC}" STASIS_DROP_LOG="${WORK}/drop-flag-calls.log"
+wait_status "${a}" STATUS_RUNNING 30
+t0=$(now); patch_desired "${a}" Suspended
+deadline=$((SECONDS + 300 + 30))
+final=""
+while ((SECONDS < deadline)); do
+  final=$(jp "${a}" '{.status.status}')
+  [[ "${final}" == STATUS_FAILED || "${final}" == STATUS_SUSPENDED ]] && break
+  sleep 0.2
+done
+clean_s=$(secs "${t0}" "$(now)")
+ck_msg=$(jp "${a}" '{.status.conditions[?(@.type=="CheckpointFailed")].message}')
+ck_reason=$(jp "${a}" '{.status.conditions[?(@.type=="CheckpointFailed")].reason}')
+sleep 1
+sandbox_state=$(timeout 30 "${RUNSC}" -root "$(sb_root "${a}")" state "${NS}_${a}" 2>&1 | one_line | cut -c1-200)
+check "checkpoint without -cuda-checkpoint-path: runsc fails, stasis cleans up within the deadline" \
+  "$([[ "${CPU_ONLY}" == 1 || ( "${final}" == STATUS_FAILED && -n "${ck_msg}" ) ]] && [[ "$(worker_phase)" == Free ]]; echo $?)" \
+  "patch → ${final} in ${clean_s} s (deadline 300 s); worker $(worker_phase); CheckpointFailed ${ck_reason}: ${ck_msg}; runsc state now: ${sandbox_state}; GPU memory used $(gpu_used) MiB"
+CONTRAST+=("**Checkpoint forced without \`-cuda-checkpoint-path\`** (the node agent restarted with tests/support/runsc-drop-cuda-flag.sh in front of the real runsc; its call: \`$(tail -1 "${WORK}/drop-flag-calls.log" 2>/dev/null | sed "s#${WORK}#\$W#g")\`):" "" '```' \
+  "status after ${clean_s} s: ${final}" "worker ${WORKER}: $(worker_phase)" "CheckpointFailed reason=${ck_reason}" "message: ${ck_msg}" \
+  "events: $(kubectl get events -n "${NS}" --field-selector involvedObject.name="${a}" -o jsonpath='{range .items[*]}{.reason}: {.message}{"\n"}{end}' | tail -4)" \
+  "runsc state of the sandbox afterwards: ${sandbox_state}" '```' "")
+kubectl delete actor "${a}" -n "${NS}" --timeout=120s >/dev/null 2>&1
+check "kubectl delete of the failed actor completes" "$([[ -z "$(kubectl get actor "${a}" -n "${NS}" -o name 2>/dev/null)" ]]; echo $?)" ""
+exit 0
