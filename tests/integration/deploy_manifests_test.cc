@@ -1,0 +1,784 @@
+// The deployment manifests (manifests/base, manifests/overlays/*) on a real kube-apiserver with
+// --authorization-mode=RBAC: every overlay passes a server-side dry run; the RBAC, applied for
+// real, allows every row of docs/deploy.md's audit table and denies every row of its deny
+// table, and grants nothing beyond the audit table; the real `stasis node` and `stasis
+// controller`, authenticated as their ServiceAccounts, do their work without one refused
+// request; and the workloads use the binary's real flags, health endpoints and image.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/actor.h"
+#include "api/names.h"
+#include "controller/api_time.h"
+#include "tests/support/background_process.h"
+#include "tests/support/control_plane.h"
+#include "tests/support/sandbox.h"
+
+namespace stasis::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+const std::string kSource = STASIS_SOURCE_DIR;
+const std::string kStasis = std::string(STASIS_BINARY_DIR) + "/stasis";
+const std::string kSystemNs = "stasis-system";  // manifests/base/kustomization.yaml
+const std::string kActorNs = "rbac-actors";     // where this test's actors live
+
+CommandResult Kubectl(const std::vector<std::string>& args, const std::string& stdin_data = "") {
+  return ControlPlane::Get().Kubectl(args, stdin_data);
+}
+
+std::string Show(const CommandResult& r) {
+  return "exit " + std::to_string(r.exit_code) + "\nstdout: " + r.out + "\nstderr: " + r.err;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+json GetJson(const std::vector<std::string>& args) {
+  std::vector<std::string> full = args;
+  full.insert(full.end(), {"-o", "json"});
+  CommandResult r = Kubectl(full);
+  if (r.exit_code != 0) return json();
+  return json::parse(r.out, nullptr, false);
+}
+
+// j at a JSON pointer, or null when absent (never nlohmann's assertion on a const miss).
+json At(const json& j, const std::string& pointer) {
+  if (!j.is_object() && !j.is_array()) return json();
+  const json::json_pointer p(pointer);
+  return j.contains(p) ? j.at(p) : json();
+}
+
+std::string Field(const json& j, const std::string& pointer) {
+  const json v = At(j, pointer);
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+// Polls pred until it holds or the deadline passes; gives up at once when `process` (the
+// binary whose work pred waits for) has exited, e.g. on a refused request at start-up.
+bool Eventually(const std::function<bool()>& pred, std::chrono::seconds deadline,
+                BackgroundProcess* process = nullptr) {
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    if (process && !process->Running()) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  return pred();
+}
+
+std::string ServiceAccountUser(const std::string& role) {
+  return "system:serviceaccount:" + kSystemNs + ":stasis-" + role;
+}
+
+// ---- docs/deploy.md's RBAC tables -------------------------------------------------------
+
+struct RbacRow {
+  std::string role, verb, resource, subresource, ns, name;
+  std::string Describe() const {
+    return role + " " + verb + " " + resource + (subresource.empty() ? "" : "/" + subresource) +
+           (name.empty() ? "" : " name=" + name) + " ns=" + ns;
+  }
+};
+
+std::string Trim(std::string s) {
+  s.erase(0, s.find_first_not_of(" \t`"));
+  s.erase(s.find_last_not_of(" \t`") + 1);
+  return s;
+}
+
+// The rows between <!-- MARKER:begin --> and <!-- MARKER:end -->, header and rule skipped.
+std::vector<RbacRow> ReadTable(const std::string& marker) {
+  std::ifstream in(kSource + "/docs/deploy.md");
+  std::vector<RbacRow> rows;
+  bool inside = false;
+  int skipped = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line == "<!-- " + marker + ":begin -->") {
+      inside = true;
+      continue;
+    }
+    if (line == "<!-- " + marker + ":end -->") break;
+    if (!inside || line.empty()) continue;
+    if (skipped < 2) {  // the header and |---|
+      ++skipped;
+      continue;
+    }
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, '|');) cells.push_back(Trim(cell));
+    // "| a | … | g |" splits into "", a … g.
+    if (cells.size() < 8) {
+      ADD_FAILURE() << "docs/deploy.md " << marker << ": malformed row: " << line;
+      continue;
+    }
+    rows.push_back({cells[1], cells[2], cells[3], cells[4], cells[5], cells[6]});
+  }
+  EXPECT_TRUE(inside) << "docs/deploy.md has no " << marker << " table";
+  return rows;
+}
+
+// `kubectl auth can-i` as the role's ServiceAccount, in one namespace or ("") cluster-wide.
+// Returns "yes" or "no"; anything else (a resource type the server does not know, which
+// would make a deny row pass vacuously) is a test failure.
+std::string CanI(const RbacRow& row, const std::string& ns) {
+  std::vector<std::string> args = {"auth", "can-i", row.verb,
+                                   row.resource + (row.name.empty() ? "" : "/" + row.name),
+                                   "--as=" + ServiceAccountUser(row.role)};
+  if (!row.subresource.empty()) args.push_back("--subresource=" + row.subresource);
+  if (ns.empty()) {
+    args.push_back("--all-namespaces");
+  } else {
+    args.insert(args.end(), {"-n", ns});
+  }
+  CommandResult r = Kubectl(args);
+  const std::string answer = Trim(r.out.substr(0, r.out.find('\n')));
+  EXPECT_TRUE((answer == "yes" && r.exit_code == 0) || (answer == "no" && r.exit_code == 1))
+      << row.Describe() << ": " << Show(r);
+  EXPECT_EQ(r.err.find("Warning"), std::string::npos) << row.Describe() << ": " << r.err;
+  return answer;
+}
+
+// "role|verb|resource[.group]|subresource|scope|name", scope "*" for anything cluster-wide.
+std::string Key(const std::string& role, const std::string& verb, const std::string& resource,
+                const std::string& sub, const std::string& scope, const std::string& name) {
+  return role + "|" + verb + "|" + resource + "|" + sub + "|" + scope + "|" + name;
+}
+
+std::string Scope(const std::string& table_ns) {
+  return table_ns == "all" || table_ns == "cluster" ? "*" : table_ns;
+}
+
+// ---- the suite's one-time setup: dry runs, then the default overlay for real ----------------
+
+struct Overlay {
+  std::string dir;
+  CommandResult dry_run;
+  json objects;  // the dry run's objects as the server would store them
+};
+
+class DeployManifestsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ControlPlane::Get();
+    // A server-side dry run refuses namespaced objects whose namespace does not exist yet.
+    CommandResult ns = Kubectl({"apply", "-f", kSource + "/manifests/base/namespace.yaml"});
+    ASSERT_EQ(ns.exit_code, 0) << Show(ns);
+    for (const auto& entry : fs::directory_iterator(kSource + "/manifests/overlays")) {
+      if (!entry.is_directory()) continue;
+      Overlay o;
+      o.dir = entry.path().string();
+      o.dry_run = Kubectl({"apply", "--dry-run=server", "-k", o.dir, "-o", "json"});
+      if (o.dry_run.exit_code == 0) o.objects = json::parse(o.dry_run.out, nullptr, false);
+      overlays_.push_back(std::move(o));
+    }
+    // For real: can-i is only meaningful against RBAC that exists.
+    CommandResult applied = Kubectl({"apply", "-k", kSource + "/manifests/overlays/default"});
+    ASSERT_EQ(applied.exit_code, 0) << Show(applied);
+    CommandResult actors_ns = Kubectl({"create", "namespace", kActorNs});
+    ASSERT_EQ(actors_ns.exit_code, 0) << Show(actors_ns);
+    ASSERT_EQ(Kubectl({"wait", "--for=condition=Established", "--timeout=60s",
+                       "crd/actors.stasis.dev", "crd/workers.stasis.dev"})
+                  .exit_code,
+              0);
+  }
+
+  static const std::vector<Overlay>& Overlays() { return overlays_; }
+
+  static json Find(const json& objects, const std::string& kind, const std::string& name) {
+    for (const auto& item : At(objects, "/items")) {
+      if (item.value("kind", "") == kind && Field(item, "/metadata/name") == name) return item;
+    }
+    return json();
+  }
+
+  static std::vector<RbacRow> Allowed() { return ReadTable("rbac-allowed"); }
+  static std::vector<RbacRow> Denied() { return ReadTable("rbac-denied"); }
+
+  static inline std::vector<Overlay> overlays_;
+};
+
+TEST_F(DeployManifestsTest, EveryOverlayPassesAServerSideDryRun) {
+  ASSERT_GE(Overlays().size(), 2u) << "expected at least manifests/overlays/{default,gpu}";
+  for (const Overlay& o : Overlays()) {
+    SCOPED_TRACE(o.dir);
+    ASSERT_EQ(o.dry_run.exit_code, 0) << Show(o.dry_run);
+    ASSERT_TRUE(o.objects.is_object()) << o.dry_run.out.substr(0, 500);
+    std::map<std::string, int> kinds;
+    for (const auto& item : At(o.objects, "/items")) kinds[item.value("kind", "")]++;
+    EXPECT_EQ(kinds["Namespace"], 1);
+    EXPECT_EQ(kinds["CustomResourceDefinition"], 2);
+    EXPECT_EQ(kinds["ServiceAccount"], 2);
+    EXPECT_EQ(kinds["ClusterRole"], 2);
+    EXPECT_EQ(kinds["ClusterRoleBinding"], 2);
+    EXPECT_EQ(kinds["Role"], 2);
+    EXPECT_EQ(kinds["RoleBinding"], 2);
+    EXPECT_EQ(kinds["DaemonSet"], 1);
+    EXPECT_EQ(kinds["Deployment"], 1);
+    EXPECT_EQ(kinds["Service"], 2);
+    EXPECT_EQ(kinds["PodDisruptionBudget"], 1);
+    for (const auto& item : At(o.objects, "/items")) {
+      const json ns = At(item, "/metadata/namespace");
+      if (!ns.is_null()) {
+        EXPECT_EQ(ns, kSystemNs) << item["metadata"].dump();
+      }
+    }
+  }
+  // manifests/crd/Kustomization has no .yaml extension so that the directory form the demo
+  // and the end-to-end tests use still applies only the CRDs.
+  CommandResult crds =
+      Kubectl({"apply", "--dry-run=server", "-f", kSource + "/manifests/crd/", "-o", "name"});
+  EXPECT_EQ(crds.exit_code, 0) << Show(crds);
+  EXPECT_EQ(crds.out,
+            "customresourcedefinition.apiextensions.k8s.io/actors.stasis.dev\n"
+            "customresourcedefinition.apiextensions.k8s.io/workers.stasis.dev\n");
+}
+
+// Every STASIS_* variable must be a flag of the role: the environment is only read for
+// defined flags, so a misspelt one would be ignored without a word.
+std::set<std::string> FlagEnvNames(const std::string& role) {
+  auto r = RunCommand({kStasis, role, "--help"}, 30s);
+  EXPECT_TRUE(r.ok() && r->exit_code == 0) << kStasis << " " << role << " --help";
+  std::set<std::string> names;
+  if (!r.ok()) return names;
+  std::regex env_re(R"(\[env (STASIS_[A-Z0-9_]+)\])");
+  for (std::sregex_iterator it(r->out.begin(), r->out.end(), env_re), end; it != end; ++it) {
+    names.insert((*it)[1]);
+  }
+  EXPECT_FALSE(names.empty()) << r->out;
+  return names;
+}
+
+std::map<std::string, json> EnvOf(const json& container) {
+  std::map<std::string, json> env;
+  for (const auto& e : container.value("env", json::array())) env[e.value("name", "")] = e;
+  return env;
+}
+
+void CheckHealthProbes(const json& container, const std::map<std::string, json>& env) {
+  ASSERT_TRUE(env.count("STASIS_METRICS_ADDR"));
+  const std::string addr = env.at("STASIS_METRICS_ADDR").value("value", "");
+  const int port = std::stoi(addr.substr(addr.rfind(':') + 1));
+  bool named = false;
+  for (const auto& p : container.value("ports", json::array())) {
+    if (p.value("name", "") == "metrics") named = p.value("containerPort", 0) == port;
+  }
+  EXPECT_TRUE(named) << "port 'metrics' must be STASIS_METRICS_ADDR's " << port;
+  EXPECT_EQ(At(container, "/livenessProbe/httpGet/path"), "/healthz");
+  EXPECT_EQ(At(container, "/livenessProbe/httpGet/port"), "metrics");
+  EXPECT_EQ(At(container, "/readinessProbe/httpGet/path"), "/readyz");
+  EXPECT_EQ(At(container, "/readinessProbe/httpGet/port"), "metrics");
+}
+
+TEST_F(DeployManifestsTest, WorkloadsUseTheRealFlagsProbesAndOneImage) {
+  const std::set<std::string> node_env = FlagEnvNames("node");
+  const std::set<std::string> controller_env = FlagEnvNames("controller");
+  const std::string dockerfile = ReadFile(kSource + "/Dockerfile");
+  for (const Overlay& o : Overlays()) {
+    SCOPED_TRACE(o.dir);
+    ASSERT_TRUE(o.objects.is_object());
+    const json ds = Find(o.objects, "DaemonSet", "stasis-node");
+    const json deploy = Find(o.objects, "Deployment", "stasis-controller");
+    const json node_pod = At(ds, "/spec/template/spec");
+    const json ctl_pod = At(deploy, "/spec/template/spec");
+    ASSERT_EQ(At(node_pod, "/containers").size(), 1u) << ds.dump();
+    ASSERT_EQ(At(ctl_pod, "/containers").size(), 1u) << deploy.dump();
+    const json node = At(node_pod, "/containers/0");
+    const json ctl = At(ctl_pod, "/containers/0");
+
+    // The node agent: its flags, its node from the downward API, privileged, its probes.
+    auto env = EnvOf(node);
+    for (const auto& [name, e] : env) {
+      if (name.rfind("STASIS_", 0) == 0) {
+        EXPECT_TRUE(node_env.count(name)) << name << " is no flag of stasis node";
+      }
+    }
+    ASSERT_TRUE(env.count("STASIS_NODE_NAME"));
+    EXPECT_EQ(At(env["STASIS_NODE_NAME"], "/valueFrom/fieldRef/fieldPath"), "spec.nodeName");
+    EXPECT_EQ(At(env["STASIS_LEASE_NAMESPACE"], "/valueFrom/fieldRef/fieldPath"),
+              "metadata.namespace");
+    EXPECT_EQ(At(node, "/securityContext/privileged"), true);
+    EXPECT_EQ(At(node_pod, "/serviceAccountName"), "stasis-node");
+    CheckHealthProbes(node, env);
+    const json args = At(node, "/args");
+    const bool plain = args == json({"stasis", "node"});
+    const bool wrapped =
+        args.size() == 3 && args[0] == "sh" && args[1] == "-c" &&
+        std::regex_search(args[2].get<std::string>(), std::regex(R"(exec stasis node\s*$)"));
+    EXPECT_TRUE(plain || wrapped) << args.dump();
+    // The runsc the agent is told to run is the one the image installs.
+    const std::string runsc = Field(env["STASIS_RUNSC"], "/value");
+    EXPECT_NE(dockerfile.find(" " + runsc + "\n"), std::string::npos)
+        << "the Dockerfile does not install runsc at '" << runsc << "'";
+
+    // The controller: its flags, leader election, two replicas, its probes.
+    auto cenv = EnvOf(ctl);
+    for (const auto& [name, e] : cenv) {
+      if (name.rfind("STASIS_", 0) == 0) {
+        EXPECT_TRUE(controller_env.count(name)) << name << " is no flag of stasis controller";
+      }
+    }
+    EXPECT_EQ(At(ctl, "/args"), json({"stasis", "controller"}));
+    EXPECT_EQ(At(cenv["STASIS_LEADER_ELECT"], "/value"), "true");
+    EXPECT_EQ(At(cenv["STASIS_NAMESPACE"], "/valueFrom/fieldRef/fieldPath"), "metadata.namespace");
+    EXPECT_EQ(At(deploy, "/spec/replicas"), 2);
+    EXPECT_EQ(At(ctl_pod, "/serviceAccountName"), "stasis-controller");
+    CheckHealthProbes(ctl, cenv);
+
+    // One image for every container, init containers included.
+    std::set<std::string> images;
+    for (const json* pod : {&node_pod, &ctl_pod}) {
+      for (const char* list : {"containers", "initContainers"}) {
+        for (const auto& c : pod->value(list, json::array())) images.insert(c.value("image", ""));
+      }
+    }
+    EXPECT_EQ(images.size(), 1u) << json(images).dump();
+
+    // The PodDisruptionBudget and the metrics Services select the pods they are for.
+    const json pdb = Find(o.objects, "PodDisruptionBudget", "stasis-controller");
+    const json ctl_labels = At(deploy, "/spec/selector/matchLabels");
+    const json node_labels = At(ds, "/spec/selector/matchLabels");
+    EXPECT_FALSE(ctl_labels.is_null());
+    EXPECT_EQ(At(pdb, "/spec/selector/matchLabels"), ctl_labels);
+    EXPECT_EQ(At(Find(o.objects, "Service", "stasis-node-metrics"), "/spec/selector"), node_labels);
+    EXPECT_EQ(At(Find(o.objects, "Service", "stasis-controller-metrics"), "/spec/selector"),
+              ctl_labels);
+  }
+}
+
+// The gpu overlay's --gpus discovery, run as its container would run it, against files in the
+// format of /proc/driver/nvidia/gpus/<bus>/information on an H200 node (tabs included).
+TEST_F(DeployManifestsTest, GpuOverlayDiscoversEveryGpuOrRefusesToStart) {
+  const Overlay* gpu = nullptr;
+  for (const Overlay& o : Overlays()) {
+    if (fs::path(o.dir).filename() == "gpu") gpu = &o;
+  }
+  ASSERT_NE(gpu, nullptr);
+  ASSERT_TRUE(gpu->objects.is_object());
+  const json ds = Find(gpu->objects, "DaemonSet", "stasis-node");
+  const json args = At(ds, "/spec/template/spec/containers/0/args");
+  ASSERT_TRUE(args.is_array() && args.size() == 3 && args[2].is_string()) << args.dump();
+  const std::string script = args[2];
+  EXPECT_EQ(At(ds, "/spec/template/spec/nodeSelector/nvidia.com~1gpu.present"), "true");
+
+  // Its CDI ConfigMap is manifests/cdi/'s spec, byte for byte.
+  bool cdi = false;
+  for (const auto& item : At(gpu->objects, "/items")) {
+    if (item.value("kind", "") == "ConfigMap" &&
+        Field(item, "/metadata/name").rfind("stasis-cdi", 0) == 0) {
+      cdi = Field(item, "/data/stasis-cuda-checkpoint.yaml") ==
+            ReadFile(kSource + "/manifests/cdi/stasis-cuda-checkpoint.yaml");
+    }
+  }
+  EXPECT_TRUE(cdi) << "the gpu overlay lacks the stasis-cdi ConfigMap of manifests/cdi/";
+
+  TempDir tmp;
+  const fs::path bin = tmp.path() / "bin";
+  const fs::path gpus = tmp.path() / "gpus";
+  const fs::path none = tmp.path() / "none";
+  fs::create_directories(bin);
+  fs::create_directories(none);
+  {
+    std::ofstream stub(bin / "stasis");
+    stub << "#!/bin/sh\nprintf '%s|%s\\n' \"$*\" \"$STASIS_GPUS\"\n";
+  }
+  fs::permissions(bin / "stasis", fs::perms::owner_all);
+  const std::vector<std::pair<std::string, std::string>> devices = {
+      {"0000:00:06.0", "GPU-ab10087f-e334-4573-bbcc-58378b5b8154"},
+      {"0000:00:07.0", "GPU-0d5c2b1e-1111-4222-8333-944455556666"}};
+  for (const auto& [bus, uuid] : devices) {
+    fs::create_directories(gpus / bus);
+    std::ofstream info(gpus / bus / "information");
+    info << "Model: \t\t NVIDIA H200\nIRQ:   \t\t 41\nGPU UUID: \t " << uuid
+         << "\nVideo BIOS: \t 96.00.a5.00.1a\nBus Location: \t " << bus << "\nDevice Minor: \t 0\n";
+  }
+  auto run = [&](const fs::path& dir, const std::string& preset) {
+    std::vector<std::string> argv = {"/usr/bin/env", "-i",
+                                     "PATH=" + bin.string() + ":/usr/bin:/bin",
+                                     "GPU_INFO_DIR=" + dir.string()};
+    if (!preset.empty()) argv.push_back("STASIS_GPUS=" + preset);
+    argv.insert(argv.end(), {"sh", "-c", script});
+    auto r = RunCommand(argv, 30s);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : CommandResult{};
+  };
+  CommandResult found = run(gpus, "");
+  EXPECT_EQ(found.exit_code, 0) << Show(found);
+  EXPECT_EQ(found.out, "node|" + devices[0].second + "," + devices[1].second + "\n");
+  CommandResult preset = run(gpus, "GPU-chosen");
+  EXPECT_EQ(preset.out, "node|GPU-chosen\n") << Show(preset);
+  CommandResult missing = run(none, "");
+  EXPECT_EQ(missing.exit_code, 1) << Show(missing);
+  EXPECT_EQ(missing.out, "");
+  EXPECT_NE(missing.err.find("stasis-node: no GPU found"), std::string::npos) << missing.err;
+}
+
+TEST_F(DeployManifestsTest, ServiceAccountsMayDoEveryVerbTheCodeUses) {
+  const auto rows = Allowed();
+  ASSERT_FALSE(rows.empty());
+  for (const RbacRow& row : rows) {
+    const std::string ns = Scope(row.ns) == "*" ? "" : row.ns;
+    EXPECT_EQ(CanI(row, ns), "yes") << row.Describe();
+  }
+}
+
+TEST_F(DeployManifestsTest, ServiceAccountsAreDeniedEverythingElseListed) {
+  const auto rows = Denied();
+  ASSERT_FALSE(rows.empty());
+  for (const RbacRow& row : rows) {
+    std::vector<std::string> namespaces;
+    if (row.ns == "all") {
+      namespaces = {"", kSystemNs, "default"};
+    } else if (row.ns == "cluster") {
+      namespaces = {""};
+    } else {
+      namespaces = {row.ns};
+    }
+    for (const std::string& ns : namespaces) {
+      EXPECT_EQ(CanI(row, ns), "no") << row.Describe() << " asked in '" << ns << "'";
+    }
+  }
+}
+
+// What the server says each ServiceAccount is bound to, rule by rule, equals the audit table:
+// no verb is granted that the code does not use.
+TEST_F(DeployManifestsTest, RbacGrantsNothingBeyondTheAuditTable) {
+  const json cluster_roles = GetJson({"get", "clusterroles"});
+  const json roles = GetJson({"get", "roles", "--all-namespaces"});
+  const json cluster_bindings = GetJson({"get", "clusterrolebindings"});
+  const json bindings = GetJson({"get", "rolebindings", "--all-namespaces"});
+  ASSERT_TRUE(cluster_roles.is_object() && roles.is_object() && cluster_bindings.is_object() &&
+              bindings.is_object());
+  auto rules_of = [&](const json& ref, const std::string& binding_ns) {
+    const bool cluster = Field(ref, "/kind") == "ClusterRole";
+    for (const auto& r : At(cluster ? cluster_roles : roles, "/items")) {
+      if (Field(r, "/metadata/name") != Field(ref, "/name")) continue;
+      if (!cluster && Field(r, "/metadata/namespace") != binding_ns) continue;
+      return r.value("rules", json::array());
+    }
+    ADD_FAILURE() << "binding refers to a missing " << ref.dump();
+    return json::array();
+  };
+  std::set<std::string> granted;
+  for (const auto* list : {&cluster_bindings, &bindings}) {
+    for (const auto& b : At(*list, "/items")) {
+      const std::string scope =
+          b.contains("metadata") ? b["metadata"].value("namespace", "*") : "*";
+      for (const auto& s : b.value("subjects", json::array())) {
+        const std::string subject = s.value("name", "");
+        if (s.value("kind", "") != "ServiceAccount" || s.value("namespace", "") != kSystemNs ||
+            subject.rfind("stasis-", 0) != 0) {
+          continue;
+        }
+        const std::string role = subject.substr(std::string("stasis-").size());
+        for (const auto& rule : rules_of(At(b, "/roleRef"), scope)) {
+          json names = rule.value("resourceNames", json::array({""}));
+          for (const auto& group : rule.value("apiGroups", json::array())) {
+            for (const auto& res : rule.value("resources", json::array())) {
+              std::string resource = res, sub;
+              if (auto slash = resource.find('/'); slash != std::string::npos) {
+                sub = resource.substr(slash + 1);
+                resource.resize(slash);
+              }
+              if (group != "") resource += "." + group.get<std::string>();
+              for (const auto& verb : rule.value("verbs", json::array())) {
+                for (const auto& name : names)
+                  granted.insert(Key(role, verb, resource, sub, scope, name));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  std::set<std::string> audited;
+  for (const RbacRow& row : Allowed()) {
+    audited.insert(Key(row.role, row.verb, row.resource, row.subresource, Scope(row.ns), row.name));
+  }
+  for (const auto& k : granted)
+    EXPECT_TRUE(audited.count(k)) << "granted but not in the audit table: " << k;
+  for (const auto& k : audited)
+    EXPECT_TRUE(granted.count(k)) << "in the audit table but not granted: " << k;
+}
+
+// ---- the real binaries, authenticated as their ServiceAccounts -----------------------------
+
+// A kubeconfig with a token for the ServiceAccount stasis-<role> (the TokenRequest API).
+std::string ServiceAccountKubeconfig(const std::string& role, const fs::path& dir) {
+  CommandResult token =
+      Kubectl({"create", "token", "stasis-" + role, "-n", kSystemNs, "--duration=1h"});
+  EXPECT_EQ(token.exit_code, 0) << Show(token);
+  const ControlPlane& cp = ControlPlane::Get();
+  const fs::path path = dir / ("kubeconfig-" + role);
+  std::ofstream out(path);
+  out << "apiVersion: v1\nkind: Config\n"
+      << "clusters:\n- name: local\n  cluster:\n    server: " << cp.server()
+      << "\n    certificate-authority: " << cp.dir() << "/pki/ca.crt\n"
+      << "users:\n- name: sa\n  user:\n    token: " << Trim(token.out) << "\n"
+      << "contexts:\n- name: sa\n  context:\n    cluster: local\n    user: sa\n"
+      << "current-context: sa\n";
+  return path.string();
+}
+
+// A refused request shows in the logs as the API's Forbidden, mapped to PermissionDenied.
+void ExpectNothingRefused(const BackgroundProcess& p, const std::string& what) {
+  const std::string log = p.Log();
+  EXPECT_EQ(log.find("PermissionDenied"), std::string::npos) << what << " log:\n" << log;
+  EXPECT_EQ(log.find("forbidden"), std::string::npos) << what << " log:\n" << log;
+}
+
+void Apply(const json& object) {
+  CommandResult r = Kubectl({"apply", "-f", "-"}, object.dump());
+  ASSERT_EQ(r.exit_code, 0) << Show(r) << "\n" << object.dump();
+}
+
+void PatchStatus(const std::string& resource, const std::string& name, const std::string& ns,
+                 const json& patch) {
+  std::vector<std::string> args = {"patch",        resource, name,        "--subresource=status",
+                                   "--type=merge", "-p",     patch.dump()};
+  if (!ns.empty()) args.insert(args.end(), {"-n", ns});
+  CommandResult r = Kubectl(args);
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+}
+
+json Actor(const std::string& name, const std::string& node, const std::string& bundle) {
+  json a = {{"apiVersion", api::kApiVersion},
+            {"kind", api::kActorKind},
+            {"metadata", {{"name", name}, {"namespace", kActorNs}}},
+            {"spec", {{"runtime", "gvisor"}, {"bundle", bundle}, {"desiredState", "Running"}}}};
+  if (!node.empty()) a["spec"]["nodeName"] = node;
+  return a;
+}
+
+json Worker(const std::string& node) {
+  return {{"apiVersion", api::kApiVersion},
+          {"kind", api::kWorkerKind},
+          {"metadata", {{"name", node + "-slot0"}, {"labels", {{api::kNodeLabel, node}}}}},
+          {"spec", {{"nodeName", node}, {"devices", json::array()}}}};
+}
+
+json HeartbeatLease(const std::string& node, std::chrono::system_clock::time_point renewed,
+                    int duration_seconds) {
+  return {{"apiVersion", "coordination.k8s.io/v1"},
+          {"kind", "Lease"},
+          {"metadata", {{"name", "stasis-node-" + node}, {"namespace", kSystemNs}}},
+          {"spec",
+           {{"holderIdentity", node},
+            {"leaseDurationSeconds", duration_seconds},
+            {"renewTime", FormatApiMicroTime(renewed)}}}};
+}
+
+// True once the API server answers NotFound (not on any other failure of kubectl).
+bool Gone(const std::string& resource, const std::string& name, const std::string& ns) {
+  CommandResult r = Kubectl({"get", resource, name, "-n", ns, "-o", "name"});
+  return r.exit_code != 0 && r.err.find("NotFound") != std::string::npos;
+}
+
+std::string ConditionReason(const json& actor, const std::string& type) {
+  if (!actor.is_object()) return "";
+  for (const auto& c : actor.value("status", json::object()).value("conditions", json::array())) {
+    if (c.value("type", "") == type) return c.value("reason", "");
+  }
+  return "";
+}
+
+bool HasEvent(const std::string& actor, const std::string& reason, const std::string& component) {
+  const json events = GetJson({"get", "events", "-n", kActorNs});
+  if (!events.is_object()) return false;
+  for (const auto& e : At(events, "/items")) {
+    if (Field(e, "/involvedObject/name") == actor && Field(e, "/reason") == reason &&
+        Field(e, "/source/component") == component) {
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST_F(DeployManifestsTest, NodeAgentWorksWithOnlyItsServiceAccount) {
+  const std::string node = "rbac-node";
+  TempDir tmp;
+  const std::string kubeconfig = ServiceAccountKubeconfig("node", tmp.path());
+  BackgroundProcess agent({kStasis, "node", "--kubeconfig=" + kubeconfig, "--node-name=" + node,
+                           "--root=" + (tmp.path() / "root").string(), "--runsc=" + PinnedRunsc(),
+                           "--metrics-addr=127.0.0.1:0", "--workers=1", "--heartbeat-period=1",
+                           "--heartbeat-lease-duration=3", "--lease-namespace=" + kSystemNs},
+                          (tmp.path() / "agent.log").string());
+  auto fail = [&] { return "agent log:\n" + agent.LogTail(); };
+
+  // Registration: create, then /status patch to Free.
+  json worker;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        worker = GetJson({"get", "worker", node + "-slot0"});
+        return Field(worker, "/status/phase") == "Free";
+      },
+      60s, &agent))
+      << fail();
+  // The heartbeat: created, then patched every second.
+  std::string first_renew;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        first_renew = Field(GetJson({"get", "lease", "stasis-node-" + node, "-n", kSystemNs}),
+                            "/spec/renewTime");
+        return !first_renew.empty();
+      },
+      30s, &agent))
+      << fail();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const auto now = Field(GetJson({"get", "lease", "stasis-node-" + node, "-n", kSystemNs}),
+                               "/spec/renewTime");
+        return !now.empty() && now != first_renew;
+      },
+      30s, &agent))
+      << fail();
+
+  // An actor with a bundle that cannot exist: finalizer (patch), worker claimed and freed
+  // (list, /status patches), FAILED with BadBundle (/status patch), an Event (create).
+  const std::string name = "bad-bundle";
+  Apply(Actor(name, node, "/nonexistent/stasis-rbac-test-bundle"));
+  json actor;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        actor = GetJson({"get", "actor", name, "-n", kActorNs});
+        return Field(actor, "/status/status") == api::ToString(api::ActorState::kFailed);
+      },
+      60s, &agent))
+      << fail();
+  EXPECT_EQ(ConditionReason(actor, "Ready"), "BadBundle") << actor.dump();
+  EXPECT_EQ(actor["metadata"]["finalizers"], json({api::kActorFinalizer}));
+  EXPECT_TRUE(
+      Eventually([&] { return HasEvent(name, "ResumeFailed", "stasis-node"); }, 30s, &agent))
+      << fail();
+  json after = GetJson({"get", "worker", node + "-slot0"});
+  EXPECT_EQ(Field(after, "/status/phase"), "Free");
+  EXPECT_NE(Field(after, "/metadata/resourceVersion"), Field(worker, "/metadata/resourceVersion"))
+      << "the worker was never claimed";
+
+  // Deletion: the agent removes its finalizer.
+  CommandResult del = Kubectl({"delete", "actor", name, "-n", kActorNs, "--wait=false"});
+  ASSERT_EQ(del.exit_code, 0) << Show(del);
+  EXPECT_TRUE(Eventually([&] { return Gone("actor", name, kActorNs); }, 60s, &agent)) << fail();
+
+  EXPECT_EQ(agent.Stop(30s), 0) << fail();
+  ExpectNothingRefused(agent, "stasis node");
+}
+
+TEST_F(DeployManifestsTest, ControllerWorksWithOnlyItsServiceAccount) {
+  const auto now = std::chrono::system_clock::now();
+  const std::string live = "rbac-live", dead = "rbac-dead";
+  // A live node with a free worker, and a lost node whose worker a stranded actor holds.
+  for (const std::string& n : {live, dead}) {
+    Apply(Worker(n));
+    PatchStatus("worker", n + "-slot0", "", {{"status", {{"phase", "Free"}}}});
+  }
+  Apply(HeartbeatLease(live, now, 3600));
+  Apply(HeartbeatLease(dead, now - 1h, 40));
+  Apply(Actor("bind-me", "", "/var/lib/stasis/bundles/counter"));
+  Apply(Actor("stranded", "", "/var/lib/stasis/bundles/counter"));
+  PatchStatus("actor", "stranded", kActorNs,
+              {{"status",
+                {{"status", api::ToString(api::ActorState::kSuspending)},
+                 {"nodeName", dead},
+                 {"workerName", dead + "-slot0"},
+                 {"transitionStartTime", FormatApiTime(now)}}}});
+  PatchStatus(
+      "worker", dead + "-slot0", "",
+      {{"status",
+        {{"phase", "Held"}, {"actorRef", {{"namespace", kActorNs}, {"name", "stranded"}}}}}});
+  // An actor deleted while on the lost node: only the controller can finish its deletion.
+  json orphan = Actor("orphan", "", "/var/lib/stasis/bundles/counter");
+  orphan["metadata"]["finalizers"] = {api::kActorFinalizer};
+  Apply(orphan);
+  PatchStatus("actor", "orphan", kActorNs, {{"status", {{"nodeName", dead}}}});
+  ASSERT_EQ(Kubectl({"delete", "actor", "orphan", "-n", kActorNs, "--wait=false"}).exit_code, 0);
+
+  TempDir tmp;
+  const std::string kubeconfig = ServiceAccountKubeconfig("controller", tmp.path());
+  BackgroundProcess controller(
+      {kStasis, "controller", "--kubeconfig=" + kubeconfig, "--metrics-addr=127.0.0.1:0",
+       "--namespace=" + kSystemNs, "--leader-elect=true", "--leader-elect-lease-duration=4s",
+       "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s", "--grace=0"},
+      (tmp.path() / "controller.log").string());
+  auto fail = [&] { return "controller log:\n" + controller.LogTail(); };
+
+  // Leader election: create (or take) the Lease, then renew it by update.
+  std::string first_renew;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const json lease = GetJson({"get", "lease", "stasis-controller", "-n", kSystemNs});
+        first_renew = Field(lease, "/spec/renewTime");
+        return !Field(lease, "/spec/holderIdentity").empty();
+      },
+      60s, &controller))
+      << fail();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const auto renew = Field(GetJson({"get", "lease", "stasis-controller", "-n", kSystemNs}),
+                                 "/spec/renewTime");
+        return !renew.empty() && renew != first_renew;
+      },
+      30s, &controller))
+      << fail();
+
+  // Binding: the label (patch) and status.nodeName (/status patch).
+  json bound;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        bound = GetJson({"get", "actor", "bind-me", "-n", kActorNs});
+        return Field(bound, "/status/nodeName") == live;
+      },
+      60s, &controller))
+      << fail();
+  EXPECT_EQ(Field(bound, "/metadata/labels/" + std::string("stasis.dev~1node")), live);
+
+  // Forced cleanup: the worker freed (/status patch), the actor FAILED with Stuck=NodeLost
+  // (/status patch), an Event (create).
+  json stranded;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        stranded = GetJson({"get", "actor", "stranded", "-n", kActorNs});
+        return Field(stranded, "/status/status") == api::ToString(api::ActorState::kFailed);
+      },
+      60s, &controller))
+      << fail();
+  EXPECT_EQ(ConditionReason(stranded, "Stuck"), "NodeLost") << stranded.dump();
+  EXPECT_EQ(Field(GetJson({"get", "worker", dead + "-slot0"}), "/status/phase"), "Free");
+  EXPECT_TRUE(Eventually([&] { return HasEvent("stranded", "ForcedCleanup", "stasis-controller"); },
+                         30s, &controller))
+      << fail();
+
+  // The lost node's deleted actor: its finalizer removed (patch), so it is gone.
+  EXPECT_TRUE(Eventually([&] { return Gone("actor", "orphan", kActorNs); }, 60s, &controller))
+      << fail();
+
+  // SIGTERM releases the Lease (update).
+  EXPECT_EQ(controller.Stop(30s), 0) << fail();
+  EXPECT_EQ(Field(GetJson({"get", "lease", "stasis-controller", "-n", kSystemNs}),
+                  "/spec/holderIdentity"),
+            "")
+      << fail();
+  ExpectNothingRefused(controller, "stasis controller");
+}
+
+}  // namespace
+}  // namespace stasis::testing
