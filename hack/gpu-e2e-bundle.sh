@@ -10,7 +10,7 @@
 #         fmt, yaml-cpp, OpenSSL, libstdc++ …): the GPU machine may run another distribution;
 #         its glibc must be at least this machine's (checked there).
 #
-# Go binaries are stripped, everything is compressed with xz -9e. Run here (the developer
+# Go binaries are stripped, everything is compressed with xz -9. Run here (the developer
 # machine) before the device call; then name .gpu-carry in the call's carry.
 #
 #   hack/gpu-e2e-bundle.sh [BUILD_DIR]   (default build-gpu: a plain Release build of stasis)
@@ -54,7 +54,7 @@ ldd --version | head -1 | awk '{ print $NF }' > "${stage}/glibc-version"
 "${stage}/bin/runsc" --version | head -1 > "${stage}/runsc-version"
 
 mkdir -p "${out_dir}"
-tar -C "${stage}" -cf - . | xz -9e -T2 > "${archive}.tmp"
+tar -C "${stage}" -cf - . | xz -9 -T2 > "${archive}.tmp"
 mv "${archive}.tmp" "${archive}"
 size=$(stat -c %s "${archive}")
 log "$(du -sh "${stage}" | cut -f1) staged → ${archive}: $((size / 1024 / 1024)) MiB"

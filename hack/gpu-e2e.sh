@@ -84,11 +84,11 @@ finish() {
   for f in "${MADE[@]}"; do rm -f "${f}"; done
   rmdir /usr/lib/stasis 2>/dev/null
   mkdir -p "${RESULTS}"
-  cp "${WORK}"/*.log "${RESULTS}/" 2>/dev/null
-  if [[ -d "${WORK}/dbg" ]]; then
-    grep -hE 'cuda-checkpoint on [0-9]+ processes took|Overall save took|Overall load took|Save (succeeded|failed)|Restore successful|Killing the sandbox' \
-      "${WORK}"/dbg/*boot* 2>/dev/null | cut -c1-300 > "${RESULTS}/sentry-timings.txt"
-  fi
+  # What the sentries timed themselves (runsc -debug boot logs): the CUDA toggles, save, load.
+  SENTRY=$(grep -hE 'cuda-checkpoint on [0-9]+ processes took|Overall save took|Overall load took|Save (succeeded|failed)|Restore successful|Killing the sandbox' \
+    "${WORK}"/dbg/*boot* 2>/dev/null | sort -k2,2 | cut -c1-300)
+  # Few files come back from the device machine: the logs travel as one archive.
+  tar -C "${WORK}" -cJf "${RESULTS}/gpu-e2e-logs.tar.xz" $(cd "${WORK}" && ls *.log 2>/dev/null) 2>/dev/null
   {
     echo "# stasis on a real GPU: suspend and resume of a live CUDA actor, end to end"
     echo
@@ -108,6 +108,12 @@ finish() {
     echo "## Figures"
     echo
     printf '%s\n' "${FIGURES[@]}"
+    echo
+    echo "## What the sentries logged (runsc -debug boot logs, by time)"
+    echo
+    echo '```'
+    printf '%s\n' "${SENTRY:-}"
+    echo '```'
     echo
     echo "## Failure contrast (exact output)"
     echo
@@ -206,7 +212,7 @@ cp "${REPO_ROOT}/manifests/cdi/stasis-cuda-checkpoint.yaml" "${WORK}/cdi/"
     done
   fi
 } > "${WORK}/cdi/nvidia.yaml"
-cp "${WORK}/cdi/nvidia.yaml" "${RESULTS}/cdi-nvidia.yaml"
+MACHINE_LINES+=("- the node's GPU CDI spec, as written: \`$(grep -v '^#' "${WORK}/cdi/nvidia.yaml" | one_line)\`")
 
 # ---- actor bundles: the host's /usr and /etc, read-only; NO devices (CDI adds them) ----------
 ROOTFS="${WORK}/rootfs"
@@ -335,9 +341,12 @@ metric() {
 # op_sum OPERATION: seconds summed so far by stasis_snapshot_duration_seconds for suspends of GPU actors.
 op_sum() { metric stasis_snapshot_duration_seconds_sum "operation=\"$1\"" 'trigger="Suspend"' 'gpu="true"' 'result="success"'; }
 delta() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
-sentry_toggle_s() {  # the last "cuda-checkpoint on N processes took X" of the sentry logs, in s
-  grep -hoE 'cuda-checkpoint on [0-9]+ processes took [0-9.]+(ms|s|µs)' "${WORK}"/dbg/*boot* 2>/dev/null | tail -1 |
-    awk '{ v = $NF; if (v ~ /ms$/) { sub(/ms$/, "", v); v /= 1000 } else if (v ~ /µs$/) { sub(/µs$/, "", v); v /= 1e6 } else sub(/s$/, "", v); printf "%.2f", v }'
+# sentry_toggle_s: the latest "cuda-checkpoint on N processes took [X]" of the sentry logs
+# (pkg/sentry/control/state_cuda.go), in seconds: the CUDA toggle of the last checkpoint.
+sentry_toggle_s() {
+  grep -hE 'cuda-checkpoint on [0-9]+ processes took \[' "${WORK}"/dbg/*boot* 2>/dev/null | sort -k1,2 | tail -1 |
+    sed -E 's/.*took \[([0-9.]+)(ms|s|µs)\].*/\1 \2/' |
+    awk '{ v = $1; if ($2 == "ms") v /= 1000; else if ($2 == "µs") v /= 1e6; printf "%.2f", v }'
 }
 baseline_used=$(gpu_used)
 

@@ -5,7 +5,7 @@ REPO_ROOT="$(cd "${HACK_DIR}/.." && pwd)"
 # shellcheck source=versions.env
 source "${HACK_DIR}/versions.env"
 STASIS_CACHE="${STASIS_CACHE:-${HOME}/.cache/stasis}"
-GO_PROXY_BASE="$(go env GOPROXY 2>/dev/null | cut -d, -f1)"
+GO_PROXY_BASE="$(go env GOPROXY 2>/dev/null | cut -d, -f1 || true)"  # no go: only cached builds
 
 log() { printf '%s %s\n' "[$(basename "$0")]" "$*" >&2; }
 die() { printf '%s ERROR: %s\n' "[$(basename "$0")]" "$*" >&2; exit 1; }

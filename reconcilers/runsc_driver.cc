@@ -119,12 +119,43 @@ Result<SandboxState> ParseState(const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+// The line of runsc's stderr that says what failed. Usually the last; but a save that fails in
+// the sentry ends with the Go stack of the recovered panic ("…: encoding error: Can't save pma
+// …:\ngoroutine 139 [running]:\n<frames>"), and then it is the line before the stack.
+std::string RunscErrorLine(const std::string& err) {
+  std::vector<std::string> lines;
+  std::istringstream in(err);
+  for (std::string line; std::getline(in, line);) {
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+    if (line.rfind("goroutine ", 0) == 0 && line.find(" [") != std::string::npos) {
+      if (lines.empty()) break;
+      std::string before = lines.back();
+      if (!before.empty() && before.back() == ':') before.pop_back();
+      return before;
+    }
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines.empty() ? "" : lines.back();
+}
+
+}  // namespace
+
 Status ClassifyRunscFailure(const std::string& op, const CommandResult& result) {
-  const std::string message = "runsc " + op + ": " + result.Summary();
+  std::string head = result.Summary();
+  head = head.substr(0, head.find(':'));  // "exit 128", "timed out", "killed by signal 9"
+  const std::string line = RunscErrorLine(result.err);
+  const std::string message = "runsc " + op + ": " + head + (line.empty() ? "" : ": " + line);
   const std::string_view err = result.err;
   if (result.timed_out) return Status(Code::kDeadlineExceeded, message, kTimeout);
   // The exact strings of runsc.md §7 and §8; order matters where texts could overlap.
   if (Contains(err, "can't save with live nvproxy clients")) {
+    return Status(Code::kFailedPrecondition, message, kNvproxyLiveClients);
+  }
+  // The same failure in runsc builds whose nvproxy saves device memory mappings by itself
+  // (docs/runsc-version.md): a live CUDA context's mapping cannot be saved; the sandbox is dead.
+  if (Contains(err, "Can't save pma with non-MemoryFile of type *nvproxy.")) {
     return Status(Code::kFailedPrecondition, message, kNvproxyLiveClients);
   }
   if (Contains(err, "runsc version does not match across checkpoint restore")) {

@@ -90,6 +90,28 @@ TEST(ClassifyRunscFailureTest, MessageQuotesTheLastStderrLine) {
       "error: can't save with live nvproxy clients");
 }
 
+// The exact stderr of this runsc's checkpoint of a live CUDA context without
+// -cuda-checkpoint-path on the H200 (docs/gpu-runsc-results.md, step 2a; trace shortened): the
+// reason is the same as the pinned release's "can't save with live nvproxy clients", and the
+// message quotes the error line, not the last frame of the Go stack under it.
+TEST(ClassifyRunscFailureTest, NvproxyPmaSaveFailureWithGoStack) {
+  const Status s = ClassifyRunscFailure(
+      "checkpoint",
+      Failed("checkpoint failed: checkpointing container \"gpu1\": encoding error: Can't save pma "
+             "with non-MemoryFile of type *nvproxy.frontendFDMemmapFile:\n"
+             "goroutine 139 [running]:\n"
+             "gvisor.dev/gvisor/pkg/state.safely.func1()\n"
+             "\tgvisor.dev/gvisor@v0.0.0-20260905035102-160fafc42237/pkg/state/state.go:309 +0x19e\n"
+             "panic({0x131b780?, 0x234ce781190?})\n"
+             "\truntime/panic.go:860 +0x13a\n"
+             "\tgvisor.dev/gvisor@v0.0.0-20260905035102-160fafc42237/pkg/urpc/urpc.go:472 +0x6b\n"));
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_EQ(s.reason(), "nvproxy_live_clients");
+  EXPECT_EQ(s.message(),
+            "runsc checkpoint: exit 128: checkpoint failed: checkpointing container \"gpu1\": "
+            "encoding error: Can't save pma with non-MemoryFile of type *nvproxy.frontendFDMemmapFile");
+}
+
 TEST(ClassifyRunscFailureTest, TimeoutWinsOverAnyText) {
   CommandResult r =
       Failed("checkpoint failed: cannot checkpoint container \"a\" in state stopped", -1);
