@@ -11,17 +11,19 @@ prometheus::Histogram::BucketBoundaries SizeBuckets() {
   return b;
 }
 
-// 1 MiB/s … 64 GiB/s in powers of 2: a small CPU image written by a ~0.1 s checkpoint lands at
-// a few MiB/s (the fixed cost dominates), a GPU image moved to host memory at GB/s.
+// 64 KiB/s … 64 GiB/s in powers of 2: a small CPU image, whose checkpoint time is mostly fixed
+// cost, lands between a few hundred KiB/s (a loaded machine) and a few MiB/s; a GPU image moved
+// to host memory at GB/s.
 prometheus::Histogram::BucketBoundaries ThroughputBuckets() {
   prometheus::Histogram::BucketBoundaries b;
-  for (double v = 1ull << 20; v <= 64.0 * (1ull << 30); v *= 2) b.push_back(v);
+  for (double v = 64 * 1024; v <= 64.0 * (1ull << 30); v *= 2) b.push_back(v);
   return b;
 }
 
-// 50 ms … ~30 min: a CPU pause takes well under a second, a large GPU suspend minutes.
+// 5 ms … 30 min: committing a small CPU snapshot takes milliseconds, a CPU pause well under a
+// second, a large GPU suspend minutes.
 prometheus::Histogram::BucketBoundaries DurationBuckets() {
-  return {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800};
+  return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800};
 }
 
 const char* Bool(bool b) { return b ? "true" : "false"; }

@@ -18,6 +18,7 @@
 #include "reconcilers/snapshot_metrics.h"
 #include "tests/support/grafana_dashboard.h"
 #include "tests/support/metrics_reference.h"
+#include "tests/support/sandbox.h"
 
 namespace stasis::testing {
 namespace {
@@ -133,7 +134,8 @@ TEST(MetricsReferenceTest, DocumentsExactlyTheRegisteredFamilies) {
 }
 
 TEST(MetricsReferenceTest, ReaderRejectsAMalformedTable) {
-  const std::string path = ::testing::TempDir() + "/metrics-bad.md";
+  TempDir tmp("stasis-metrics-doc-");
+  const std::string path = (tmp.path() / "metrics-bad.md").string();
   {
     std::ofstream out(path);
     out << "| metric | type | labels | buckets | from | meaning |\n|---|---|---|---|---|---|\n"

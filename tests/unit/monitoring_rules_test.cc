@@ -16,6 +16,7 @@
 
 #include "reconcilers/subprocess.h"
 #include "tests/support/grafana_dashboard.h"
+#include "tests/support/sandbox.h"
 
 namespace stasis::testing {
 namespace {
@@ -87,8 +88,8 @@ TEST(MonitoringRulesTest, PromtoolUnitTestsPass) {
 TEST(MonitoringRulesTest, PromtoolUnitTestsFailWhenARuleChanges) {
   // The same tests against a rule file whose node-agent alert waits 10 minutes instead of 2:
   // promtool must notice, or the tests above prove nothing.
-  const std::string dir = ::testing::TempDir() + "/stasis-rules-mutant";
-  std::filesystem::create_directories(dir);
+  TempDir tmp("stasis-rules-mutant-");
+  const std::string dir = tmp.path().string();
   std::filesystem::copy_file(kRuleTests, dir + "/stasis.rules.test.yaml",
                              std::filesystem::copy_options::overwrite_existing);
   YAML::Node rules = YAML::LoadFile(kRules);
