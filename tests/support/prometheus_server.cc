@@ -109,7 +109,7 @@ std::unique_ptr<PrometheusServer> PrometheusServer::Start(const PrometheusOption
         std::vector<std::string>{Binary(), "--config.file=" + config.string(),
                                  "--storage.tsdb.path=" + (o.dir / "tsdb").string(),
                                  "--web.listen-address=127.0.0.1:" + std::to_string(port),
-                                 "--web.enable-lifecycle", "--log.level=info"},
+                                 "--log.level=info"},
         (o.dir / "prometheus.log").string());
     const auto end = std::chrono::steady_clock::now() + 60s;
     while (std::chrono::steady_clock::now() < end && s->process_->Running()) {

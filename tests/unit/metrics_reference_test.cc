@@ -186,6 +186,10 @@ std::vector<MetricUse> MetricUses(const std::string& expr) {
     while (k < expr.size() && expr[k] == ' ') ++k;
     if (k < expr.size() && expr[k] == '{') {
       const size_t close = expr.find('}', k);
+      if (close == std::string::npos) {
+        ADD_FAILURE() << "unclosed selector after " << ident << " in: " << expr;
+        break;
+      }
       static const std::regex matcher("([a-zA-Z_][a-zA-Z0-9_]*)\\s*(=~|!~|!=|=)\\s*\"[^\"]*\"");
       const std::string sel = expr.substr(k + 1, close - k - 1);
       for (auto m = std::sregex_iterator(sel.begin(), sel.end(), matcher); m != std::sregex_iterator(); ++m) {
