@@ -17,6 +17,7 @@
 #include <sys/mount.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
