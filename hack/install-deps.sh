@@ -13,8 +13,8 @@ packages=(
   libfmt-dev libyaml-cpp-dev libgtest-dev libgmock-dev
   # the test sandboxes' root filesystem
   busybox-static
-  # a real Prometheus and promtool, for dashboards and alert rules
-  prometheus
+  # a real Prometheus and promtool, for dashboards and alert rules; gnuplot for their plots
+  prometheus gnuplot-nox
   # certificates for the local control plane
   openssl
   # arm64 cross compiler for the GPU helper

@@ -568,7 +568,7 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
                       "the checkpoint succeeded but the snapshot could not be completed: " +
                           done.status().message());
   }
-  metrics_.ObserveSize(trigger_name, m.scope, gpu, static_cast<double>(done->total_bytes));
+  metrics_.ObserveSnapshot(trigger_name, m.scope, gpu, static_cast<double>(done->total_bytes), took);
   api::Snapshot snap = ToSnapshot(*done, snapshots_.LocalPath(m.ns, m.name, id), options_.node);
 
   ActorState final_state = ActorState::kPaused;

@@ -1,5 +1,13 @@
 // The snapshot-health metrics of DESIGN.md §7, exported by the node agent. Label values are
 // small fixed sets (trigger, scope, gpu, operation, result, reason); never an actor name.
+//
+// Series that dashboards and alerts take rate() of exist from construction on, at zero: a
+// counter or histogram series that first appears already at 1 hides its first increment from
+// rate() and increase(), so the first failure after an agent start would never reach the
+// failure-ratio alert. Pre-created are the success series of every operation, the error series
+// of every failure reason the runtime drivers and the snapshot store name, and every forced-
+// cleanup reason. docs/metrics.md is the reference (tests/unit/metrics_reference_test.cc keeps
+// it equal to what is registered here).
 #pragma once
 
 #include <memory>
@@ -17,8 +25,13 @@ class SnapshotMetrics {
  public:
   explicit SnapshotMetrics(prometheus::Registry& registry);
 
+  // A complete snapshot: its size (stasis_snapshot_size_bytes) and, when the checkpoint that
+  // wrote it took checkpoint_seconds > 0, the checkpoint's throughput
+  // (stasis_checkpoint_throughput_bytes_per_second = bytes / checkpoint_seconds), observed
+  // together so that a panel never divides a size by a duration observed in another scrape.
   // trigger: "Pause"|"Suspend"; scope: "Full"|"Data"; gpu: true → "true".
-  void ObserveSize(const std::string& trigger, const std::string& scope, bool gpu, double bytes);
+  void ObserveSnapshot(const std::string& trigger, const std::string& scope, bool gpu, double bytes,
+                       double checkpoint_seconds);
   // operation: "checkpoint"|"restore"|"commit"; result: "success"|"error".
   void ObserveDuration(const std::string& operation, const std::string& trigger, bool gpu,
                        const std::string& result, double seconds);
@@ -31,6 +44,7 @@ class SnapshotMetrics {
 
  private:
   prometheus::Family<prometheus::Histogram>& size_;
+  prometheus::Family<prometheus::Histogram>& throughput_;
   prometheus::Family<prometheus::Histogram>& duration_;
   prometheus::Family<prometheus::Counter>& operations_;
   prometheus::Family<prometheus::Counter>& forced_cleanups_;
