@@ -88,7 +88,7 @@ finish() {
   SENTRY=$(grep -hE 'cuda-checkpoint on [0-9]+ processes took|Overall save took|Overall load took|Save (succeeded|failed)|Restore successful|Killing the sandbox' \
     "${WORK}"/dbg/*boot* 2>/dev/null | sort -k2,2 | cut -c1-300)
   # Few files come back from the device machine: the logs travel as one archive.
-  tar -C "${WORK}" -cJf "${RESULTS}/gpu-e2e-logs.tar.xz" $(cd "${WORK}" && ls *.log 2>/dev/null) 2>/dev/null
+  tar -C "${WORK}" -cJf "${RESULTS}/gpu-e2e-logs.tar.xz" $(cd "${WORK}" && ls ./*.log 2>/dev/null) 2>/dev/null
   {
     echo "# stasis on a real GPU: suspend and resume of a live CUDA actor, end to end"
     echo
