@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <thread>
 
 #include "controller/controller.h"
@@ -14,6 +15,7 @@
 #include "reconcilers/api_resources.h"
 #include "reconcilers/cluster_metrics.h"
 #include "reconcilers/cluster_reconciler.h"
+#include "reconcilers/snapshot_store.h"
 
 namespace stasis {
 namespace {
@@ -23,6 +25,24 @@ std::chrono::milliseconds Ms(double seconds) {
 }  // namespace
 
 Status RunClusterController(const ClusterControllerOptions& o, const std::atomic<bool>* stop) {
+  if (o.retain && o.snapshot_store.empty()) {
+    return Status(Code::kInvalidArgument,
+                  "--retain needs --snapshot-store: retention deletes from the snapshot store, so "
+                  "the controller must mount it (the directory the node agents' --snapshot-store names)");
+  }
+  if (o.retain && *o.retain < 1) {
+    return Status(Code::kInvalidArgument, "--retain must be at least 1 (latestSnapshot is always kept)");
+  }
+  std::optional<SnapshotStore> store;
+  if (!o.snapshot_store.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(o.snapshot_store, ec)) {
+      return Status(Code::kInvalidArgument,
+                    "--snapshot-store " + o.snapshot_store + " is not a directory" +
+                        (ec ? ": " + ec.message() : ""));
+    }
+    store.emplace("", o.snapshot_store);  // no node-local root: the controller has none
+  }
   auto config = LoadRestConfig(o.kubeconfig);
   if (!config.ok()) return config.status();
   config->user_agent = "stasis-controller";
@@ -47,8 +67,10 @@ Status RunClusterController(const ClusterControllerOptions& o, const std::atomic
   ClusterReconcilerOptions ro;
   ro.grace = std::chrono::seconds(o.grace_seconds);
   ro.lease_namespace = o.namespace_;
+  ro.retain = o.retain;
   ClusterReconciler reconciler(ro, client, actors.store(), workers.store(), leases.store(),
-                               cluster_metrics, &events);
+                               cluster_metrics, &events, RealClock::Get(),
+                               store ? &*store : nullptr);
   Controller controller("cluster", reconciler, o.concurrency, &metrics);
   actors.AddEventHandler(controller.EnqueueHandler());
   // A worker freed or a node (dis)appearing can unblock any actor waiting to bind.
@@ -100,8 +122,9 @@ Status RunClusterController(const ClusterControllerOptions& o, const std::atomic
     elector = std::move(*e);
     elector->Start();
   }
-  spdlog::info("controller started leader_elect={} namespace={} grace_s={}", o.leader_elect,
-               o.namespace_, o.grace_seconds);
+  spdlog::info("controller started leader_elect={} namespace={} grace_s={} snapshot_store={} retain={}",
+               o.leader_elect, o.namespace_, o.grace_seconds, o.snapshot_store,
+               o.retain ? std::to_string(*o.retain) : "all");
 
   bool started = false;
   auto last_gauges = std::chrono::steady_clock::now() - std::chrono::hours(1);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <optional>
 #include <string>
 
 #include "controller/result.h"
@@ -19,6 +20,11 @@ struct ClusterControllerOptions {
   int grace_seconds = 30;
   int concurrency = 4;
   std::string identity;  // "" = hostname_uuid
+  // The snapshot store as mounted here ("" = not mounted): the directory every node agent's
+  // --snapshot-store names. Retention and the removal of deleted actors' committed snapshots
+  // need it; it must exist.
+  std::string snapshot_store;
+  std::optional<int> retain;  // committed snapshots kept per actor; nullopt = all. Needs the store.
 };
 
 Status RunClusterController(const ClusterControllerOptions& options, const std::atomic<bool>* stop);

@@ -18,9 +18,18 @@ using api::ActorState;
 ClusterReconciler::ClusterReconciler(ClusterReconcilerOptions options, KubeClient& client,
                                      const ObjectStore& actors, const ObjectStore& workers,
                                      const ObjectStore& leases, ClusterMetrics& metrics,
-                                     EventRecorder* events, Clock& clock)
+                                     EventRecorder* events, Clock& clock, SnapshotStore* store)
     : options_(std::move(options)), client_(client), actors_(actors), workers_(workers),
-      leases_(leases), metrics_(metrics), events_(events), clock_(clock) {}
+      leases_(leases), metrics_(metrics), events_(events), clock_(clock), store_(store) {
+  if (store_ && options_.retain) {
+    retention_.emplace(*store_, *options_.retain,
+                       [this](const std::string& ns, const std::string& name) -> Result<api::Actor> {
+                         auto live = client_.Get(kActorType, ns, name);
+                         if (!live.ok()) return live.status();
+                         return api::ActorFromJson(*live);
+                       });
+  }
+}
 
 api::Time ClusterReconciler::Now() const {
   return std::chrono::floor<std::chrono::seconds>(clock_.WallNow());
@@ -63,9 +72,47 @@ Status ClusterReconciler::RemoveFinalizer(const api::Actor& a) {
   return OkStatus();
 }
 
+void ClusterReconciler::RemoveCommittedSnapshots(const api::Actor& a) {
+  if (!store_) return;
+  // Best effort, as the agent's own deletion does: a broken store must not block a deletion.
+  for (const auto& m : store_->ListCommitted(a.metadata.namespace_, a.metadata.name)) {
+    if (Status s = store_->RemoveCommitted(m.ns, m.name, m.id); !s.ok()) {
+      spdlog::warn("committed snapshot not removed actor={} snapshot={} error=\"{}\"",
+                   a.metadata.Key(), m.id, s.message());
+    }
+  }
+}
+
+bool ClusterReconciler::MaybePrune(const api::Actor& a) {
+  if (!retention_) return true;
+  const std::string key = a.metadata.Key();
+  // Committed snapshots appear only with a new latestSnapshot (a suspend) or a new location of
+  // the same one (a paused snapshot committed): once per such value is enough.
+  const std::string latest =
+      a.status.latest_snapshot ? a.status.latest_snapshot->id + "@" + a.status.latest_snapshot->location : "";
+  {
+    std::lock_guard lock(pruned_mu_);
+    auto it = pruned_for_.find(key);
+    if (it != pruned_for_.end() && it->second == latest) return true;
+  }
+  auto pruned = retention_->Prune(a.metadata.namespace_, a.metadata.name);
+  if (!pruned.ok()) {
+    spdlog::warn("retention failed actor={} error=\"{}\"", key, pruned.status().ToString());
+    return false;
+  }
+  if (pruned->skipped) return true;  // in a transition now: its end changes the status again
+  std::lock_guard lock(pruned_mu_);
+  pruned_for_[key] = latest;
+  return true;
+}
+
 Result<ReconcileOutcome> ClusterReconciler::Reconcile(const Request& request) {
   ObjectPtr obj = actors_.Get(request.Key());
-  if (!obj) return ReconcileOutcome{};
+  if (!obj) {
+    std::lock_guard lock(pruned_mu_);
+    pruned_for_.erase(request.Key());
+    return ReconcileOutcome{};
+  }
   // Decide on a quorum read: the controller's writes race with the node agent's.
   auto live = client_.Get(kActorType, request.ns, request.name);
   if (!live.ok()) {
@@ -82,6 +129,7 @@ Result<ReconcileOutcome> ClusterReconciler::Reconcile(const Request& request) {
     if (!a.metadata.HasFinalizer(api::kActorFinalizer)) return ReconcileOutcome{};
     if (node.empty() || alive == std::optional<bool>(false)) {
       if (Status s = FreeWorkersOf(a); !s.ok()) return s;
+      RemoveCommittedSnapshots(a);
       if (Status s = RemoveFinalizer(a); !s.ok()) return s;
       metrics_.CountForcedCleanup("deleted");
       spdlog::info("actor deletion completed by controller actor={} node={} reason=node_lost",
@@ -95,15 +143,19 @@ Result<ReconcileOutcome> ClusterReconciler::Reconcile(const Request& request) {
     return ForceClean(a, verdict->reason, verdict->message);
   }
 
+  // Retention waits for the end of a transition (its status write brings the actor back).
+  const bool pruned = api::IsTransitioning(a.status.status) || MaybePrune(a);
   if (a.spec.desired_state == api::DesiredState::kRunning && a.spec.node_name.empty() &&
       a.status.status != ActorState::kRunning && !api::IsTransitioning(a.status.status) &&
       a.status.status != ActorState::kFailed) {
     return Bind(a);
   }
-  // Transitions and running actors on nodes are looked at again until they settle.
+  // Transitions and running actors on nodes are looked at again until they settle; a failed
+  // retention rides on that recheck, or has its own for an actor at rest.
   if (api::IsTransitioning(a.status.status) || a.status.status == ActorState::kRunning) {
     return ReconcileOutcome{options_.recheck};
   }
+  if (!pruned) return ReconcileOutcome{options_.retention_retry};
   return ReconcileOutcome{};
 }
 

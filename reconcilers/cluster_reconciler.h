@@ -14,12 +14,18 @@
 //    actor only to the node that holds its snapshot, others to the live node with the most
 //    free workers. Workers are claimed by the node agent (CAS), so a worker is never
 //    double-booked, also across a leader failover.
+//  - Retention (with the snapshot store mounted and --retain N): once per new
+//    latestSnapshot of an actor that is not in a transition, its committed snapshots beyond
+//    the newest N are deleted (SnapshotRetention: never latestSnapshot). A deletion the
+//    controller completes also removes the actor's committed snapshots, as the agent would.
 #pragma once
 
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "api/actor.h"
 #include "controller/clock.h"
@@ -27,6 +33,8 @@
 #include "controller/object_store.h"
 #include "controller/reconciler.h"
 #include "reconcilers/cluster_metrics.h"
+#include "reconcilers/snapshot_retention.h"
+#include "reconcilers/snapshot_store.h"
 
 namespace stasis {
 
@@ -35,13 +43,21 @@ struct ClusterReconcilerOptions {
   std::string lease_namespace = "stasis-system";
   // How often actors that could become stuck are looked at again.
   std::chrono::milliseconds recheck{std::chrono::seconds(5)};
+  // Committed snapshots kept per actor; nullopt = keep every one. Needs a snapshot store.
+  std::optional<int> retain;
+  // How soon retention that failed (an unreachable store) is tried again for an actor at rest.
+  std::chrono::milliseconds retention_retry{std::chrono::minutes(1)};
 };
 
 class ClusterReconciler : public Reconciler {
  public:
+  // store: the snapshot store as mounted where the controller runs, or nullptr when it is not
+  // (then there is no retention, and committed snapshots of actors whose deletion the
+  // controller completes stay in the store).
   ClusterReconciler(ClusterReconcilerOptions options, KubeClient& client, const ObjectStore& actors,
                     const ObjectStore& workers, const ObjectStore& leases, ClusterMetrics& metrics,
-                    EventRecorder* events, Clock& clock = RealClock::Get());
+                    EventRecorder* events, Clock& clock = RealClock::Get(),
+                    SnapshotStore* store = nullptr);
   Result<ReconcileOutcome> Reconcile(const Request& request) override;
 
   // nullopt when the node has never had a heartbeat Lease.
@@ -55,6 +71,9 @@ class ClusterReconciler : public Reconciler {
   Result<ReconcileOutcome> Bind(api::Actor& a);
   Status FreeWorkersOf(const api::Actor& a);
   Status RemoveFinalizer(const api::Actor& a);
+  void RemoveCommittedSnapshots(const api::Actor& a);
+  // Retention for one actor, at most once per latestSnapshot id; false when it failed.
+  bool MaybePrune(const api::Actor& a);
   api::Time Now() const;
 
   ClusterReconcilerOptions options_;
@@ -65,6 +84,12 @@ class ClusterReconciler : public Reconciler {
   ClusterMetrics& metrics_;
   EventRecorder* events_;
   Clock& clock_;
+  SnapshotStore* store_;
+  std::optional<SnapshotRetention> retention_;
+  // Actor key → the latestSnapshot id retention last ran for (a key is reconciled by one
+  // worker at a time, but different keys concurrently).
+  std::mutex pruned_mu_;
+  std::unordered_map<std::string, std::string> pruned_for_;
 };
 
 }  // namespace stasis

@@ -135,6 +135,8 @@ int RunController(const std::vector<std::string>& args) {
   f.Define("namespace", "stasis-system", "namespace of the controller's Lease and the nodes' heartbeat Leases");
   f.Define("grace", "30", "seconds past an actor's timeout before it counts as stuck");
   f.Define("concurrency", "4", "actors reconciled in parallel");
+  f.Define("snapshot-store", "", "the snapshot store as mounted here (the node agents' --snapshot-store); needed by --retain");
+  f.Define("retain", "", "committed snapshots kept per actor (at least 1; unset keeps all); needs --snapshot-store");
   f.Define("log-level", "info", "debug, info, warn or error");
   if (auto s = f.Parse(args); !s.ok()) return Fail("controller", s);
   if (f.help_requested()) {
@@ -160,6 +162,17 @@ int RunController(const std::vector<std::string>& args) {
   auto concurrency = f.GetInt("concurrency", 1, 256);
   if (!concurrency.ok()) return Fail("controller", concurrency.status());
   o.concurrency = *concurrency;
+  o.snapshot_store = f.Get("snapshot-store");
+  if (!f.Get("retain").empty()) {
+    auto retain = f.GetInt("retain", 1, 1000000);
+    if (!retain.ok()) {
+      return Fail("controller",
+                  stasis::Status(stasis::Code::kInvalidArgument,
+                                 retain.status().message() +
+                                     " (latestSnapshot is always kept; leave --retain unset to keep every snapshot)"));
+    }
+    o.retain = *retain;
+  }
   InstallSignalHandlers();
   if (auto s = stasis::RunClusterController(o, &g_stop); !s.ok()) return Fail("controller", s);
   return 0;
