@@ -776,6 +776,21 @@ Status ActorReconciler::RecoverAtStartup() {
       }
     }
   }
+  // Node-local snapshots of actors deleted while this agent was away and that left no sandbox
+  // (a PAUSED actor's snapshot, the emptied directory of a SUSPENDED one). The cache holds only
+  // the actors bound here, so an actor missing from it is asked for: one bound elsewhere may
+  // still come back to its paused snapshot here.
+  for (const auto& [ns, name] : snapshots_.LocalActors()) {
+    if (actors_(ns + "/" + name)) continue;
+    auto live = client_.Get(kActorType, ns, name);
+    if (live.ok() || live.status().code() != Code::kNotFound) continue;
+    if (Status s = snapshots_.RemoveAllLocal(ns, name); !s.ok()) {
+      spdlog::warn("local snapshots of a deleted actor not removed actor={}/{} error=\"{}\"", ns, name,
+                   s.message());
+      continue;
+    }
+    spdlog::info("local snapshots of a deleted actor removed actor={}/{}", ns, name);
+  }
   // Workers held by actors that do not exist, are not ours, or are at rest.
   return workers_.FreeUnless([&](const api::ActorRef& ref) {
     ObjectPtr obj = actors_(ref.Key());

@@ -614,6 +614,21 @@ Status SnapshotStore::RemoveAllLocal(const std::string& ns, const std::string& n
   return OkStatus();
 }
 
+std::vector<std::pair<std::string, std::string>> SnapshotStore::LocalActors() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (local_root_.empty()) return out;
+  std::error_code ec;
+  for (const auto& ns : fs::directory_iterator(local_root_, ec)) {
+    if (!ns.is_directory(ec)) continue;
+    for (const auto& actor : fs::directory_iterator(ns.path(), ec)) {
+      const std::string n = ns.path().filename().string(), a = actor.path().filename().string();
+      if (actor.is_directory(ec) && CheckNames(n, a).ok()) out.emplace_back(n, a);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 Result<int> SnapshotStore::RemovePartials() {
   return RemovePartialsUnder(local_root_) + RemovePartialsUnder(store_root_);
 }

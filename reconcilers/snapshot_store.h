@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "controller/result.h"
@@ -72,6 +73,8 @@ class SnapshotStore {
   Status RemoveCommitted(const std::string& ns, const std::string& name, const std::string& id);
   // Removes everything of one actor on this node (deletion); the store is left to retention.
   Status RemoveAllLocal(const std::string& ns, const std::string& name);
+  // The actors (namespace, name) that have a directory under the local root.
+  std::vector<std::pair<std::string, std::string>> LocalActors() const;
   // Removes every *.partial directory under both roots; returns how many.
   Result<int> RemovePartials();
 

@@ -310,6 +310,16 @@ TEST_F(SnapshotStoreTest, RemoveLocalAndRemoveAllLocal) {
   EXPECT_TRUE(store_.RemoveAllLocal("default", "counter").ok());
 }
 
+TEST_F(SnapshotStoreTest, LocalActorsListsActorDirectoriesWithValidNames) {
+  EXPECT_TRUE(store_.LocalActors().empty());
+  MakeComplete("s1");
+  fs::create_directories(local_.path() / "other-ns" / "emptied");  // a suspended actor's leftover
+  fs::create_directories(local_.path() / "other-ns" / "Not_A_Name");
+  WriteFile(local_.path() / "stray-file", "x");
+  using P = std::pair<std::string, std::string>;
+  EXPECT_EQ(store_.LocalActors(), (std::vector<P>{{"default", "counter"}, {"other-ns", "emptied"}}));
+}
+
 // Sets or clears the immutable attribute (root cannot create files in an immutable directory).
 bool SetImmutable(const fs::path& dir, bool on) {
   const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
