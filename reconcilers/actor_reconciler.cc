@@ -697,6 +697,31 @@ Result<ReconcileOutcome> ActorReconciler::RecoverInterrupted(Ctx& c) {
     // A suspend continues with the commit on the next pass.
     return ReconcileOutcome{std::chrono::milliseconds(1)};
   }
+  // A suspend that committed its snapshot and was then cut short by an API error (freeing the
+  // worker, writing the status: an API server restarting answers 503/429 for a while) left it
+  // only in the store. Adopted if this transition took it, never an older orphan.
+  if (was == ActorState::kSuspending && c.a.status.transition_start_time) {
+    auto committed = snapshots_.ListCommitted(c.a.metadata.namespace_, c.a.metadata.name);
+    if (!committed.empty()) {
+      const auto& m = committed.back();
+      auto taken = api::ParseTime(m.taken_at);
+      if (m.id > latest && m.trigger == "Suspend" && taken.ok() &&
+          *taken >= *c.a.status.transition_start_time) {
+        driver_.Delete(c.ref);
+        if (Status s = workers_.Free(c.actor_ref); !s.ok()) return s;
+        c.a.status.latest_snapshot = ToSnapshot(m, snapshots_.StorePath(m.ns, m.name, m.id), "");
+        c.a.status.status = ActorState::kSuspended;
+        c.a.status.worker_name.clear();
+        c.a.status.sandbox_id.clear();
+        SetCondition(c, "Progressing", false, "Recovered", "adopted committed snapshot " + m.id);
+        SetCondition(c, "Ready", false, "Suspended", "snapshot " + m.id + " committed");
+        SetCondition(c, "CheckpointFailed", false, "Checkpointed", "");
+        if (Status s = WriteStatus(c); !s.ok()) return s;
+        spdlog::info("interrupted suspend recovered actor={} snapshot={} status=STATUS_SUSPENDED", c.key, m.id);
+        return ReconcileOutcome{};
+      }
+    }
+  }
   return ForceClean(c, "sandbox_died", "SandboxDied",
                     "the sandbox is " + std::string(ToString(*state)) +
                         " and no complete snapshot was left by the interrupted " +

@@ -130,6 +130,7 @@ Status RunClusterController(const ClusterControllerOptions& o, const std::atomic
   auto last_gauges = std::chrono::steady_clock::now() - std::chrono::hours(1);
   while (!stop->load() && !lost.load()) {
     if (leading.load() && !started && synced()) {
+      reconciler.StartedLeading();
       controller.Start();
       for (const auto& key : actors.store().Keys()) controller.queue().Add(key);
       started = true;

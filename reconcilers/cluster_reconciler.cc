@@ -20,7 +20,8 @@ ClusterReconciler::ClusterReconciler(ClusterReconcilerOptions options, KubeClien
                                      const ObjectStore& leases, ClusterMetrics& metrics,
                                      EventRecorder* events, Clock& clock, SnapshotStore* store)
     : options_(std::move(options)), client_(client), actors_(actors), workers_(workers),
-      leases_(leases), metrics_(metrics), events_(events), clock_(clock), store_(store) {
+      leases_(leases), metrics_(metrics), events_(events), clock_(clock), store_(store),
+      leading_since_(clock.Now()) {
   if (store_ && options_.retain) {
     retention_.emplace(*store_, *options_.retain,
                        [this](const std::string& ns, const std::string& name) -> Result<api::Actor> {
@@ -35,15 +36,45 @@ api::Time ClusterReconciler::Now() const {
   return std::chrono::floor<std::chrono::seconds>(clock_.WallNow());
 }
 
+namespace {
+
+// Whether a heartbeat Lease is unexpired at `now`, and its duration.
+std::pair<bool, std::chrono::seconds> LeaseState(const json& lease, Clock::SystemTimePoint now) {
+  const json spec = lease.value("spec", json::object());
+  const std::chrono::seconds duration(spec.value("leaseDurationSeconds", 40));
+  auto renew = api::ParseTime(spec.value("renewTime", ""));
+  if (!renew.ok()) return {false, duration};
+  return {now < *renew + duration, duration};
+}
+
+}  // namespace
+
 std::optional<bool> ClusterReconciler::NodeAlive(const std::string& node) const {
   if (node.empty()) return std::nullopt;
   ObjectPtr lease = leases_.Get(options_.lease_namespace + "/" + NodeLeaseName(node));
   if (!lease) return std::nullopt;
-  const auto& spec = (*lease)["spec"];
-  auto renew = api::ParseTime(spec.value("renewTime", ""));
-  if (!renew.ok()) return false;
-  const int duration = spec.value("leaseDurationSeconds", 40);
-  return clock_.WallNow() < *renew + std::chrono::seconds(duration);
+  return LeaseState(*lease, clock_.WallNow()).first;
+}
+
+void ClusterReconciler::StartedLeading() { leading_since_ = clock_.Now(); }
+
+bool ClusterReconciler::NodeLossConfirmed(const std::string& node) {
+  auto lease = client_.Get(kLeaseType, options_.lease_namespace, NodeLeaseName(node));
+  if (!lease.ok()) {
+    spdlog::warn("node loss not confirmed node={} error=\"{}\"", node, lease.status().ToString());
+    return false;
+  }
+  const auto [alive, duration] = LeaseState(*lease, clock_.WallNow());
+  if (alive) {
+    spdlog::info("node heartbeat fresher than the cache node={} action=none", node);
+    return false;
+  }
+  if (clock_.Now() - leading_since_.load() < duration) {
+    spdlog::info("node heartbeat expired but this replica leads since less than its lease node={} "
+                 "lease_s={} action=wait", node, duration.count());
+    return false;
+  }
+  return true;
 }
 
 Status ClusterReconciler::FreeWorkersOf(const api::Actor& a) {
@@ -127,7 +158,7 @@ Result<ReconcileOutcome> ClusterReconciler::Reconcile(const Request& request) {
 
   if (a.metadata.IsBeingDeleted()) {
     if (!a.metadata.HasFinalizer(api::kActorFinalizer)) return ReconcileOutcome{};
-    if (node.empty() || alive == std::optional<bool>(false)) {
+    if (node.empty() || (alive == std::optional<bool>(false) && NodeLossConfirmed(node))) {
       if (Status s = FreeWorkersOf(a); !s.ok()) return s;
       RemoveCommittedSnapshots(a);
       if (Status s = RemoveFinalizer(a); !s.ok()) return s;
@@ -140,7 +171,10 @@ Result<ReconcileOutcome> ClusterReconciler::Reconcile(const Request& request) {
   }
 
   if (auto verdict = DetectStuck(a, Now(), options_.grace, alive)) {
-    return ForceClean(a, verdict->reason, verdict->message);
+    if (verdict->reason != "node_lost" || NodeLossConfirmed(node)) {
+      return ForceClean(a, verdict->reason, verdict->message);
+    }
+    return ReconcileOutcome{options_.recheck};
   }
 
   // Retention waits for the end of a transition (its status write brings the actor back).

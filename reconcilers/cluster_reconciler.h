@@ -20,6 +20,7 @@
 //    controller completes also removes the actor's committed snapshots, as the agent would.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <mutex>
@@ -60,8 +61,12 @@ class ClusterReconciler : public Reconciler {
                     SnapshotStore* store = nullptr);
   Result<ReconcileOutcome> Reconcile(const Request& request) override;
 
-  // nullopt when the node has never had a heartbeat Lease.
+  // nullopt when the node has never had a heartbeat Lease. From the cache: may be stale.
   std::optional<bool> NodeAlive(const std::string& node) const;
+  // Called when this replica starts leading: no node counts as lost before this replica has
+  // had a whole lease duration to see it renew (after an API-server outage long enough to cost
+  // the leader its lease, every heartbeat looks expired until the agents reach the server).
+  void StartedLeading();
   // Recomputes stasis_actors{status} and stasis_actors_stuck{status} from the cache.
   void UpdateGauges();
 
@@ -69,6 +74,10 @@ class ClusterReconciler : public Reconciler {
   Result<ReconcileOutcome> ForceClean(api::Actor& a, const std::string& reason,
                                       const std::string& message);
   Result<ReconcileOutcome> Bind(api::Actor& a);
+  // Whether a node the cache says is lost really is: its Lease read from the API server (the
+  // cache lags an outage by the informer's reconnect backoff) has expired, and this replica
+  // has been leading for at least that lease's duration.
+  bool NodeLossConfirmed(const std::string& node);
   Status FreeWorkersOf(const api::Actor& a);
   Status RemoveFinalizer(const api::Actor& a);
   void RemoveCommittedSnapshots(const api::Actor& a);
@@ -85,6 +94,7 @@ class ClusterReconciler : public Reconciler {
   EventRecorder* events_;
   Clock& clock_;
   SnapshotStore* store_;
+  std::atomic<Clock::TimePoint> leading_since_;
   std::optional<SnapshotRetention> retention_;
   // Actor key → the latestSnapshot id retention last ran for (a key is reconciled by one
   // worker at a time, but different keys concurrently).

@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -62,6 +63,17 @@ class ClusterControllerTest : public ::testing::Test {
   void TearDown() override {
     // Release any checkpoint a delay injector still holds, so no wrapper outlives the test.
     std::ofstream(dir_->path() / "never") << "release\n";
+    // STASIS_E2E_LOG_DIR=DIR keeps the processes' logs after the test.
+    if (const char* keep = std::getenv("STASIS_E2E_LOG_DIR"); keep && *keep) {
+      std::error_code ec;
+      const fs::path to = fs::path(keep) / ns_;
+      fs::create_directories(to, ec);
+      for (const auto& e : fs::directory_iterator(dir_->path(), ec)) {
+        if (e.path().extension() == ".log") {
+          fs::copy_file(e.path(), to / e.path().filename(), fs::copy_options::overwrite_existing, ec);
+        }
+      }
+    }
     ControlPlane::Get().Kubectl({"delete", "actors", "--all", "-n", ns_, "--wait=false"});
     // Deletion through the live agents first; whatever they could not finish loses its
     // finalizer, so that no later test's controller inherits this test's actors.
@@ -327,12 +339,13 @@ bool ProcessAlive(long pid) {
          (stat[close + 2] != 'Z' && stat[close + 2] != 'X');
 }
 
+// The condition of that type, or an empty object.
 json CondOf(const json& a, const std::string& type) {
-  if (!a.is_object() || !a.contains("status")) return nullptr;
+  if (!a.is_object() || !a.contains("status")) return json::object();
   for (const auto& c : a["status"].value("conditions", json::array())) {
     if (c.value("type", "") == type) return c;
   }
-  return nullptr;
+  return json::object();
 }
 
 // `kubectl delete actor` completes from every status with the node agents down (kill -9): once
@@ -468,16 +481,20 @@ TEST_F(ClusterControllerTest, RetentionKeepsTheNewestCommittedSnapshots) {
 }
 
 // A kube-apiserver restart while an actor is SUSPENDING (its checkpoint held by the delay
-// injector): the agent finishes the suspend against the restarted server, nothing is cleaned
-// by force, and both processes stay up with their watches re-established: the agent sees the
-// next spec change, the controller binds a new actor.
+// injector, then let go while the API server is down): the agent checkpoints and commits
+// during the outage, finishes the suspend against the restarted server with nothing lost and
+// nothing cleaned by force, and both processes stay up with their watches re-established: the
+// agent acts on the next spec change, the controller binds a new actor.
 TEST_F(ClusterControllerTest, ApiServerRestartMidSuspendConverges) {
   fs::create_directories(Store());
   // The heartbeat lease outlasts the restart: the agent lives through it and must not look lost.
-  StartAgent("cc-g", 2, kInjector, HoldEnv("hold-checkpoint", "cc-g"), {"--heartbeat-lease-duration", "30"});
-  // client-go's default leader-election timings: a leader gives up after 10 s without renewal.
+  StartAgent("cc-g", 2, kInjector, HoldEnv("hold-checkpoint", "cc-g"), {"--heartbeat-lease-duration", "40"});
+  // The restart takes the API away for ~25 s here (kube-apiserver drains for up to the
+  // fixture's 20 s stop grace, then starts): a leader that cannot renew within its renew
+  // deadline exits by design (its Deployment restarts it), so this one is given longer than
+  // the outage to stay up through it.
   BackgroundProcess* controller = StartController(
-      {"--leader-elect-lease-duration", "15s", "--leader-elect-renew-deadline", "10s",
+      {"--leader-elect-lease-duration", "60s", "--leader-elect-renew-deadline", "45s",
        "--leader-elect-retry-period", "2s", "--snapshot-store", Store().string()});
   CreateActor("mover", "Running");  // unpinned: the controller binds it
   ASSERT_TRUE(Eventually([&] { return StatusOf("mover") == "STATUS_RUNNING"; }, 60s));
@@ -486,21 +503,32 @@ TEST_F(ClusterControllerTest, ApiServerRestartMidSuspendConverges) {
   ASSERT_TRUE(Eventually([&] { return Injected("cc-g", "checkpoint", "mover"); }, 60s));
   ASSERT_EQ(StatusOf("mover"), "STATUS_SUSPENDING");
 
+  auto api_down = [] {
+    return ControlPlane::Get().Kubectl({"--request-timeout=2s", "get", "--raw", "/readyz"}).exit_code != 0;
+  };
   const auto restart = Clock::now();
-  ControlPlane::Get().RestartApiServer();
-  std::cout << "[ measure  ] kube-apiserver restart (stop + start until healthy): "
+  std::thread restarter([] { ControlPlane::Get().RestartApiServer(); });
+  ASSERT_TRUE(Eventually(api_down, 30s)) << "the API server did not go down";
+  ReleaseHolds();  // the checkpoint goes on while the API server is away
+  const bool committed_while_down = Eventually([&] { return !Committed("mover").empty(); }, 15s);
+  const bool still_down = api_down();
+  restarter.join();
+  std::cout << "[ measure  ] kube-apiserver restart (stop + start until ready): "
             << std::chrono::duration<double>(Clock::now() - restart).count() << " s\n";
-  ReleaseHolds();
-  const auto released = Clock::now();
+  ASSERT_TRUE(committed_while_down) << "the held checkpoint was not committed";
+  ASSERT_TRUE(still_down) << "the API server was back before the commit: not the case under test";
+  const std::set<std::string> taken = Committed("mover");
+  const auto back = Clock::now();
   ASSERT_TRUE(Eventually([&] { return StatusOf("mover") == "STATUS_SUSPENDED"; }, 90s));
-  std::cout << "[ measure  ] released checkpoint → SUSPENDED after the restart: "
-            << std::chrono::duration<double>(Clock::now() - released).count() << " s\n";
+  std::cout << "[ measure  ] API server ready → SUSPENDED: "
+            << std::chrono::duration<double>(Clock::now() - back).count() << " s\n";
   json a = Actor("mover");
   const json snap = a["status"]["latestSnapshot"];
   ASSERT_TRUE(snap.is_object()) << a["status"].dump(2);
   EXPECT_EQ(snap.value("trigger", ""), "Suspend");
   EXPECT_TRUE(fs::exists(fs::path(snap.value("location", "")) / "manifest.json")) << snap.dump();
-  EXPECT_EQ(Committed("mover"), std::set<std::string>{snap.value("id", "")});
+  EXPECT_EQ(taken, std::set<std::string>{snap.value("id", "")}) << "the snapshot taken during the outage was not adopted";
+  EXPECT_EQ(Committed("mover"), taken);
   EXPECT_TRUE(a["status"].value("workerName", "").empty());
   EXPECT_NE(CondOf(a, "Stuck").value("status", "False"), "True") << a["status"].dump(2);
   EXPECT_NE(CondOf(a, "CheckpointFailed").value("status", "False"), "True") << a["status"].dump(2);
