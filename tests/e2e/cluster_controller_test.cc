@@ -624,7 +624,8 @@ TEST_F(ClusterControllerTest, LeaderKilledMidBindingNeverDoubleBooks200ActorsOn2
     std::vector<std::string> out;
     auto actors = Actors();
     std::map<std::string, json> workers;
-    for (auto& w : GetJson({"get", "workers"})["items"]) {
+    const json list = GetJson({"get", "workers"});
+    for (const auto& w : list.value("items", json::array())) {
       if (std::find(nodes_.begin(), nodes_.end(), w["spec"].value("nodeName", "")) != nodes_.end()) {
         workers[w["metadata"]["name"]] = w;
       }
@@ -675,7 +676,7 @@ TEST_F(ClusterControllerTest, LeaderKilledMidBindingNeverDoubleBooks200ActorsOn2
       const json ref = ws.value("actorRef", json::object());
       auto a = actors.find(ref.value("name", ""));
       if (ref.value("namespace", "") != ns_ || a == actors.end() ||
-          a->second["status"].value("workerName", "") != name) {
+          a->second.value("/status/workerName"_json_pointer, std::string()) != name) {
         out.push_back(name + " is held by " + ref.dump() + ", which does not name it");
       }
     }
@@ -691,6 +692,20 @@ TEST_F(ClusterControllerTest, LeaderKilledMidBindingNeverDoubleBooks200ActorsOn2
   std::this_thread::sleep_for(5s);
   last = violations();
   EXPECT_TRUE(last.empty()) << ::testing::PrintToString(last);
+  // On the nodes: a sandbox runtime root for each running actor, on its node, and no other.
+  std::set<std::string> roots, running;
+  for (const char* node : {"cf-a", "cf-b"}) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir_->path() / node / "run", ec)) {
+      roots.insert(std::string(node) + "/" + e.path().filename().string());
+    }
+  }
+  for (auto& [name, a] : Actors()) {
+    if (a.value("/status/status"_json_pointer, std::string()) == "STATUS_RUNNING") {
+      running.insert(a.value("/status/nodeName"_json_pointer, std::string()) + "/" + ns_ + "_" + name);
+    }
+  }
+  EXPECT_EQ(roots, running);
   EXPECT_FALSE(BoundIn(standby->Log()).empty()) << "the new leader bound nothing: it did not finish the binding";
   std::cout << "[ measure  ] actors bound by the killed leader: " << bound_by_first.size()
             << ", by the new leader: " << BoundIn(standby->Log()).size() << "\n";
