@@ -237,6 +237,13 @@ Result<ReconcileOutcome> ClusterReconciler::ForceClean(api::Actor& a, const std:
   return ReconcileOutcome{};
 }
 
+bool WorkerSuits(const api::Worker& w, const api::Actor& a) {
+  // A GPU actor needs a worker with as many GPUs (one worker is one GPU with --gpus); a CPU
+  // actor takes a CPU slot, never a GPU another actor could use.
+  if (a.spec.gpu.count > 0) return w.spec.devices.size() >= static_cast<size_t>(a.spec.gpu.count);
+  return w.spec.devices.empty();
+}
+
 Result<ReconcileOutcome> ClusterReconciler::Bind(api::Actor& a) {
   const auto& snap = a.status.latest_snapshot;
   const bool snapshot_local = snap && !snap->node_name.empty();
@@ -254,11 +261,13 @@ Result<ReconcileOutcome> ClusterReconciler::Bind(api::Actor& a) {
     if (NodeAlive(snap->node_name) != std::optional<bool>(true)) return ReconcileOutcome{options_.recheck};
     target = snap->node_name;
   } else {
-    // Free workers per live node, minus actors already bound there and not yet holding one.
+    // Free workers that suit this actor per live node, minus actors of the same kind already
+    // bound there and not yet holding one.
     std::map<std::string, int> free;
     for (const auto& obj : workers_.List()) {
       auto w = api::WorkerFromJson(*obj);
-      if (w.ok() && w->IsFree() && NodeAlive(w->spec.node_name) == std::optional<bool>(true)) {
+      if (w.ok() && w->IsFree() && WorkerSuits(*w, a) &&
+          NodeAlive(w->spec.node_name) == std::optional<bool>(true)) {
         free[w->spec.node_name]++;
       }
     }
@@ -266,6 +275,7 @@ Result<ReconcileOutcome> ClusterReconciler::Bind(api::Actor& a) {
       auto o = api::ActorFromJson(*obj);
       if (!o.ok() || o->status.node_name.empty() || !o->status.worker_name.empty()) continue;
       if (o->metadata.Key() == a.metadata.Key()) continue;
+      if ((o->spec.gpu.count > 0) != (a.spec.gpu.count > 0)) continue;
       if (o->spec.desired_state == api::DesiredState::kRunning &&
           o->status.status != ActorState::kRunning && free.count(o->status.node_name)) {
         free[o->status.node_name]--;

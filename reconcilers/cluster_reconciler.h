@@ -29,6 +29,7 @@
 #include <unordered_map>
 
 #include "api/actor.h"
+#include "api/worker.h"
 #include "controller/clock.h"
 #include "controller/event_recorder.h"
 #include "controller/object_store.h"
@@ -49,6 +50,10 @@ struct ClusterReconcilerOptions {
   // How soon retention that failed (an unreachable store) is tried again for an actor at rest.
   std::chrono::milliseconds retention_retry{std::chrono::minutes(1)};
 };
+
+// Whether a free worker can run this actor: GPU actors need that many GPUs on the worker,
+// CPU actors take CPU slots only.
+bool WorkerSuits(const api::Worker& w, const api::Actor& a);
 
 class ClusterReconciler : public Reconciler {
  public:

@@ -84,6 +84,12 @@ bool CondIs(const json& a, const std::string& type, const std::string& status) {
   return c.is_object() && c.value("status", "") == status;
 }
 
+// The condition's reason, or "" while the actor has no such condition.
+std::string CondReason(const json& a, const std::string& type) {
+  json c = Cond(a, type);
+  return c.is_object() ? c.value("reason", "") : "";
+}
+
 std::string CondMessage(const json& a, const std::string& type) {
   json c = Cond(a, type);
   return c.is_object() ? c.value("message", "") : "";
@@ -724,7 +730,7 @@ TEST_F(NodeAgentTest, NvproxySaveFailure) {
   std::cout << "[          ] nvproxy failure to FAILED in "
             << std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count() << " ms\n";
   EXPECT_TRUE(CondIs(failed, "CheckpointFailed", "True")) << failed["status"].dump(2);
-  EXPECT_EQ(Cond(failed, "CheckpointFailed").value("reason", ""), "NvproxyLiveClients");
+  EXPECT_EQ(CondReason(failed, "CheckpointFailed"), "NvproxyLiveClients");
   EXPECT_THAT(CondMessage(failed, "CheckpointFailed"), HasSubstr("can't save with live nvproxy clients"));
   EXPECT_FALSE(fs::exists(RunDir(*a, "direct")));
   EXPECT_THAT(ProcessesMentioning(RunDir(*a, "direct")), ::testing::IsEmpty());
@@ -840,7 +846,7 @@ TEST_F(NodeAgentTest, GpuActorGetsItsDevicesFromCdi) {
   CreateActor("two", two);
   json failed;
   ASSERT_TRUE(WaitStatus("two", "STATUS_FAILED", 30s, &failed));
-  EXPECT_EQ(Cond(failed, "Ready").value("reason", ""), "GpuCountUnavailable") << failed["status"].dump(2);
+  EXPECT_EQ(CondReason(failed, "Ready"), "GpuCountUnavailable") << failed["status"].dump(2);
   EXPECT_THAT(CondMessage(failed, "Ready"), HasSubstr("asks for 2 GPU(s)"));
   ExpectHeldBy(a->node, "gpu", GetActor("gpu"));
 }
@@ -859,7 +865,7 @@ TEST_F(NodeAgentTest, GpuActorWaitsForCdiSpecsWithBackoff) {
   spec["gpu"] = {{"count", 1}, {"cudaCheckpointPath", "/opt/cuda/cuda-checkpoint"}};
   CreateActor("gpu", spec);
   json actor;
-  ASSERT_TRUE(WaitActor("gpu", [](const json& x) { return Cond(x, "Ready").value("reason", "") == "CdiUnavailable"; },
+  ASSERT_TRUE(WaitActor("gpu", [](const json& x) { return CondReason(x, "Ready") == "CdiUnavailable"; },
                         30s, "Ready=False/CdiUnavailable", &actor));
   EXPECT_THAT(CondMessage(actor, "Ready"), HasSubstr("nvidia.com/gpu"));
   const auto first = Clock::now();
@@ -1056,7 +1062,7 @@ TEST_F(NodeAgentTest, BadBundlesFailWithReasonOthersRun) {
   ASSERT_TRUE(WaitStatus("nocfg", "STATUS_FAILED", 30s, &x));
   EXPECT_TRUE(CondIs(x, "Ready", "False"));
   EXPECT_THAT(CondMessage(x, "Ready"), HasSubstr("config.json"));
-  EXPECT_EQ(Cond(x, "Ready").value("reason", ""), "BadBundle");
+  EXPECT_EQ(CondReason(x, "Ready"), "BadBundle");
   ASSERT_TRUE(WaitStatus("norootfs", "STATUS_FAILED", 30s, &x));
   EXPECT_THAT(CondMessage(x, "Ready"), HasSubstr((norootfs / "missing-rootfs").string()));
   EXPECT_THAT(CondMessage(x, "Ready"), HasSubstr("root filesystem"));
@@ -1086,7 +1092,7 @@ TEST_F(NodeAgentTest, StoreNotWritableRestsPaused) {
   ASSERT_TRUE(WaitActor("st", [](const json& y) {
     return StatusOf(y) == "STATUS_PAUSED" && CondIs(y, "CommitFailed", "True");
   }, 30s, "PAUSED with CommitFailed", &x));
-  EXPECT_EQ(Cond(x, "CommitFailed").value("reason", ""), "StoreUnavailable");
+  EXPECT_EQ(CondReason(x, "CommitFailed"), "StoreUnavailable");
   EXPECT_FALSE(CondMessage(x, "CommitFailed").empty());
   json snap = StatusField(x, "latestSnapshot");
   ASSERT_TRUE(snap.is_object());

@@ -184,5 +184,42 @@ TEST_F(ClusterReconcilerTest, DeletionWaitsForAConfirmedNodeLoss) {
   EXPECT_EQ(gone.status().code(), Code::kNotFound);
 }
 
+// The binder sends a GPU actor only to a node with a free worker holding enough GPUs, and a CPU
+// actor only to a CPU slot (never to a GPU another actor could use); an actor no worker suits
+// stays unbound.
+TEST_F(ClusterReconcilerTest, BindsGpuActorsToGpuWorkersAndCpuActorsToSlots) {
+  for (const auto& [node, devices] : std::vector<std::pair<std::string, json>>{
+           {"bind-cpu", json::array()}, {"bind-gpu", json::array({"GPU-bind-0"})}}) {
+    ServerLease(node, clock_.WallNow());
+    CachedLease(node, clock_.WallNow());
+    json w = {{"apiVersion", "stasis.dev/v1alpha1"},
+              {"kind", "Worker"},
+              {"metadata", {{"name", node + "-w0"}}},
+              {"spec", {{"nodeName", node}, {"devices", devices}}},
+              {"status", {{"phase", "Free"}}}};
+    workers_.Upsert(std::make_shared<const json>(w));
+  }
+  auto unpinned = [&](const std::string& name, int gpus) {
+    json a = {{"apiVersion", "stasis.dev/v1alpha1"},
+              {"kind", "Actor"},
+              {"metadata", {{"name", name}, {"namespace", ns_}}},
+              {"spec", {{"bundle", "/var/lib/stasis/bundles/counter"}, {"gpu", {{"count", gpus}}}}}};
+    ASSERT_TRUE(client_->Create(kActorType, ns_, a).ok());
+  };
+  auto node_of = [&](const std::string& name) {
+    auto a = client_->Get(kActorType, ns_, name);
+    return a.ok() ? a->value("/status/nodeName"_json_pointer, std::string()) : "<" + a.status().ToString() + ">";
+  };
+  unpinned("gpu", 1);
+  unpinned("cpu", 0);
+  unpinned("two-gpus", 2);
+  Reconcile("gpu");
+  Reconcile("cpu");
+  Reconcile("two-gpus");
+  EXPECT_EQ(node_of("gpu"), "bind-gpu");
+  EXPECT_EQ(node_of("cpu"), "bind-cpu");
+  EXPECT_EQ(node_of("two-gpus"), "") << "no worker holds two GPUs";
+}
+
 }  // namespace
 }  // namespace stasis
