@@ -330,7 +330,15 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
     return ReconcileOutcome{};
   }
 
-  auto worker = workers_.Claim(c.actor_ref);
+  auto worker = workers_.Claim(c.actor_ref, static_cast<size_t>(c.a.spec.gpu.count));
+  if (!worker.ok() && worker.status().reason() == "gpu_count_unavailable") {
+    // No worker of this node can ever run it: say so, rather than wait for a free worker.
+    c.a.status.status = ActorState::kFailed;
+    SetCondition(c, "Ready", false, ConditionReason("gpu_count_unavailable"), worker.status().message());
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    Event(c, true, "ResumeFailed", worker.status().message());
+    return ReconcileOutcome{};
+  }
   if (!worker.ok()) {
     SetCondition(c, "Ready", false, "NoFreeWorker", worker.status().message());
     if (Status s = WriteStatus(c); !s.ok()) return s;

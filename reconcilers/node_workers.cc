@@ -88,16 +88,26 @@ std::optional<api::Worker> NodeWorkers::HeldBy(const api::ActorRef& actor) {
   return std::nullopt;
 }
 
-Result<api::Worker> NodeWorkers::Claim(const api::ActorRef& actor) {
+Result<api::Worker> NodeWorkers::Claim(const api::ActorRef& actor, size_t gpus) {
   for (int attempt = 0; attempt < 5; ++attempt) {
     auto all = List();
     if (!all.ok()) return all.status();
     for (const auto& w : *all) {
       if (w.IsHeldBy(actor)) return w;
     }
+    auto suits = [&](const api::Worker& w) { return w.spec.devices.size() >= gpus; };
+    if (gpus > 0 && std::none_of(all->begin(), all->end(), suits)) {
+      return Status(Code::kInvalidArgument,
+                    "the actor asks for " + std::to_string(gpus) + " GPU(s); no worker of node " +
+                        node_ + " has that many (one worker per GPU)",
+                    "gpu_count_unavailable");
+    }
+    // A CPU actor takes a CPU slot before a GPU another actor could use.
+    std::stable_partition(all->begin(), all->end(),
+                          [](const api::Worker& w) { return w.spec.devices.empty(); });
     bool raced = false;
     for (const auto& w : *all) {
-      if (!w.IsFree()) continue;
+      if (!w.IsFree() || !suits(w)) continue;
       Status s = SetHolder(w, actor);
       if (s.ok()) {
         spdlog::info("worker claimed worker={} actor={}", w.metadata.name, actor.Key());

@@ -25,9 +25,11 @@ class NodeWorkers {
   // Creates the Worker objects that do not exist; existing ones keep their status (claims
   // survive an agent restart). Labels them stasis.dev/node=<node>.
   Status Register();
-  // The worker this actor holds on this node, claiming a free one when it holds none.
-  // kUnavailable ("no free worker") when all are held.
-  Result<api::Worker> Claim(const api::ActorRef& actor);
+  // The worker this actor holds on this node, claiming a free one when it holds none: one with
+  // at least `gpus` GPUs, and for a CPU actor (gpus 0) a CPU slot before a GPU worker.
+  // kUnavailable ("no_free_worker") when every suitable worker is held; kInvalidArgument
+  // ("gpu_count_unavailable") when no worker of the node has that many GPUs.
+  Result<api::Worker> Claim(const api::ActorRef& actor, size_t gpus = 0);
   // Frees every worker of this node held by `actor`. OK when it holds none.
   Status Free(const api::ActorRef& actor);
   std::optional<api::Worker> HeldBy(const api::ActorRef& actor);
