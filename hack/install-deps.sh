@@ -11,8 +11,10 @@ packages=(
   # libraries
   libcpprest-dev libboost-dev libssl-dev nlohmann-json3-dev prometheus-cpp-dev libspdlog-dev
   libfmt-dev libyaml-cpp-dev libgtest-dev libgmock-dev
-  # the test sandboxes' root filesystem
+  # the test sandboxes' root filesystem (and the micro-VM test guest's initramfs)
   busybox-static
+  # the micro-VM runtime (QEMU's microvm machine; docs/microvm.md)
+  qemu-system-x86
   # a real Prometheus and promtool, for dashboards and alert rules; gnuplot for their plots
   prometheus gnuplot-nox
   # certificates for the local control plane

@@ -29,13 +29,14 @@ export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=${REPO_ROOT}/tests/lsan.supp}"
 rc=0
 (cd "${build_dir}" && ctest --output-on-failure --timeout 1500 -j2 "$@") || rc=$?
 
-# Nothing may outlive the tests: no control plane, no sandbox. (A control plane's owner
+# Nothing may outlive the tests: no control plane, no sandbox, no QEMU (micro-VM tests' QEMUs
+# name their stasis-microvm-* or stasis-e2e-* directories on their command lines). (A control plane's owner
 # watcher needs a second to see its test binary gone.)
 sleep 2
-leaked="$(pgrep -a -f 'stasis-test-cp-|stasis-runsc-root-|stasis-e2e-|stasis-cc-' | grep -v control-plane-owner || true)"
+leaked="$(pgrep -a -f 'stasis-test-cp-|stasis-runsc-root-|stasis-e2e-|stasis-cc-|stasis-microvm-' | grep -v control-plane-owner || true)"
 if [[ -n "${leaked}" ]]; then
   log "ERROR: tests leaked processes:"; echo "${leaked}" >&2
-  pkill -9 -f 'stasis-test-cp-|stasis-runsc-root-|stasis-e2e-|stasis-cc-' || true
+  pkill -9 -f 'stasis-test-cp-|stasis-runsc-root-|stasis-e2e-|stasis-cc-|stasis-microvm-' || true
   rc=1
 fi
 log "done in $((SECONDS - start))s (rc=${rc})"
