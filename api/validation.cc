@@ -213,8 +213,13 @@ const Schema& ActorSchema() {
     Schema timeouts =
         Object({{"checkpointSeconds", Integer("int32", kMinTimeoutSeconds, kMaxTimeoutSeconds)},
                 {"restoreSeconds", Integer("int32", kMinTimeoutSeconds, kMaxTimeoutSeconds)}});
+    Schema runtime = Enum({"gvisor", "microvm"});
+    // A sandbox and its snapshots belong to one runtime: a runsc image cannot restore as a VM.
+    runtime.transition_rules = {
+        {[](const json& self, const json& old_self) { return self == old_self; },
+         kMessageImmutableRuntime}};
     Schema spec =
-        Object({{"runtime", Enum({"gvisor", "microvm"})},
+        Object({{"runtime", runtime},
                 {"bundle",
                  String(kMaxPathLength, PathRules(kMessageBundleAbsolute, kMessageBundleDotDot))},
                 {"nodeName", node_name},
@@ -604,6 +609,14 @@ FieldErrors ValidateActor(const json& actor) {
 }
 
 FieldErrors ValidateActor(const Actor& actor) { return ValidateActor(ActorTypedJson(actor)); }
+
+FieldErrors ValidateActorUpdate(const json& old_actor, const json& new_actor) {
+  json old_copy = old_actor;
+  json new_copy = new_actor;
+  ApplyActorDefaults(old_copy);
+  ApplyActorDefaults(new_copy);
+  return Validator().Run(ActorSchema(), new_copy, &old_copy);
+}
 
 FieldErrors ValidateActorStatus(const json& actor) {
   json copy = actor;

@@ -42,6 +42,7 @@ inline constexpr char kMessageDataScopeNeedsDirs[] =
     "a Data snapshot scope needs at least one dataDirs entry";
 inline constexpr char kMessageWorkerHeldRef[] = "actorRef must be set exactly when phase is Held";
 inline constexpr char kMessageImmutableNodeName[] = "nodeName is immutable";
+inline constexpr char kMessageImmutableRuntime[] = "runtime is immutable";
 // Added by the server (and here) when CEL rules were skipped because of a blocking error.
 inline constexpr char kCelSkippedNotice[] =
     "some validation rules were not checked because the object was invalid; correct the "
@@ -56,6 +57,8 @@ inline constexpr char kConditionReasonPattern[] = R"(^[A-Za-z]([A-Za-z0-9_,:]*[A
 // object, status included.
 FieldErrors ValidateActor(const nlohmann::json& actor);
 FieldErrors ValidateActor(const Actor& actor);  // validates ActorTypedJson(actor)
+// Also applies the transition rules (spec.runtime is immutable).
+FieldErrors ValidateActorUpdate(const nlohmann::json& old_actor, const nlohmann::json& new_actor);
 
 // As a write of status to /status is checked; no errors when there is no status.
 FieldErrors ValidateActorStatus(const nlohmann::json& actor);

@@ -50,14 +50,36 @@ struct ActorReconciler::Ctx {
   SandboxRef ref;
   api::ActorRef actor_ref;
   std::string key;
+  RuntimeDriver* driver = nullptr;  // the driver of spec.runtime
 };
 
 ActorReconciler::ActorReconciler(ActorReconcilerOptions options, KubeClient& client,
                                  ActorLookup actors, RuntimeDriver& driver,
                                  SnapshotStore& snapshots, NodeWorkers& workers,
                                  SnapshotMetrics& metrics, EventRecorder* events, Clock& clock)
-    : options_(std::move(options)), client_(client), actors_(std::move(actors)), driver_(driver),
+    : ActorReconciler(std::move(options), client, std::move(actors), RuntimeDrivers{&driver, nullptr},
+                      snapshots, workers, metrics, events, clock) {}
+
+ActorReconciler::ActorReconciler(ActorReconcilerOptions options, KubeClient& client,
+                                 ActorLookup actors, RuntimeDrivers drivers,
+                                 SnapshotStore& snapshots, NodeWorkers& workers,
+                                 SnapshotMetrics& metrics, EventRecorder* events, Clock& clock)
+    : options_(std::move(options)), client_(client), actors_(std::move(actors)), drivers_(drivers),
       snapshots_(snapshots), workers_(workers), metrics_(metrics), events_(events), clock_(clock) {}
+
+RuntimeDriver* ActorReconciler::DriverFor(api::Runtime runtime) const {
+  return runtime == api::Runtime::kMicrovm ? drivers_.microvm : drivers_.gvisor;
+}
+
+Status ActorReconciler::DeleteAnyRuntime(const SandboxRef& ref) {
+  // Which runtime ran it is not known here (its actor is gone); each driver deletes only what
+  // it finds and succeeds on nothing.
+  for (RuntimeDriver* d : {drivers_.gvisor, drivers_.microvm}) {
+    if (!d) continue;
+    if (Status s = d->Delete(ref); !s.ok()) return s;
+  }
+  return OkStatus();
+}
 
 SandboxRef ActorReconciler::SandboxFor(const std::string& ns, const std::string& name) const {
   // Namespaces cannot contain '_', so "<ns>_<name>" is unique and a valid runsc container id.
@@ -172,7 +194,7 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
     // Gone from the API (or never ours): nothing of it may remain on this node.
     SandboxRef ref = SandboxFor(request.ns, request.name);
     if (fs::exists(ref.root)) {
-      if (Status s = driver_.Delete(ref); !s.ok()) return s;
+      if (Status s = DeleteAnyRuntime(ref); !s.ok()) return s;
       std::error_code ec;
       fs::remove_all(ref.root, ec);
       fs::remove_all(GpuBundleDir(ref), ec);
@@ -199,8 +221,13 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
         api::ActorRef{request.ns, request.name}, key};
   c.ref.bundle = c.a.spec.bundle;
   if (!OwnedHere(c.a)) return ReconcileOutcome{};
-
-  if (c.a.metadata.IsBeingDeleted()) return Delete(c);
+  c.driver = DriverFor(c.a.spec.runtime);
+  // An actor of a runtime this node does not run never started here: nothing of it to delete
+  // but what any driver would find.
+  if (c.a.metadata.IsBeingDeleted()) {
+    if (!c.driver) c.driver = drivers_.gvisor;
+    return Delete(c);
+  }
   if (Status s = SetFinalizer(c, true); !s.ok()) return s;
 
   if (auto errors = api::ValidateActor(c.a); !errors.empty()) {
@@ -214,15 +241,25 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
     return ReconcileOutcome{};
   }
 
+  if (!c.driver) {
+    if (c.a.status.status != ActorState::kFailed) {
+      c.a.status.status = ActorState::kFailed;
+      SetCondition(c, "Ready", false, "RuntimeUnavailable",
+                   std::string("this node agent has no driver for runtime ") +
+                       api::ToString(c.a.spec.runtime));
+      if (Status s = WriteStatus(c); !s.ok()) return s;
+    }
+    return ReconcileOutcome{};
+  }
   if (api::IsTransitioning(c.a.status.status)) return RecoverInterrupted(c);
   if (c.a.status.status != ActorState::kRunning && fs::exists(c.ref.root)) {
     // At rest, yet a sandbox is left: the cluster controller force-cleaned this actor while
     // this agent was away or stuck. Remove what it could not reach.
-    auto state = driver_.State(c.ref);
+    auto state = c.driver->State(c.ref);
     if (state.ok() && *state != SandboxState::kNotFound) {
       spdlog::info("leftover sandbox removed actor={} status={} sandbox={}", c.key,
                    api::ToString(c.a.status.status), ToString(*state));
-      if (Status s = driver_.Delete(c.ref); !s.ok()) return s;
+      if (Status s = c.driver->Delete(c.ref); !s.ok()) return s;
     }
     std::error_code ec;
     fs::remove_all(c.ref.root, ec);
@@ -303,7 +340,7 @@ void ActorReconciler::ClearRetry(const Ctx& c, RetryOp op) {
 }
 
 Result<ReconcileOutcome> ActorReconciler::CheckAlive(Ctx& c) {
-  auto state = driver_.State(c.ref);
+  auto state = c.driver->State(c.ref);
   if (!state.ok()) return state.status();
   if (*state == SandboxState::kRunning) {
     if (c.a.status.observed_generation != c.a.metadata.generation) {
@@ -320,6 +357,19 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   // backoff rather than claiming and freeing a worker in a loop.
   if (auto wait = RetryWait(c, RetryOp::kResume); wait.count() > 0) return ReconcileOutcome{wait};
   const ActorState resting = c.a.status.status;
+  if (c.a.spec.runtime == api::Runtime::kMicrovm && c.a.spec.gpu.count > 0) {
+    // A VFIO GPU in a micro-VM cannot be snapshotted by the VMM, and the in-guest step that
+    // would make it possible is designed (docs/microvm.md) but not built: refuse before a
+    // worker is claimed.
+    c.a.status.status = ActorState::kFailed;
+    SetCondition(c, "Ready", false, "MicrovmGpuUnsupported",
+                 "GPU micro-VM actors are not supported yet: QEMU cannot snapshot a VFIO GPU "
+                 "and the in-guest cuda-checkpoint agent (docs/microvm.md) is not built; use "
+                 "runtime gvisor for GPU actors");
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    Event(c, true, "ResumeFailed", "GPU micro-VM actors are not supported yet");
+    return ReconcileOutcome{};
+  }
   const auto& snap = c.a.status.latest_snapshot;
   const bool from_snapshot = snap && snap->scope == api::SnapshotScope::kFull;
   if (from_snapshot && !snap->node_name.empty() && snap->node_name != options_.node) {
@@ -354,7 +404,7 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   if (Status s = WriteStatus(c); !s.ok()) return s;
 
   // A leftover sandbox of an earlier life must not be in the way.
-  if (Status s = driver_.Delete(c.ref); !s.ok()) return s;
+  if (Status s = c.driver->Delete(c.ref); !s.ok()) return s;
   std::error_code ec;
   fs::remove_all(c.ref.root, ec);
   fs::create_directories(c.ref.root, ec);
@@ -376,9 +426,9 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
     RestoreOptions ro;
     ro.image_dir = snap->location;
     ro.deadline = deadline;
-    result = driver_.Restore(c.ref, ro);
+    result = c.driver->Restore(c.ref, ro);
   } else if (result.ok()) {
-    result = driver_.Run(c.ref, deadline);
+    result = c.driver->Run(c.ref, deadline);
   }
   const double took = Seconds(clock_.Now() - start);
   if (from_snapshot) {
@@ -387,7 +437,7 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
     metrics_.CountOperation("restore", result.ok() ? "success" : "error", result.reason());
   }
   if (!result.ok()) {
-    driver_.Delete(c.ref);
+    c.driver->Delete(c.ref);
     workers_.Free(c.actor_ref);
     const bool permanent = result.code() == Code::kInvalidArgument ||
                            result.code() == Code::kFailedPrecondition;
@@ -456,7 +506,7 @@ Result<std::string> ActorReconciler::PrepareGpuBundle(const Ctx& c, const api::W
 }
 
 Status ActorReconciler::Preflight(Ctx& c) {
-  auto supports = driver_.SupportsCudaCheckpoint();
+  auto supports = c.driver->SupportsCudaCheckpoint();
   if (!supports.ok()) return supports.status();
   if (!*supports) {
     return Status(Code::kFailedPrecondition,
@@ -464,7 +514,7 @@ Status ActorReconciler::Preflight(Ctx& c) {
                   "runtime_lacks_cuda_checkpoint");
   }
   const std::string& path = c.a.spec.gpu.cuda_checkpoint_path;
-  auto r = driver_.Exec(c.ref, {path, "--help"}, std::chrono::seconds(30));
+  auto r = c.driver->Exec(c.ref, {path, "--help"}, std::chrono::seconds(30));
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {
     std::string err = r->err;
@@ -479,7 +529,7 @@ Status ActorReconciler::Preflight(Ctx& c) {
 }
 
 Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger trigger) {
-  auto state = driver_.State(c.ref);
+  auto state = c.driver->State(c.ref);
   if (!state.ok()) return state.status();
   if (*state != SandboxState::kRunning && *state != SandboxState::kPaused) {
     return ForceClean(c, "sandbox_died", "SandboxDied",
@@ -524,7 +574,7 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   co.deadline = std::chrono::seconds(c.a.spec.timeouts.checkpoint_seconds);
   const auto start = clock_.Now();
   Status ck = scope == api::SnapshotScope::kFull
-                  ? driver_.Checkpoint(c.ref, co)
+                  ? c.driver->Checkpoint(c.ref, co)
                   : Status(Code::kInvalidArgument,
                            "snapshot scope Data is not implemented by this node agent yet",
                            "scope_not_supported");
@@ -535,7 +585,7 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   if (!ck.ok()) {
     std::error_code ec;
     fs::remove_all(*dir, ec);
-    auto after = driver_.State(c.ref);
+    auto after = c.driver->State(c.ref);
     const std::string reason = ck.reason().empty() ? "runtime_error" : ck.reason();
     if (after.ok() && (*after == SandboxState::kRunning) && ck.code() != Code::kDeadlineExceeded) {
       // The workload survived (a refused save, -leave-running, an error before the save):
@@ -555,7 +605,7 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
 
   ClearRetry(c, RetryOp::kCheckpoint);
   // The image is safe on disk: the sandbox can go (with -leave-running it still runs).
-  if (Status s = driver_.Delete(c.ref); !s.ok()) {
+  if (Status s = c.driver->Delete(c.ref); !s.ok()) {
     spdlog::warn("sandbox delete after checkpoint failed actor={} error=\"{}\"", c.key, s.message());
   }
   SnapshotManifest m;
@@ -564,7 +614,7 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   m.name = c.a.metadata.name;
   m.scope = api::ToString(scope);
   m.trigger = trigger_name;
-  if (auto v = driver_.Version(); v.ok()) m.runtime_version = *v;
+  if (auto v = c.driver->Version(); v.ok()) m.runtime_version = *v;
   m.cuda_checkpointed = gpu;
   m.taken_at = api::FormatTime(std::chrono::floor<std::chrono::seconds>(clock_.WallNow()));
   m.duration_seconds = took;
@@ -659,7 +709,7 @@ Result<ReconcileOutcome> ActorReconciler::CommitPaused(Ctx& c) {
 }
 
 Result<ReconcileOutcome> ActorReconciler::RecoverInterrupted(Ctx& c) {
-  auto state = driver_.State(c.ref);
+  auto state = c.driver->State(c.ref);
   if (!state.ok()) return state.status();
   const ActorState was = c.a.status.status;
   spdlog::info("recovering interrupted transition actor={} status={} sandbox={}", c.key,
@@ -673,7 +723,7 @@ Result<ReconcileOutcome> ActorReconciler::RecoverInterrupted(Ctx& c) {
       return ReconcileOutcome{options_.liveness_period};
     }
     // The restore never finished: start it again from the snapshot it was restoring.
-    driver_.Delete(c.ref);
+    c.driver->Delete(c.ref);
     c.a.status.status = RestingState(c.a);
     if (c.a.status.status == ActorState::kFailed) c.a.status.status = ActorState::kUnspecified;
     return Resume(c);
@@ -693,7 +743,7 @@ Result<ReconcileOutcome> ActorReconciler::RecoverInterrupted(Ctx& c) {
   auto local = snapshots_.ListLocal(c.a.metadata.namespace_, c.a.metadata.name);
   if (!local.empty() && local.back().id > latest) {
     const auto& m = local.back();
-    driver_.Delete(c.ref);
+    c.driver->Delete(c.ref);
     if (Status s = workers_.Free(c.actor_ref); !s.ok()) return s;
     c.a.status.latest_snapshot = ToSnapshot(m, snapshots_.LocalPath(m.ns, m.name, m.id), options_.node);
     c.a.status.status = ActorState::kPaused;
@@ -715,7 +765,7 @@ Result<ReconcileOutcome> ActorReconciler::RecoverInterrupted(Ctx& c) {
       auto taken = api::ParseTime(m.taken_at);
       if (m.id > latest && m.trigger == "Suspend" && taken.ok() &&
           *taken >= *c.a.status.transition_start_time) {
-        driver_.Delete(c.ref);
+        c.driver->Delete(c.ref);
         if (Status s = workers_.Free(c.actor_ref); !s.ok()) return s;
         c.a.status.latest_snapshot = ToSnapshot(m, snapshots_.StorePath(m.ns, m.name, m.id), "");
         c.a.status.status = ActorState::kSuspended;
@@ -739,7 +789,7 @@ Result<ReconcileOutcome> ActorReconciler::RecoverInterrupted(Ctx& c) {
 Result<ReconcileOutcome> ActorReconciler::ForceClean(Ctx& c, const std::string& reason,
                                                      const std::string& condition_reason,
                                                      const std::string& message) {
-  if (Status s = driver_.Delete(c.ref); !s.ok()) return s;
+  if (Status s = c.driver->Delete(c.ref); !s.ok()) return s;
   std::error_code ec;
   fs::remove_all(c.ref.root, ec);
   if (Status s = workers_.Free(c.actor_ref); !s.ok()) return s;
@@ -765,7 +815,7 @@ Result<ReconcileOutcome> ActorReconciler::ForceClean(Ctx& c, const std::string& 
 Result<ReconcileOutcome> ActorReconciler::Delete(Ctx& c) {
   if (!c.a.metadata.HasFinalizer(api::kActorFinalizer)) return ReconcileOutcome{};
   const bool active = c.a.status.status == ActorState::kRunning || api::IsTransitioning(c.a.status.status);
-  if (Status s = driver_.Delete(c.ref); !s.ok()) return s;
+  if (Status s = c.driver->Delete(c.ref); !s.ok()) return s;
   std::error_code ec;
   fs::remove_all(c.ref.root, ec);
   fs::remove_all(GpuBundleDir(c.ref), ec);
@@ -802,7 +852,7 @@ Status ActorReconciler::RecoverAtStartup() {
       }
       if (!keep) {
         SandboxRef ref = SandboxFor(ns, name);
-        driver_.Delete(ref);
+        (void)DeleteAnyRuntime(ref);
         fs::remove_all(ref.root, ec);
         snapshots_.RemoveAllLocal(ns, name);
         spdlog::info("leftover sandbox removed actor={}/{}", ns, name);

@@ -56,6 +56,12 @@ struct ActorReconcilerOptions {
   std::string cuda_checkpoint_cdi_device = "stasis.dev/cuda-checkpoint=helper";
 };
 
+// The drivers of the runtimes this node runs (spec.runtime); nullptr where it runs none.
+struct RuntimeDrivers {
+  RuntimeDriver* gvisor = nullptr;
+  RuntimeDriver* microvm = nullptr;
+};
+
 // Finds an actor by key in the agent's caches (it watches its actors through two field
 // selectors, spec.nodeName and status.nodeName, so there are two stores to look in).
 using ActorLookup = std::function<ObjectPtr(const std::string& key)>;
@@ -64,6 +70,9 @@ class ActorReconciler : public Reconciler {
  public:
   ActorReconciler(ActorReconcilerOptions options, KubeClient& client, ActorLookup actors,
                   RuntimeDriver& driver, SnapshotStore& snapshots, NodeWorkers& workers,
+                  SnapshotMetrics& metrics, EventRecorder* events, Clock& clock = RealClock::Get());
+  ActorReconciler(ActorReconcilerOptions options, KubeClient& client, ActorLookup actors,
+                  RuntimeDrivers drivers, SnapshotStore& snapshots, NodeWorkers& workers,
                   SnapshotMetrics& metrics, EventRecorder* events, Clock& clock = RealClock::Get());
 
   Result<ReconcileOutcome> Reconcile(const Request& request) override;
@@ -80,6 +89,9 @@ class ActorReconciler : public Reconciler {
   struct Ctx;  // one reconcile's working copy of the actor
 
   bool OwnedHere(const api::Actor& a) const;
+  RuntimeDriver* DriverFor(api::Runtime runtime) const;
+  // Deletes ref's sandbox with every driver (for a sandbox whose actor, and runtime, is gone).
+  Status DeleteAnyRuntime(const SandboxRef& ref);
   Result<ReconcileOutcome> Delete(Ctx& c);
   Result<ReconcileOutcome> Resume(Ctx& c);
   Result<ReconcileOutcome> Checkpoint(Ctx& c, api::SnapshotTrigger trigger);
@@ -125,7 +137,7 @@ class ActorReconciler : public Reconciler {
   ActorReconcilerOptions options_;
   KubeClient& client_;
   ActorLookup actors_;
-  RuntimeDriver& driver_;
+  RuntimeDrivers drivers_;
   SnapshotStore& snapshots_;
   NodeWorkers& workers_;
   SnapshotMetrics& metrics_;

@@ -16,6 +16,7 @@
 #include "reconcilers/api_resources.h"
 #include "reconcilers/node_heartbeat.h"
 #include "reconcilers/node_workers.h"
+#include "reconcilers/qemu_microvm_driver.h"
 #include "reconcilers/runsc_driver.h"
 #include "reconcilers/snapshot_metrics.h"
 #include "reconcilers/snapshot_store.h"
@@ -55,6 +56,17 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
                  o.node, o.runsc, *v, o.workers.size(), o.root, store_root);
   }
 
+  QemuMicrovmOptions mo;
+  mo.qemu = o.qemu;
+  mo.accel = o.microvm_accel;
+  QemuMicrovmDriver microvm(mo);
+  // Not fatal: gVisor actors do not need QEMU; a micro-VM actor's start fails with the reason.
+  if (auto v = microvm.Version(); !v.ok()) {
+    spdlog::warn("micro-VM runtime unavailable qemu={} error=\"{}\"", o.qemu, v.status().message());
+  } else {
+    spdlog::info("micro-VM runtime qemu={} qemu_version={} accel={}", o.qemu, *v, o.microvm_accel);
+  }
+
   NodeWorkers workers(client, o.node, o.workers, &snapshot_metrics);
   if (Status s = workers.Register(); !s.ok()) return s;
   NodeHeartbeat heartbeat(client, NodeHeartbeatOptions{o.node, o.lease_namespace,
@@ -88,7 +100,7 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
   ro.root = o.root;
   ro.cdi_spec_dirs = o.cdi_spec_dirs;
   ro.gpu_cdi_kind = o.gpu_cdi_kind;
-  ActorReconciler reconciler(ro, client, lookup, driver, snapshots, workers, snapshot_metrics, &events);
+  ActorReconciler reconciler(ro, client, lookup, RuntimeDrivers{&driver, &microvm}, snapshots, workers, snapshot_metrics, &events);
   Controller controller("actor", reconciler, o.concurrency, &metrics);
   pinned.AddEventHandler(controller.EnqueueHandler());
   bound.AddEventHandler(controller.EnqueueHandler());

@@ -16,6 +16,9 @@ struct NodeAgentOptions {
   std::string node;
   std::string runsc = "runsc";
   std::vector<std::string> runsc_flags = {"-network=none"};
+  // runtime: microvm actors (docs/microvm.md): the QEMU binary and its accelerator (kvm|tcg).
+  std::string qemu = "qemu-system-x86_64";
+  std::string microvm_accel = "kvm";
   std::string root = "/var/lib/stasis";
   std::string snapshot_store;  // "" = <root>/store (a node-local store)
   // One entry per worker: empty = a CPU slot, else the GPU UUIDs it holds.

@@ -20,7 +20,7 @@ namespace {
 constexpr const char* kUsage = R"(stasis — suspend and resume sandboxed GPU workloads, declaratively.
 
 Usage:
-  stasis node [flags]         the node agent: runs Actors bound to this node with runsc
+  stasis node [flags]         the node agent: runs Actors bound to this node with runsc or QEMU
   stasis controller [flags]   the cluster controller: binds, detects stuck actors, retention
   stasis --version            print the version
   stasis --help               print this help
@@ -62,6 +62,8 @@ int RunNode(const std::vector<std::string>& args) {
   f.Define("node-name", "", "this node's name (required; in a DaemonSet, from spec.nodeName)");
   f.Define("runsc", "runsc", "the runsc binary");
   f.Define("runsc-flags", "-network=none", "global runsc flags, space-separated, before every subcommand");
+  f.Define("qemu", "qemu-system-x86_64", "the QEMU binary for runtime: microvm actors (docs/microvm.md)");
+  f.Define("microvm-accel", "kvm", "QEMU accelerator for micro-VMs: kvm, or tcg (software emulation, no /dev/kvm)");
   f.Define("root", "/var/lib/stasis", "state, sandboxes' runtime roots, logs and node-local snapshots");
   f.Define("snapshot-store", "", "directory where suspended actors' snapshots are committed (default <root>/store)");
   f.Define("workers", "1", "number of CPU workers (slots) on this node; ignored with --gpus");
@@ -86,6 +88,12 @@ int RunNode(const std::vector<std::string>& args) {
   o.node = f.Get("node-name");
   o.runsc = f.Get("runsc");
   o.runsc_flags = Split(f.Get("runsc-flags"), ' ');
+  o.qemu = f.Get("qemu");
+  o.microvm_accel = f.Get("microvm-accel");
+  if (o.microvm_accel != "kvm" && o.microvm_accel != "tcg") {
+    return Fail("node", stasis::Status(stasis::Code::kInvalidArgument,
+                                       "--microvm-accel must be kvm or tcg, not \"" + o.microvm_accel + "\""));
+  }
   o.root = f.Get("root");
   o.snapshot_store = f.Get("snapshot-store");
   o.metrics_addr = f.Get("metrics-addr");

@@ -350,6 +350,19 @@ TEST_F(CrdTest, WorkerNodeNameIsImmutable) {
   EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
 }
 
+TEST_F(CrdTest, ActorRuntimeIsImmutable) {
+  const json actor = stasis::testing::GoodActor("immutable-runtime");  // runtime: microvm
+  Create(actor);
+  json changed = actor;
+  changed["spec"]["runtime"] = "gvisor";
+  const std::string expected = ValidateActorUpdate(actor, changed).at(0).ToString();
+  EXPECT_EQ(expected, R"(spec.runtime: Invalid value: "gvisor": runtime is immutable)");
+  CommandResult r = Kubectl({"patch", "actor", "immutable-runtime", "-n", kNs, "--type=merge",
+                             "-p", R"({"spec": {"runtime": "gvisor"}})"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+}
+
 // A newer stasis adds fields; this version's read-modify-write must keep them. The newer
 // schema is simulated by adding the fields to the installed CRD for the duration of the test.
 TEST_F(CrdTest, UnknownFieldsSurviveReadModifyWriteByApi) {

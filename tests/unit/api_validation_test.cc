@@ -175,6 +175,24 @@ TEST(ApiValidationTest, WorkerNodeNameIsImmutable) {
   EXPECT_TRUE(ValidateWorker(new_worker).empty());
 }
 
+TEST(ApiValidationTest, ActorRuntimeIsImmutable) {
+  const json old_actor = GoodActor("a");  // runtime: microvm
+  json new_actor = old_actor;
+  new_actor["spec"]["desiredState"] = "Running";
+  EXPECT_TRUE(ValidateActorUpdate(old_actor, new_actor).empty());
+  new_actor["spec"]["runtime"] = "gvisor";
+  FieldErrors errors = ValidateActorUpdate(old_actor, new_actor);
+  ASSERT_EQ(errors.size(), 1u) << Render(errors);
+  EXPECT_EQ(errors[0].ToString(),
+            R"(spec.runtime: Invalid value: "gvisor": runtime is immutable)");
+  // The default counts as the old value: an actor created without runtime is gvisor.
+  json defaulted = old_actor;
+  defaulted["spec"].erase("runtime");
+  EXPECT_EQ(ValidateActorUpdate(defaulted, old_actor).size(), 1u);
+  EXPECT_TRUE(ValidateActorUpdate(defaulted, new_actor).empty());
+  EXPECT_TRUE(ValidateActor(new_actor).empty());  // on create there is no old value
+}
+
 TEST(ApiValidationTest, EveryMessageAndPatternIsInTheCrds) {
   const std::string actors =
       ReadFile(std::string(STASIS_SOURCE_DIR) + "/manifests/crd/actors.stasis.dev.yaml");
@@ -184,7 +202,8 @@ TEST(ApiValidationTest, EveryMessageAndPatternIsInTheCrds) {
   ASSERT_FALSE(workers.empty());
   for (const char* m : {kMessageBundleAbsolute, kMessageBundleDotDot, kMessageCudaPathAbsolute,
                         kMessageCudaPathDotDot, kMessageDataDirAbsolute, kMessageDataDirDotDot,
-                        kMessageNodeName, kMessageScopeSubset, kMessageDataScopeNeedsDirs}) {
+                        kMessageNodeName, kMessageScopeSubset, kMessageDataScopeNeedsDirs,
+                        kMessageImmutableRuntime}) {
     EXPECT_NE(actors.find("message: \"" + std::string(m) + "\""), std::string::npos) << m;
   }
   for (const char* m : {kMessageNodeName, kMessageWorkerHeldRef, kMessageImmutableNodeName}) {
