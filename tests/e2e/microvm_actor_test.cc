@@ -133,7 +133,12 @@ class MicrovmActorTest : public ::testing::Test {
     ASSERT_TRUE(r.success()) << r.err;
     node_ = ns_ + "-a";
     root_ = (work_.path() / "root").string();
-    const std::string log = (work_.path() / "agent.log").string();
+    StartAgent();
+  }
+
+  // Starts `stasis node` (again: same node, root and store) and waits until it is ready.
+  void StartAgent() {
+    const std::string log = (work_.path() / ("agent-" + std::to_string(++agents_started_) + ".log")).string();
     agent_ = std::make_unique<BackgroundProcess>(
         std::vector<std::string>{kStasis, "node", "--kubeconfig", ControlPlane::Get().kubeconfig(),
                                  "--node-name", node_, "--runsc", PinnedRunsc(), "--root", root_,
@@ -148,6 +153,13 @@ class MicrovmActorTest : public ::testing::Test {
       std::this_thread::sleep_for(50ms);
     }
     FAIL() << "agent did not become ready:\n" << agent_->LogTail();
+  }
+
+  long QemuPid(const std::string& actor) {
+    std::ifstream in(RunDir(actor) + "/qemu.pid");
+    long pid = 0;
+    in >> pid;
+    return pid;
   }
 
   void TearDown() override {
@@ -254,6 +266,7 @@ class MicrovmActorTest : public ::testing::Test {
   TempDir work_;
   std::string ns_, node_, root_;
   std::unique_ptr<BackgroundProcess> agent_;
+  int agents_started_ = 0;
 };
 
 TEST_F(MicrovmActorTest, PausedSuspendedAndResumedTheCounterContinues) {
@@ -298,13 +311,35 @@ TEST_F(MicrovmActorTest, PausedSuspendedAndResumedTheCounterContinues) {
   EXPECT_EQ(BootCount(ConsoleLog("vm")), 1) << ReadFile(ConsoleLog("vm")).substr(0, 3000);
 }
 
+TEST_F(MicrovmActorTest, AgentRestartFindsTheRunningVm) {
+  CreateActor("vm", json::object());
+  ASSERT_TRUE(WaitStatus("vm", "STATUS_RUNNING"));
+  const long before = WaitCount("vm", 2);
+  const long pid = QemuPid("vm");
+  ASSERT_GT(pid, 0);
+
+  // SIGKILL: no shutdown path runs; the VM is in its own session and must survive.
+  agent_->Kill(SIGKILL);
+  ASSERT_TRUE(agent_->Wait(10s).has_value());
+  EXPECT_EQ(kill(static_cast<pid_t>(pid), 0), 0) << "the VM died with its agent";
+  StartAgent();
+  if (HasFatalFailure()) return;
+  // The new agent keeps it (start-up recovery deletes only sandboxes not ours) and checks it.
+  WaitCount("vm", before + 4);
+  EXPECT_EQ(StatusOf(GetActor("vm")), "STATUS_RUNNING");
+  EXPECT_EQ(QemuPid("vm"), pid);
+
+  Patch("vm", {{"desiredState", "Paused"}});
+  ASSERT_TRUE(WaitStatus("vm", "STATUS_PAUSED"));
+  EXPECT_THAT(ProcessesMentioning("-name " + Id("vm") + " "), IsEmpty());
+  EXPECT_EQ(BootCount(ConsoleLog("vm")), 1);
+}
+
 TEST_F(MicrovmActorTest, QemuKilledMidSnapshotIsCleanedAndNotRetried) {
   CreateActor("vm", json::object());
   ASSERT_TRUE(WaitStatus("vm", "STATUS_RUNNING"));
   WaitCount("vm", 2);
-  std::ifstream pid_in(RunDir("vm") + "/qemu.pid");
-  long pid = 0;
-  ASSERT_TRUE(pid_in >> pid);
+  const long pid = QemuPid("vm");
   ASSERT_GT(pid, 0);
 
   // Kill QEMU as soon as its migration stream file appears under the node's snapshots.
