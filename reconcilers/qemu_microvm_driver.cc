@@ -90,8 +90,8 @@ Status WriteFileSynced(const fs::path& path, const std::string& text) {
   if (fd < 0) {
     return Status(Code::kInternal, tmp.string() + ": " + std::strerror(errno), kRuntimeError);
   }
-  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                  fsync(fd) == 0;
+  const bool ok =
+      write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(fd) == 0;
   close(fd);
   std::error_code ec;
   if (ok) fs::rename(tmp, path, ec);
@@ -189,29 +189,37 @@ Status QemuMicrovmDriver::Died(const std::string& op, const SandboxRef& ref,
 }
 
 Status QemuMicrovmDriver::Launch(const char* op, const SandboxRef& ref, bool incoming,
-                                 milliseconds deadline) {
+                                 milliseconds deadline, bool* created) {
+  *created = false;
   const auto until = Clock::now() + deadline;
   auto bundle = LoadMicrovmBundle(ref.bundle);
   if (!bundle.ok()) return bundle.status();
   const fs::path root = ref.root;
   std::error_code ec;
   if (fs::exists(root / kMarker, ec)) {
-    return Status(Code::kInternal, std::string("qemu ") + op + ": sandbox " + ref.id + " already exists",
+    return Status(Code::kInternal,
+                  std::string("qemu ") + op + ": sandbox " + ref.id + " already exists",
                   kRuntimeError);
   }
   const std::string log_path = LogPathFor(ref);
   fs::create_directories(root, ec);
-  if (!fs::path(log_path).parent_path().empty()) fs::create_directories(fs::path(log_path).parent_path(), ec);
-  if (ec) return Status(Code::kInternal, "cannot create " + root.string() + ": " + ec.message(), kRuntimeError);
+  if (!fs::path(log_path).parent_path().empty())
+    fs::create_directories(fs::path(log_path).parent_path(), ec);
+  if (ec)
+    return Status(Code::kInternal, "cannot create " + root.string() + ": " + ec.message(),
+                  kRuntimeError);
   for (const char* f : {kPidFile, kQmpSocket}) fs::remove(root / f, ec);
-  if (Status s = WriteFileSynced(root / kMarker,
-                                 nlohmann::json{{"id", ref.id}, {"bundle", bundle->dir}}.dump() + "\n");
+  if (Status s = WriteFileSynced(
+          root / kMarker, nlohmann::json{{"id", ref.id}, {"bundle", bundle->dir}}.dump() + "\n");
       !s.ok())
     return s;
+  *created = true;
 
   // Paths QEMU opens come from the validated bundle and our own root; the QMP socket and the
   // pidfile are relative to the root (cwd), which keeps the socket path short. The serial
   // chardev appends, so a restored VM's console continues the actor's log.
+  // Option and value pairs, one per line.
+  // clang-format off
   std::vector<std::string> argv = {
       options_.qemu,
       "-name", ref.id,
@@ -229,6 +237,8 @@ Status QemuMicrovmDriver::Launch(const char* op, const SandboxRef& ref, bool inc
       "-no-reboot",
       "-daemonize",
   };
+  // clang-format on
+
   if (!bundle->initramfs.empty()) {
     argv.push_back("-initrd");
     argv.push_back(bundle->initramfs);
@@ -243,12 +253,14 @@ Status QemuMicrovmDriver::Launch(const char* op, const SandboxRef& ref, bool inc
   co.output_path = (root / kQemuLog).string();
   auto r = RunCommand(argv, Left(until), co);
   if (!r.ok()) {
-    return Status(Code::kInternal, std::string("qemu ") + op + ": cannot start QEMU: " + r.status().message(),
+    return Status(Code::kInternal,
+                  std::string("qemu ") + op + ": cannot start QEMU: " + r.status().message(),
                   kRuntimeError);
   }
   if (!r->success()) {
     const std::string line = LastLine(root / kQemuLog);
-    const std::string message = std::string("qemu ") + op + ": " + r->Summary().substr(0, r->Summary().find(':')) +
+    const std::string message = std::string("qemu ") + op + ": " +
+                                r->Summary().substr(0, r->Summary().find(':')) +
                                 (line.empty() ? "" : ": " + line);
     if (r->timed_out) return Status(Code::kDeadlineExceeded, message, kTimeout);
     // The files the bundle names exist (checked above); QEMU refusing them means their content.
@@ -261,9 +273,10 @@ Status QemuMicrovmDriver::Launch(const char* op, const SandboxRef& ref, bool inc
   auto qmp = QmpClient::Connect((root / kQmpSocket).string(), Left(until));
   if (!qmp.ok()) {
     if (!QemuPid(ref)) return Died(op, ref, qmp.status());
-    return Status(qmp.status().code() == Code::kDeadlineExceeded ? Code::kDeadlineExceeded : Code::kInternal,
-                  std::string("qemu ") + op + ": " + qmp.status().message(),
-                  qmp.status().code() == Code::kDeadlineExceeded ? kTimeout : kRuntimeError);
+    return Status(
+        qmp.status().code() == Code::kDeadlineExceeded ? Code::kDeadlineExceeded : Code::kInternal,
+        std::string("qemu ") + op + ": " + qmp.status().message(),
+        qmp.status().code() == Code::kDeadlineExceeded ? kTimeout : kRuntimeError);
   }
   return OkStatus();
 }
@@ -271,11 +284,9 @@ Status QemuMicrovmDriver::Launch(const char* op, const SandboxRef& ref, bool inc
 Status QemuMicrovmDriver::Run(const SandboxRef& ref, milliseconds deadline) {
   const auto start = Clock::now();
   Status status = RequireId("run", ref);
-  if (status.ok()) status = Launch("run", ref, /*incoming=*/false, deadline);
-  if (!status.ok() && status.reason() != kBadBundle && !ref.id.empty() && !ref.root.empty() &&
-      status.message().find("already exists") == std::string::npos) {
-    (void)Kill(ref);  // a half-started VM is not left behind
-  }
+  bool created = false;
+  if (status.ok()) status = Launch("run", ref, /*incoming=*/false, deadline, &created);
+  if (!status.ok() && created) (void)Remove(ref);  // a half-started VM is not left behind
   LogCall("run", ref.id, status, MillisSince(start));
   return status;
 }
@@ -299,7 +310,8 @@ Result<SandboxState> QemuMicrovmDriver::State(const SandboxRef& ref) {
       } else if (!QemuPid(ref)) {
         state = SandboxState::kStopped;  // it exited while we asked
       } else {
-        status = Status(r.status().code() == Code::kDeadlineExceeded ? Code::kDeadlineExceeded : Code::kInternal,
+        status = Status(r.status().code() == Code::kDeadlineExceeded ? Code::kDeadlineExceeded
+                                                                     : Code::kInternal,
                         "qemu state: " + r.status().message(),
                         r.status().code() == Code::kDeadlineExceeded ? kTimeout : kRuntimeError);
       }
@@ -319,9 +331,10 @@ Status QemuMicrovmDriver::Checkpoint(const SandboxRef& ref, const CheckpointOpti
     status = Status(Code::kInvalidArgument, "qemu checkpoint: no image directory", kRuntimeError);
   }
   if (status.ok() && !options.cuda_checkpoint_path.empty()) {
-    status = Status(Code::kFailedPrecondition,
-                    "qemu checkpoint: CUDA checkpoints need a guest agent, which micro-VMs do not have yet",
-                    kRuntimeError);
+    status = Status(
+        Code::kFailedPrecondition,
+        "qemu checkpoint: CUDA checkpoints need a guest agent, which micro-VMs do not have yet",
+        kRuntimeError);
   }
   std::error_code ec;
   if (status.ok() && !fs::exists(root / kMarker, ec)) {
@@ -332,13 +345,15 @@ Status QemuMicrovmDriver::Checkpoint(const SandboxRef& ref, const CheckpointOpti
   }
   std::unique_ptr<QmpClient> qmp;
   if (status.ok()) {
-    auto c = QmpClient::Connect((root / kQmpSocket).string(), std::min(Left(until), options_.query));
+    auto c =
+        QmpClient::Connect((root / kQmpSocket).string(), std::min(Left(until), options_.query));
     if (c.ok()) {
       qmp = std::move(*c);
     } else if (!QemuPid(ref)) {
       status = Died("checkpoint", ref, c.status());
     } else {
-      status = Status(Code::kDeadlineExceeded, "qemu checkpoint: " + c.status().message(), kTimeout);
+      status =
+          Status(Code::kDeadlineExceeded, "qemu checkpoint: " + c.status().message(), kTimeout);
     }
   }
   // From here a lost connection with QEMU gone is the VM dying under the checkpoint; with QEMU
@@ -346,9 +361,11 @@ Status QemuMicrovmDriver::Checkpoint(const SandboxRef& ref, const CheckpointOpti
   auto failed = [&](const Status& s, const char* step) {
     if (!QemuPid(ref)) return Died("checkpoint", ref, s);
     if (s.code() == Code::kDeadlineExceeded) {
-      return Status(Code::kDeadlineExceeded, std::string("qemu checkpoint: ") + step + ": " + s.message(), kTimeout);
+      return Status(Code::kDeadlineExceeded,
+                    std::string("qemu checkpoint: ") + step + ": " + s.message(), kTimeout);
     }
-    return Status(Code::kInternal, std::string("qemu checkpoint: ") + step + ": " + s.message(), kRuntimeError);
+    return Status(Code::kInternal, std::string("qemu checkpoint: ") + step + ": " + s.message(),
+                  kRuntimeError);
   };
   bool stopped = false;
   int image_fd = -1;
@@ -357,7 +374,8 @@ Status QemuMicrovmDriver::Checkpoint(const SandboxRef& ref, const CheckpointOpti
     if (!st.ok()) {
       status = failed(st.status(), "query-status");
     } else if (FromRunState(st->value("status", "")) == SandboxState::kStopped) {
-      status = Died("checkpoint", ref, Status(Code::kUnavailable, "run state " + st->value("status", "")));
+      status = Died("checkpoint", ref,
+                    Status(Code::kUnavailable, "run state " + st->value("status", "")));
     }
   }
   if (status.ok()) {
@@ -372,7 +390,8 @@ Status QemuMicrovmDriver::Checkpoint(const SandboxRef& ref, const CheckpointOpti
     const fs::path state_path = fs::path(options.image_dir) / kImageState;
     image_fd = open(state_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
     if (image_fd < 0) {
-      status = Status(Code::kInternal, "qemu checkpoint: " + state_path.string() + ": " + std::strerror(errno),
+      status = Status(Code::kInternal,
+                      "qemu checkpoint: " + state_path.string() + ": " + std::strerror(errno),
                       kRuntimeError);
     }
   }
@@ -382,9 +401,12 @@ Status QemuMicrovmDriver::Checkpoint(const SandboxRef& ref, const CheckpointOpti
     auto r = qmp->Execute("migrate-set-parameters", {{"max-bandwidth", kUnlimitedBandwidth}},
                           std::min(Left(until), options_.query));
     if (r.ok()) {
-      r = qmp->Execute("getfd", {{"fdname", "stasis-image"}}, std::min(Left(until), options_.query), image_fd);
+      r = qmp->Execute("getfd", {{"fdname", "stasis-image"}}, std::min(Left(until), options_.query),
+                       image_fd);
     }
-    if (r.ok()) r = qmp->Execute("migrate", {{"uri", "fd:stasis-image"}}, std::min(Left(until), options_.query));
+    if (r.ok())
+      r = qmp->Execute("migrate", {{"uri", "fd:stasis-image"}},
+                       std::min(Left(until), options_.query));
     if (!r.ok()) status = failed(r.status(), "migrate");
   }
   if (status.ok()) {
@@ -397,15 +419,17 @@ Status QemuMicrovmDriver::Checkpoint(const SandboxRef& ref, const CheckpointOpti
       const std::string s = q->value("status", "");
       if (s == "completed") break;
       if (s == "failed" || s == "cancelled") {
-        status = Status(Code::kInternal,
-                        "qemu checkpoint: migration " + s + ": " + q->value("error-desc", "no reason given"),
-                        kRuntimeError);
+        status = Status(
+            Code::kInternal,
+            "qemu checkpoint: migration " + s + ": " + q->value("error-desc", "no reason given"),
+            kRuntimeError);
         break;
       }
       if (Left(until).count() == 0) {
         // Give the VM back: cancel the stream and let the guest run on (below).
         (void)qmp->Execute("migrate_cancel", nullptr, options_.query);
-        status = Status(Code::kDeadlineExceeded, "qemu checkpoint: the migration did not finish in time", kTimeout);
+        status = Status(Code::kDeadlineExceeded,
+                        "qemu checkpoint: the migration did not finish in time", kTimeout);
         break;
       }
       std::this_thread::sleep_for(std::min(options_.migrate_poll, Left(until)));
@@ -413,7 +437,9 @@ Status QemuMicrovmDriver::Checkpoint(const SandboxRef& ref, const CheckpointOpti
   }
   if (image_fd >= 0) {
     if (status.ok() && fsync(image_fd) != 0) {
-      status = Status(Code::kInternal, std::string("qemu checkpoint: fsync: ") + std::strerror(errno), kRuntimeError);
+      status =
+          Status(Code::kInternal, std::string("qemu checkpoint: fsync: ") + std::strerror(errno),
+                 kRuntimeError);
     }
     close(image_fd);
   }
@@ -434,7 +460,8 @@ Status QemuMicrovmDriver::Checkpoint(const SandboxRef& ref, const CheckpointOpti
       (void)qmp->Execute("quit", nullptr, options_.query);
       qmp.reset();
       const auto quit_until = Clock::now() + options_.remove;
-      while (QemuPid(ref) && Clock::now() < quit_until) std::this_thread::sleep_for(milliseconds(20));
+      while (QemuPid(ref) && Clock::now() < quit_until)
+        std::this_thread::sleep_for(milliseconds(20));
       if (QemuPid(ref)) (void)Kill(ref);
     } else if (stopped) {
       // Either the caller keeps the VM (leave_running) or the checkpoint failed with the VM
@@ -466,11 +493,13 @@ Status QemuMicrovmDriver::Restore(const SandboxRef& ref, const RestoreOptions& o
       if (!in) throw std::runtime_error("cannot read " + std::string(kImageInfo));
       info = nlohmann::json::parse(in);
     } catch (const std::exception& e) {
-      status = Status(Code::kInvalidArgument, std::string("qemu restore: image: ") + e.what(), kBadBundle);
+      status = Status(Code::kInvalidArgument, std::string("qemu restore: image: ") + e.what(),
+                      kBadBundle);
     }
     std::error_code ec;
     if (status.ok() && !fs::is_regular_file(state_path, ec)) {
-      status = Status(Code::kInvalidArgument, "qemu restore: image has no " + std::string(kImageState), kBadBundle);
+      status = Status(Code::kInvalidArgument,
+                      "qemu restore: image has no " + std::string(kImageState), kBadBundle);
     }
     auto bundle = status.ok() ? LoadMicrovmBundle(ref.bundle) : Result<MicrovmBundle>(status);
     if (!bundle.ok()) status = bundle.status();
@@ -485,30 +514,36 @@ Status QemuMicrovmDriver::Restore(const SandboxRef& ref, const RestoreOptions& o
     if (status.ok() && (info.value("memoryMiB", int64_t{-1}) != bundle->memory_mib ||
                         info.value("vcpus", int64_t{-1}) != bundle->vcpus)) {
       status = Status(Code::kInvalidArgument,
-                      "qemu restore: the bundle's memoryMiB/vcpus (" + std::to_string(bundle->memory_mib) +
-                          "/" + std::to_string(bundle->vcpus) + ") are not the image's (" +
+                      "qemu restore: the bundle's memoryMiB/vcpus (" +
+                          std::to_string(bundle->memory_mib) + "/" + std::to_string(bundle->vcpus) +
+                          ") are not the image's (" +
                           info.value("memoryMiB", nlohmann::json(nullptr)).dump() + "/" +
                           info.value("vcpus", nlohmann::json(nullptr)).dump() + ")",
                       kBadBundle);
     }
   }
-  if (status.ok()) status = Launch("restore", ref, /*incoming=*/true, Left(until));
+  bool created = false;
+  if (status.ok()) status = Launch("restore", ref, /*incoming=*/true, Left(until), &created);
   std::unique_ptr<QmpClient> qmp;
   if (status.ok()) {
     auto c = QmpClient::Connect((root / kQmpSocket).string(), Left(until));
-    if (c.ok()) qmp = std::move(*c);
-    else status = Status(Code::kInternal, "qemu restore: " + c.status().message(), kRuntimeError);
+    if (c.ok())
+      qmp = std::move(*c);
+    else
+      status = Status(Code::kInternal, "qemu restore: " + c.status().message(), kRuntimeError);
   }
   if (status.ok()) {
     const int fd = open(state_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      status = Status(Code::kInternal, "qemu restore: " + state_path.string() + ": " + std::strerror(errno),
+      status = Status(Code::kInternal,
+                      "qemu restore: " + state_path.string() + ": " + std::strerror(errno),
                       kRuntimeError);
     } else {
       auto r = qmp->Execute("getfd", {{"fdname", "stasis-image"}}, Left(until), fd);
       close(fd);  // QEMU holds its own copy now
       if (r.ok()) r = qmp->Execute("migrate-incoming", {{"uri", "fd:stasis-image"}}, Left(until));
-      if (!r.ok()) status = Status(Code::kInternal, "qemu restore: " + r.status().message(), kRuntimeError);
+      if (!r.ok())
+        status = Status(Code::kInternal, "qemu restore: " + r.status().message(), kRuntimeError);
     }
   }
   // QEMU loads the stream in the background; a stream it cannot load makes it exit.
@@ -517,17 +552,20 @@ Status QemuMicrovmDriver::Restore(const SandboxRef& ref, const RestoreOptions& o
     auto r = qmp->Execute("query-status", nullptr, Left(until));
     if (!r.ok()) {
       const std::string line = LastLine(root / kQemuLog);
-      status = r.status().code() == Code::kDeadlineExceeded
-                   ? Status(Code::kDeadlineExceeded, "qemu restore: loading the image did not finish in time", kTimeout)
-                   : Status(Code::kInternal,
-                            "qemu restore: loading the image failed" + (line.empty() ? "" : ": " + line),
-                            kRuntimeError);
+      status =
+          r.status().code() == Code::kDeadlineExceeded
+              ? Status(Code::kDeadlineExceeded,
+                       "qemu restore: loading the image did not finish in time", kTimeout)
+              : Status(Code::kInternal,
+                       "qemu restore: loading the image failed" + (line.empty() ? "" : ": " + line),
+                       kRuntimeError);
       break;
     }
     run_state = r->value("status", "");
     if (run_state == "inmigrate") {
       if (Left(until).count() == 0) {
-        status = Status(Code::kDeadlineExceeded, "qemu restore: loading the image did not finish in time", kTimeout);
+        status = Status(Code::kDeadlineExceeded,
+                        "qemu restore: loading the image did not finish in time", kTimeout);
         break;
       }
       std::this_thread::sleep_for(std::min(options_.migrate_poll, Left(until)));
@@ -536,13 +574,12 @@ Status QemuMicrovmDriver::Restore(const SandboxRef& ref, const RestoreOptions& o
   // The image was taken of a stopped VM, so it arrives stopped.
   if (status.ok() && run_state != "running") {
     auto r = qmp->Execute("cont", nullptr, Left(until));
-    if (!r.ok()) status = Status(Code::kInternal, "qemu restore: cont: " + r.status().message(), kRuntimeError);
+    if (!r.ok())
+      status =
+          Status(Code::kInternal, "qemu restore: cont: " + r.status().message(), kRuntimeError);
   }
   qmp.reset();
-  if (!status.ok() && status.reason() != kBadBundle && status.reason() != kVersionMismatch &&
-      status.message().find("already exists") == std::string::npos && !ref.id.empty() && !ref.root.empty()) {
-    (void)Kill(ref);
-  }
+  if (!status.ok() && created) (void)Remove(ref);  // a half-restored VM is not left behind
   LogCall("restore", ref.id, status, MillisSince(start));
   return status;
 }
@@ -564,21 +601,25 @@ Status QemuMicrovmDriver::Kill(const SandboxRef& ref) {
   while (QemuPid(ref) != 0) {
     if (Clock::now() >= until) {
       return Status(Code::kDeadlineExceeded,
-                    "qemu delete: pid " + std::to_string(pid) + " still alive after SIGKILL", kTimeout);
+                    "qemu delete: pid " + std::to_string(pid) + " still alive after SIGKILL",
+                    kTimeout);
     }
     std::this_thread::sleep_for(milliseconds(10));
   }
   return OkStatus();
 }
 
+Status QemuMicrovmDriver::Remove(const SandboxRef& ref) {
+  if (Status s = Kill(ref); !s.ok()) return s;
+  std::error_code ec;
+  for (const char* f : {kPidFile, kQmpSocket, kMarker}) fs::remove(fs::path(ref.root) / f, ec);
+  return OkStatus();
+}
+
 Status QemuMicrovmDriver::Delete(const SandboxRef& ref) {
   const auto start = Clock::now();
   Status status = RequireId("delete", ref);
-  if (status.ok()) status = Kill(ref);
-  if (status.ok()) {
-    std::error_code ec;
-    for (const char* f : {kPidFile, kQmpSocket, kMarker}) fs::remove(fs::path(ref.root) / f, ec);
-  }
+  if (status.ok()) status = Remove(ref);
   LogCall("delete", ref.id, status, MillisSince(start));
   return status;
 }
@@ -591,7 +632,8 @@ Result<std::vector<std::string>> QemuMicrovmDriver::List(const std::string& root
   try {
     ids.push_back(nlohmann::json::parse(in).at("id").get<std::string>());
   } catch (const std::exception& e) {
-    return Status(Code::kInternal, "qemu list: unreadable " + (fs::path(root) / kMarker).string() + ": " + e.what(),
+    return Status(Code::kInternal,
+                  "qemu list: unreadable " + (fs::path(root) / kMarker).string() + ": " + e.what(),
                   kRuntimeError);
   }
   return ids;
@@ -607,14 +649,16 @@ Result<std::string> QemuMicrovmDriver::Version() {
   std::string version;
   auto r = RunCommand({options_.qemu, "--version"}, options_.query);
   if (!r.ok()) {
-    status = Status(Code::kInternal, "qemu --version: cannot start " + options_.qemu + ": " + r.status().message(),
+    status = Status(Code::kInternal,
+                    "qemu --version: cannot start " + options_.qemu + ": " + r.status().message(),
                     kRuntimeError);
   } else if (!r->success()) {
     status = Status(Code::kInternal, "qemu --version: " + r->Summary(), kRuntimeError);
   } else if (auto v = ParseVersion(r->out)) {
     version = *v;
   } else {
-    status = Status(Code::kInternal, "qemu --version: unexpected output \"" + r->out + "\"", kRuntimeError);
+    status = Status(Code::kInternal, "qemu --version: unexpected output \"" + r->out + "\"",
+                    kRuntimeError);
   }
   LogCall("version", "", status, MillisSince(start), /*query=*/true);
   if (!status.ok()) return status;

@@ -67,10 +67,13 @@ class QemuMicrovmDriver : public RuntimeDriver {
 
  private:
   // Starts QEMU for ref (with -incoming defer when `incoming`) and waits for QMP to answer.
+  // *created says whether the sandbox's files were written (what a failure must remove).
   Status Launch(const char* op, const SandboxRef& ref, bool incoming,
-                std::chrono::milliseconds deadline);
+                std::chrono::milliseconds deadline, bool* created);
   // SIGKILLs ref's QEMU and waits until it is gone.
   Status Kill(const SandboxRef& ref);
+  // Kill, then the sandbox's files: afterwards it does not exist.
+  Status Remove(const SandboxRef& ref);
   // The error of a QEMU that went away under `op`: container_stopped, quoting qemu.log.
   Status Died(const std::string& op, const SandboxRef& ref, const Status& cause) const;
 

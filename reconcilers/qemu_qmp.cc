@@ -48,7 +48,8 @@ Result<QmpMessage> ParseQmpLine(const std::string& line) {
   } catch (const std::exception& e) {
     return Status(Code::kInternal, std::string("qmp: unreadable line: ") + e.what(), kQmpError);
   }
-  if (!j.is_object()) return Status(Code::kInternal, "qmp: a line that is not an object", kQmpError);
+  if (!j.is_object())
+    return Status(Code::kInternal, "qmp: a line that is not an object", kQmpError);
   if (j.contains("return")) return QmpMessage{QmpMessage::Kind::kReturn, j["return"]};
   if (j.contains("error") && j["error"].is_object()) {
     return QmpMessage{QmpMessage::Kind::kError, j["error"]};
@@ -174,13 +175,15 @@ Result<QmpMessage> QmpClient::ReadMessage(Clock::time_point until) {
     }
     pollfd p{fd_, POLLIN, 0};
     const int timeout = MillisLeft(until);
-    if (timeout == 0) return Status(Code::kDeadlineExceeded, "qmp: no answer before the deadline", kTimeout);
+    if (timeout == 0)
+      return Status(Code::kDeadlineExceeded, "qmp: no answer before the deadline", kTimeout);
     const int rc = poll(&p, 1, timeout);
     if (rc < 0) {
       if (errno == EINTR) continue;
       return Errno("qmp: poll");
     }
-    if (rc == 0) return Status(Code::kDeadlineExceeded, "qmp: no answer before the deadline", kTimeout);
+    if (rc == 0)
+      return Status(Code::kDeadlineExceeded, "qmp: no answer before the deadline", kTimeout);
     char buf[8192];
     const ssize_t n = read(fd_, buf, sizeof buf);
     if (n < 0) {

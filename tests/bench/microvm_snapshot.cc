@@ -95,8 +95,9 @@ void Report(const Side& vm, const Side& gv) {
   std::printf("%-22s %12s %12s %12s %12s %10s\n", "", "microvm p50", "microvm p90", "gvisor p50",
               "gvisor p90", "ratio p50");
   auto row = [](const char* what, const std::vector<double>& a, const std::vector<double>& b) {
-    std::printf("%-22s %12.1f %12.1f %12.1f %12.1f %9.2fx\n", what, Percentile(a, 50), Percentile(a, 90),
-                Percentile(b, 50), Percentile(b, 90), Percentile(a, 50) / Percentile(b, 50));
+    std::printf("%-22s %12.1f %12.1f %12.1f %12.1f %9.2fx\n", what, Percentile(a, 50),
+                Percentile(a, 90), Percentile(b, 50), Percentile(b, 90),
+                Percentile(a, 50) / Percentile(b, 50));
   };
   row("checkpoint (ms)", vm.checkpoint_ms, gv.checkpoint_ms);
   row("restore (ms)", vm.restore_ms, gv.restore_ms);
@@ -114,11 +115,16 @@ int Main(int argc, char** argv) {
       if (i + 1 >= argc) Die(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--cycles") cycles = std::stoi(value());
-    else if (a == "--accel") accel = value();
-    else if (a == "--runsc") runsc = value();
-    else if (a == "--csv") csv = value();
-    else Die("unknown argument " + a);
+    if (a == "--cycles")
+      cycles = std::stoi(value());
+    else if (a == "--accel")
+      accel = value();
+    else if (a == "--runsc")
+      runsc = value();
+    else if (a == "--csv")
+      csv = value();
+    else
+      Die("unknown argument " + a);
   }
   if (runsc.empty()) runsc = testing::PinnedRunsc();
   spdlog::set_level(spdlog::level::warn);  // the drivers' per-call lines would bury the report
@@ -132,14 +138,20 @@ int Main(int argc, char** argv) {
   RunscDriver gvisor(runsc);
   testing::Bundle bundle(testing::CounterArgs());
   const std::string tag = std::to_string(getpid());
-  Side vm{"microvm", &qemu,
+  Side vm{"microvm",
+          &qemu,
           SandboxRef{"bench-vm-" + tag, (work.path() / "vm").string(), testing::MicrovmTestBundle(),
                      (work.path() / "vm.log").string()},
-          {}, {}, {}};
-  Side gv{"gvisor", &gvisor,
+          {},
+          {},
+          {}};
+  Side gv{"gvisor",
+          &gvisor,
           SandboxRef{"bench-gv-" + tag, (work.path() / "gv").string(), bundle.dir().string(),
                      (work.path() / "gv.log").string()},
-          {}, {}, {}};
+          {},
+          {},
+          {}};
   auto cleanup = [&] {
     (void)qemu.Delete(vm.ref);
     (void)gvisor.Delete(gv.ref);
@@ -147,14 +159,16 @@ int Main(int argc, char** argv) {
   auto version = qemu.Version();
   auto runsc_version = gvisor.Version();
   if (!version.ok() || !runsc_version.ok()) Die("runtime versions unavailable");
-  std::printf("microvm: %s accel=%s bundle=%s\ngvisor:  runsc %s\ncycles:  %d (alternating order)\n\n",
-              version->c_str(), accel.c_str(), vm.ref.bundle.c_str(), runsc_version->c_str(), cycles);
+  std::printf(
+      "microvm: %s accel=%s bundle=%s\ngvisor:  runsc %s\ncycles:  %d (alternating order)\n\n",
+      version->c_str(), accel.c_str(), vm.ref.bundle.c_str(), runsc_version->c_str(), cycles);
 
   Check(qemu.Run(vm.ref, 5min), "microvm run");
   Check(gvisor.Run(gv.ref, 5min), "gvisor run");
   // Both workloads up: the guest has printed its first counts, the sandbox has written one.
   const auto until = Clock::now() + 5min;
-  while (testing::LastCount(vm.ref.log_path) < 2 && Clock::now() < until) std::this_thread::sleep_for(100ms);
+  while (testing::LastCount(vm.ref.log_path) < 2 && Clock::now() < until)
+    std::this_thread::sleep_for(100ms);
   if (testing::LastCount(vm.ref.log_path) < 2) {
     cleanup();
     Die("the micro-VM guest never counted");

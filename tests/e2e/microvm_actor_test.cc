@@ -95,8 +95,8 @@ std::vector<fs::path> FilesNamed(const fs::path& root, const std::string& name) 
   std::vector<fs::path> out;
   std::error_code ec;
   if (!fs::exists(root, ec)) return out;
-  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(root, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (it->path().filename() == name) out.push_back(it->path());
   }
   return out;
@@ -138,13 +138,29 @@ class MicrovmActorTest : public ::testing::Test {
 
   // Starts `stasis node` (again: same node, root and store) and waits until it is ready.
   void StartAgent() {
-    const std::string log = (work_.path() / ("agent-" + std::to_string(++agents_started_) + ".log")).string();
+    const std::string log =
+        (work_.path() / ("agent-" + std::to_string(++agents_started_) + ".log")).string();
     agent_ = std::make_unique<BackgroundProcess>(
-        std::vector<std::string>{kStasis, "node", "--kubeconfig", ControlPlane::Get().kubeconfig(),
-                                 "--node-name", node_, "--runsc", PinnedRunsc(), "--root", root_,
-                                 "--workers", "2", "--metrics-addr", "127.0.0.1:0", "--snapshot-store",
-                                 (work_.path() / "store").string(), "--shutdown-grace", "5",
-                                 "--microvm-accel", MicrovmTestAccel()},
+        std::vector<std::string>{kStasis,
+                                 "node",
+                                 "--kubeconfig",
+                                 ControlPlane::Get().kubeconfig(),
+                                 "--node-name",
+                                 node_,
+                                 "--runsc",
+                                 PinnedRunsc(),
+                                 "--root",
+                                 root_,
+                                 "--workers",
+                                 "2",
+                                 "--metrics-addr",
+                                 "127.0.0.1:0",
+                                 "--snapshot-store",
+                                 (work_.path() / "store").string(),
+                                 "--shutdown-grace",
+                                 "5",
+                                 "--microvm-accel",
+                                 MicrovmTestAccel()},
         log);
     const auto start = Clock::now();
     while (Clock::now() - start < 30s) {
@@ -168,8 +184,8 @@ class MicrovmActorTest : public ::testing::Test {
     while (Clock::now() - start < 30s && !ListActors().empty()) std::this_thread::sleep_for(kPoll);
     if (agent_) agent_->Stop(10s);
     for (const auto& item : ListActors()) {
-      Kubectl({"patch", "actor", item["metadata"].value("name", ""), "-n", ns_, "--type=merge", "-p",
-               R"({"metadata":{"finalizers":null}})"});
+      Kubectl({"patch", "actor", item["metadata"].value("name", ""), "-n", ns_, "--type=merge",
+               "-p", R"({"metadata":{"finalizers":null}})"});
     }
     // A QEMU the agent could not delete must not outlive the test (its argv names our root).
     for (const auto& p : ProcessesMentioning(work_.path().string())) {
@@ -196,7 +212,9 @@ class MicrovmActorTest : public ::testing::Test {
 
   std::string Id(const std::string& actor) const { return ns_ + "_" + actor; }
   std::string RunDir(const std::string& actor) const { return root_ + "/run/" + Id(actor); }
-  std::string ConsoleLog(const std::string& actor) const { return root_ + "/logs/" + Id(actor) + ".log"; }
+  std::string ConsoleLog(const std::string& actor) const {
+    return root_ + "/logs/" + Id(actor) + ".log";
+  }
 
   void CreateActor(const std::string& name, json spec) {
     spec["runtime"] = "microvm";
@@ -212,7 +230,8 @@ class MicrovmActorTest : public ::testing::Test {
   }
 
   void Patch(const std::string& name, const json& spec) {
-    auto r = Kubectl({"patch", "actor", name, "-n", ns_, "--type=merge", "-p", json{{"spec", spec}}.dump()});
+    auto r = Kubectl(
+        {"patch", "actor", name, "-n", ns_, "--type=merge", "-p", json{{"spec", spec}}.dump()});
     ASSERT_TRUE(r.success()) << r.Summary() << "\n" << r.err;
   }
 
@@ -235,8 +254,10 @@ class MicrovmActorTest : public ::testing::Test {
     }
     if (out) *out = last;
     ADD_FAILURE() << name << " not " << status << "; last seen:\n"
-                  << (last.is_object() && last.contains("status") ? last["status"].dump(2) : last.dump())
-                  << "\n" << agent_->LogTail(4000);
+                  << (last.is_object() && last.contains("status") ? last["status"].dump(2)
+                                                                  : last.dump())
+                  << "\n"
+                  << agent_->LogTail(4000);
     return false;
   }
 
@@ -282,12 +303,14 @@ TEST_F(MicrovmActorTest, PausedSuspendedAndResumedTheCounterContinues) {
   json snap = StatusField(actor, "latestSnapshot");
   ASSERT_TRUE(snap.is_object()) << actor["status"].dump();
   EXPECT_EQ(snap.value("trigger", ""), "Pause");
-  EXPECT_THAT(snap.value("runscVersion", ""), ::testing::StartsWith("qemu-"));  // the runtime's version
+  EXPECT_THAT(snap.value("runscVersion", ""),
+              ::testing::StartsWith("qemu-"));  // the runtime's version
   EXPECT_GT(snap.value("sizeBytes", 0), 1 << 20);
   const std::string location = snap.value("location", "");
   EXPECT_TRUE(fs::exists(location + "/manifest.json")) << location;
   EXPECT_TRUE(fs::exists(location + "/vm.state")) << location;
-  EXPECT_THAT(ProcessesMentioning("-name " + Id("vm") + " "), IsEmpty()) << "the paused VM still runs";
+  EXPECT_THAT(ProcessesMentioning("-name " + Id("vm") + " "), IsEmpty())
+      << "the paused VM still runs";
   const long paused_at = LastCount(ConsoleLog("vm"));
   EXPECT_GE(paused_at, before);
 
@@ -361,14 +384,16 @@ TEST_F(MicrovmActorTest, QemuKilledMidSnapshotIsCleanedAndNotRetried) {
   ASSERT_TRUE(killed) << "the snapshot stream never appeared";
   ASSERT_TRUE(failed);
   EXPECT_EQ(CondField(actor, "CheckpointFailed", "status"), "True") << actor["status"].dump(2);
-  EXPECT_EQ(CondField(actor, "CheckpointFailed", "reason"), "ContainerStopped") << actor["status"].dump(2);
+  EXPECT_EQ(CondField(actor, "CheckpointFailed", "reason"), "ContainerStopped")
+      << actor["status"].dump(2);
   EXPECT_THAT(CondField(actor, "CheckpointFailed", "message"), HasSubstr("the VM is not running"));
   EXPECT_EQ(CondField(actor, "Ready", "status"), "False");
   EXPECT_FALSE(StatusField(actor, "workerName").is_string());
   EXPECT_FALSE(StatusField(actor, "latestSnapshot").is_object());
   EXPECT_FALSE(fs::exists(RunDir("vm"))) << "the VM's run directory was not cleaned";
   EXPECT_THAT(ProcessesMentioning("-name " + Id("vm") + " "), IsEmpty());
-  EXPECT_THAT(FilesNamed(root_ + "/snapshots", "vm.state"), IsEmpty()) << "the partial image was kept";
+  EXPECT_THAT(FilesNamed(root_ + "/snapshots", "vm.state"), IsEmpty())
+      << "the partial image was kept";
   ExpectAllWorkersFree();
 
   // Never retried: a second checkpoint would log a second checkpoint call for the sandbox.
@@ -387,7 +412,8 @@ TEST_F(MicrovmActorTest, GpuMicrovmActorIsRefusedWithItsReason) {
   CreateActor("gpu-vm", {{"gpu", {{"count", 1}}}});
   json actor;
   ASSERT_TRUE(WaitStatus("gpu-vm", "STATUS_FAILED", &actor));
-  EXPECT_EQ(CondField(actor, "Ready", "reason"), "MicrovmGpuUnsupported") << actor["status"].dump(2);
+  EXPECT_EQ(CondField(actor, "Ready", "reason"), "MicrovmGpuUnsupported")
+      << actor["status"].dump(2);
   EXPECT_THAT(CondField(actor, "Ready", "message"), HasSubstr("not supported yet"));
   EXPECT_FALSE(fs::exists(RunDir("gpu-vm")));
   ExpectAllWorkersFree();

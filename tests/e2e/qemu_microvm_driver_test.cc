@@ -149,7 +149,8 @@ TEST_F(QemuMicrovmDriverTest, LeaveRunningKeepsTheGuestCountingAndRefusalsAreCla
   ASSERT_TRUE(driver_.Checkpoint(ref, Ck(Image("keep"), /*leave_running=*/true)).ok());
   EXPECT_EQ(*driver_.State(ref), SandboxState::kRunning);
   const long after = LastCount(ref.log_path);
-  EXPECT_GE(WaitCount(ref, after + 2), after + 2) << "the guest stopped counting after -leave-running";
+  EXPECT_GE(WaitCount(ref, after + 2), after + 2)
+      << "the guest stopped counting after -leave-running";
   // An image directory is never overwritten.
   auto twice = driver_.Checkpoint(ref, Ck(Image("keep"), true));
   ASSERT_FALSE(twice.ok());
@@ -171,7 +172,8 @@ TEST_F(QemuMicrovmDriverTest, LeaveRunningKeepsTheGuestCountingAndRefusalsAreCla
   EXPECT_EQ(*driver_.State(ref), SandboxState::kNotFound);
 
   TempDir bigger("stasis-microvm-bundle-");
-  for (const char* f : {"vmlinuz", "initramfs.gz"}) fs::copy(fs::path(MicrovmTestBundle()) / f, bigger.path() / f);
+  for (const char* f : {"vmlinuz", "initramfs.gz"})
+    fs::copy(fs::path(MicrovmTestBundle()) / f, bigger.path() / f);
   std::ofstream(bigger.path() / "microvm.json")
       << R"({"kernel": "vmlinuz", "initramfs": "initramfs.gz", "memoryMiB": 512})";
   SandboxRef other = ref;
@@ -180,6 +182,16 @@ TEST_F(QemuMicrovmDriverTest, LeaveRunningKeepsTheGuestCountingAndRefusalsAreCla
   ASSERT_FALSE(shape.ok());
   EXPECT_EQ(shape.reason(), "bad_bundle");
   EXPECT_THAT(shape.message(), HasSubstr("memoryMiB/vcpus"));
+
+  // A kernel QEMU cannot load: bad_bundle quoting QEMU, and nothing of the sandbox is left.
+  std::ofstream(bigger.path() / "garbage") << "not a kernel";
+  std::ofstream(bigger.path() / "microvm.json") << R"({"kernel": "garbage"})";
+  auto unloadable = driver_.Run(other, 60s);
+  ASSERT_FALSE(unloadable.ok());
+  EXPECT_EQ(unloadable.reason(), "bad_bundle") << unloadable.ToString();
+  EXPECT_THAT(unloadable.message(), HasSubstr("invalid kernel header"));
+  EXPECT_EQ(*driver_.State(other), SandboxState::kNotFound);
+  EXPECT_EQ(driver_.QemuPid(other), 0);
 
   std::ofstream(bigger.path() / "microvm.json") << R"({"kernel": "../vmlinuz"})";
   auto bad = driver_.Run(other, 60s);
@@ -196,7 +208,8 @@ TEST_F(QemuMicrovmDriverTest, QemuKilledMidSnapshotIsContainerStoppedAndDeleteCl
   ASSERT_GT(pid, 0);
 
   const fs::path stream = fs::path(Image("killed")) / "vm.state";
-  auto checkpoint = std::async(std::launch::async, [&] { return driver_.Checkpoint(ref, Ck(Image("killed"))); });
+  auto checkpoint =
+      std::async(std::launch::async, [&] { return driver_.Checkpoint(ref, Ck(Image("killed"))); });
   // The stream file appears just before QEMU starts writing it: kill QEMU then.
   const auto until = Clock::now() + 60s;
   while (!fs::exists(stream) && Clock::now() < until) std::this_thread::sleep_for(1ms);
@@ -220,4 +233,4 @@ TEST_F(QemuMicrovmDriverTest, QemuKilledMidSnapshotIsContainerStoppedAndDeleteCl
 }
 
 }  // namespace
-}  // namespace stasis
+}  // namespace stasis::testing

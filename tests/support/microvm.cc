@@ -13,10 +13,12 @@ using namespace std::chrono_literals;
 
 const std::string& MicrovmTestBundle() {
   static const std::string dir = [] {
-    if (const char* env = std::getenv("STASIS_MICROVM_BUNDLE"); env && *env) return std::string(env);
+    if (const char* env = std::getenv("STASIS_MICROVM_BUNDLE"); env && *env)
+      return std::string(env);
     auto r = RunCommand({std::string(STASIS_SOURCE_DIR) + "/hack/make-microvm-bundle.sh"}, 600s);
     if (!r.ok() || !r->success()) {
-      std::cerr << "hack/make-microvm-bundle.sh failed: " << (r.ok() ? r->err : r.status().ToString()) << "\n";
+      std::cerr << "hack/make-microvm-bundle.sh failed: "
+                << (r.ok() ? r->err : r.status().ToString()) << "\n";
       std::abort();
     }
     std::string out = r->out;

@@ -1,6 +1,7 @@
 // The QMP client's framing against a scripted server on a socketpair: lines split across reads,
 // events interleaved with answers, errors, a descriptor passed with a command, a server that
-// goes silent (deadline) or hangs up (closed). The real QEMU is in tests/e2e/qemu_microvm_driver_test.cc.
+// goes silent (deadline) or hangs up (closed). The real QEMU is in
+// tests/e2e/qemu_microvm_driver_test.cc.
 #include "reconcilers/qemu_qmp.h"
 
 #include <gmock/gmock.h>
@@ -19,7 +20,8 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
-const std::string kGreeting = R"({"QMP": {"version": {"qemu": {"major": 7}}, "capabilities": []}})" "\n";
+const std::string kGreeting = R"({"QMP": {"version": {"qemu": {"major": 7}}, "capabilities": []}})"
+                              "\n";
 
 // The server side of a socketpair, writing scripted bytes and reading the client's lines.
 class FakeServer {
@@ -34,7 +36,9 @@ class FakeServer {
     if (server_fd_ >= 0) close(server_fd_);
   }
   int TakeClientFd() { return client_fd_; }
-  void Write(const std::string& s) { ASSERT_EQ(write(server_fd_, s.data(), s.size()), static_cast<ssize_t>(s.size())); }
+  void Write(const std::string& s) {
+    ASSERT_EQ(write(server_fd_, s.data(), s.size()), static_cast<ssize_t>(s.size()));
+  }
   // One line from the client, and the descriptor that came with it (or -1).
   std::string ReadLine(int* fd_out = nullptr) {
     std::string line;
@@ -85,7 +89,8 @@ TEST(ParseQmpLineTest, ClassifiesTheFourShapesAndRefusesOthers) {
   EXPECT_EQ(err->kind, QmpMessage::Kind::kError);
   EXPECT_EQ(QmpErrorText(err->body), "GenericError: no");
   EXPECT_EQ(ParseQmpLine(R"({"event": "STOP", "timestamp": {}})")->kind, QmpMessage::Kind::kEvent);
-  EXPECT_EQ(ParseQmpLine(kGreeting.substr(0, kGreeting.size() - 1))->kind, QmpMessage::Kind::kGreeting);
+  EXPECT_EQ(ParseQmpLine(kGreeting.substr(0, kGreeting.size() - 1))->kind,
+            QmpMessage::Kind::kGreeting);
   for (const char* bad : {"not json", "[1,2]", R"({"something": 1})", R"({"error": "text"})"}) {
     auto r = ParseQmpLine(bad);
     EXPECT_FALSE(r.ok()) << bad;
@@ -98,12 +103,16 @@ TEST(QmpClientTest, NegotiatesThenSkipsEventsToTheAnswer) {
   std::thread t([&] {
     server.Write(kGreeting);
     EXPECT_EQ(server.ReadLine(), R"({"execute":"qmp_capabilities"})");
-    server.Write(R"({"return": {}})" "\n");
+    server.Write(R"({"return": {}})"
+                 "\n");
     EXPECT_EQ(server.ReadLine(), R"({"arguments":{"uri":"fd:x"},"execute":"migrate"})");
     // An event, then the answer split over two writes.
-    server.Write(R"({"event": "STOP", "timestamp": {"seconds": 1}})" "\n" R"({"return": {"sta)");
+    server.Write(R"({"event": "STOP", "timestamp": {"seconds": 1}})"
+                 "\n"
+                 R"({"return": {"sta)");
     std::this_thread::sleep_for(20ms);
-    server.Write(R"(tus": "active"}})" "\n");
+    server.Write(R"(tus": "active"}})"
+                 "\n");
   });
   auto c = QmpClient::FromFd(server.TakeClientFd(), 5s);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -120,9 +129,12 @@ TEST(QmpClientTest, AnErrorAnswerIsAFailedPreconditionQuotingQemu) {
   std::thread t([&] {
     server.Write(kGreeting);
     server.ReadLine();
-    server.Write(R"({"return": {}})" "\n");
+    server.Write(R"({"return": {}})"
+                 "\n");
     server.ReadLine();
-    server.Write(R"({"error": {"class": "GenericError", "desc": "There's a migration process in progress"}})" "\n");
+    server.Write(
+        R"({"error": {"class": "GenericError", "desc": "There's a migration process in progress"}})"
+        "\n");
   });
   auto c = QmpClient::FromFd(server.TakeClientFd(), 5s);
   ASSERT_TRUE(c.ok());
@@ -131,7 +143,8 @@ TEST(QmpClientTest, AnErrorAnswerIsAFailedPreconditionQuotingQemu) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
   EXPECT_EQ(r.status().reason(), "qmp_error");
-  EXPECT_THAT(r.status().message(), HasSubstr("migrate: GenericError: There's a migration process in progress"));
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("migrate: GenericError: There's a migration process in progress"));
 }
 
 TEST(QmpClientTest, PassesADescriptorWithTheCommand) {
@@ -144,16 +157,19 @@ TEST(QmpClientTest, PassesADescriptorWithTheCommand) {
   std::thread t([&] {
     server.Write(kGreeting);
     server.ReadLine();
-    server.Write(R"({"return": {}})" "\n");
+    server.Write(R"({"return": {}})"
+                 "\n");
     EXPECT_EQ(server.ReadLine(&received), R"({"arguments":{"fdname":"img"},"execute":"getfd"})");
-    server.Write(R"({"return": {}})" "\n");
+    server.Write(R"({"return": {}})"
+                 "\n");
   });
   auto c = QmpClient::FromFd(server.TakeClientFd(), 5s);
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE((*c)->Execute("getfd", {{"fdname", "img"}}, 5s, file).ok());
   t.join();
   ASSERT_GE(received, 0);
-  struct stat a {}, b {};
+  struct stat a {
+  }, b{};
   ASSERT_EQ(fstat(file, &a), 0);
   ASSERT_EQ(fstat(received, &b), 0);
   EXPECT_EQ(a.st_ino, b.st_ino);  // the same open file arrived
@@ -166,7 +182,8 @@ TEST(QmpClientTest, ASilentServerCostsTheDeadlineNotAHang) {
   std::thread t([&] {
     server.Write(kGreeting);
     server.ReadLine();
-    server.Write(R"({"return": {}})" "\n");
+    server.Write(R"({"return": {}})"
+                 "\n");
     server.ReadLine();  // and never answers
   });
   auto c = QmpClient::FromFd(server.TakeClientFd(), 5s);
@@ -183,7 +200,8 @@ TEST(QmpClientTest, AHangUpIsQmpClosed) {
   std::thread t([&] {
     server.Write(kGreeting);
     server.ReadLine();
-    server.Write(R"({"return": {}})" "\n");
+    server.Write(R"({"return": {}})"
+                 "\n");
     server.ReadLine();
     server.Write(R"({"return": {"sta)");  // half an answer, then QEMU dies
     server.HangUp();
@@ -199,7 +217,10 @@ TEST(QmpClientTest, AHangUpIsQmpClosed) {
 
 TEST(QmpClientTest, NoGreetingIsAnError) {
   FakeServer server;
-  std::thread t([&] { server.Write(R"({"return": {}})" "\n"); });
+  std::thread t([&] {
+    server.Write(R"({"return": {}})"
+                 "\n");
+  });
   auto c = QmpClient::FromFd(server.TakeClientFd(), 5s);
   t.join();
   ASSERT_FALSE(c.ok());
