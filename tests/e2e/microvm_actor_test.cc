@@ -23,6 +23,7 @@
 #include <sstream>
 #include <thread>
 
+#include "reconcilers/subprocess.h"
 #include "tests/support/background_process.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/microvm.h"
@@ -169,6 +170,34 @@ class MicrovmActorTest : public ::testing::Test {
       std::this_thread::sleep_for(50ms);
     }
     FAIL() << "agent did not become ready:\n" << agent_->LogTail();
+  }
+
+  // The agent's /metrics (its port from its log line "serving metrics … port=N").
+  std::string Scrape() {
+    const std::string log = agent_->Log();
+    const std::string key = "serving metrics and health addr=127.0.0.1:0 port=";
+    const auto at = log.rfind(key);
+    if (at == std::string::npos) return "";
+    const std::string port =
+        log.substr(at + key.size(), log.find_first_of(" \n", at + key.size()) - (at + key.size()));
+    auto r = RunCommand({"curl", "-fsS", "http://127.0.0.1:" + port + "/metrics"}, 10s);
+    return r.ok() && r->success() ? r->out : "";
+  }
+
+  // The value of the sample of `name` whose labels include every `label="value"` given; -1 if none.
+  static double Sample(const std::string& metrics, const std::string& name,
+                       const std::vector<std::string>& labels) {
+    std::istringstream in(metrics);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(name + "{", 0) != 0) continue;
+      const std::string set = line.substr(0, line.find('}') + 1);
+      if (!std::all_of(labels.begin(), labels.end(),
+                       [&](const std::string& l) { return set.find(l) != std::string::npos; })) {
+        continue;
+      }
+      return std::stod(line.substr(line.rfind(' ') + 1));
+    }
+    return -1;
   }
 
   long QemuPid(const std::string& actor) {
@@ -332,6 +361,21 @@ TEST_F(MicrovmActorTest, PausedSuspendedAndResumedTheCounterContinues) {
   EXPECT_GE(WaitCount("vm", suspended_at + 3), suspended_at + 3);
   // Resumed twice, booted once: the counter continued rather than restarted.
   EXPECT_EQ(BootCount(ConsoleLog("vm")), 1) << ReadFile(ConsoleLog("vm")).substr(0, 3000);
+
+  // The same metrics as a gVisor actor's: two checkpoints, two restores, one commit, two sizes.
+  const std::string m = Scrape();
+  ASSERT_FALSE(m.empty()) << agent_->LogTail();
+  const std::string ops = "stasis_snapshot_operations_total";
+  EXPECT_EQ(Sample(m, ops, {R"(operation="checkpoint")", R"(result="success")"}), 2) << m;
+  EXPECT_EQ(Sample(m, ops, {R"(operation="restore")", R"(result="success")"}), 2) << m;
+  EXPECT_EQ(Sample(m, ops, {R"(operation="commit")", R"(result="success")"}), 1) << m;
+  for (const char* trigger : {R"(trigger="Pause")", R"(trigger="Suspend")"}) {
+    EXPECT_EQ(Sample(m, "stasis_snapshot_size_bytes_count", {trigger, R"(gpu="false")"}), 1) << m;
+    EXPECT_EQ(Sample(m, "stasis_snapshot_duration_seconds_count",
+                     {R"(operation="restore")", trigger, R"(gpu="false")", R"(result="success")"}),
+              1)
+        << m;
+  }
 }
 
 TEST_F(MicrovmActorTest, AgentRestartFindsTheRunningVm) {
@@ -406,6 +450,9 @@ TEST_F(MicrovmActorTest, QemuKilledMidSnapshotIsCleanedAndNotRetried) {
     ++calls;
   }
   EXPECT_EQ(calls, 1u) << agent_->LogTail(4000);
+  EXPECT_EQ(Sample(Scrape(), "stasis_snapshot_operations_total",
+                   {R"(operation="checkpoint")", R"(reason="container_stopped")"}),
+            1);
 }
 
 TEST_F(MicrovmActorTest, GpuMicrovmActorIsRefusedWithItsReason) {

@@ -135,7 +135,7 @@ TEST_F(CrdTest, CrdsAreEstablishedWithTheirNames) {
 }
 
 TEST_F(CrdTest, SamplesAreAcceptedAndReadByTheCppTypes) {
-  for (const char* sample : {"actor-cpu.yaml", "actor-gpu.yaml"}) {
+  for (const char* sample : {"actor-cpu.yaml", "actor-gpu.yaml", "actor-microvm.yaml"}) {
     SCOPED_TRACE(sample);
     CommandResult r = Kubectl({"apply", "-n", kNs, "-f", kSampleDir + sample});
     ASSERT_EQ(r.exit_code, 0) << Show(r);
@@ -143,7 +143,7 @@ TEST_F(CrdTest, SamplesAreAcceptedAndReadByTheCppTypes) {
   CommandResult r = Kubectl({"apply", "-f", kSampleDir + "worker.yaml"});
   ASSERT_EQ(r.exit_code, 0) << Show(r);
 
-  for (const char* name : {"counter", "cuda-counter"}) {
+  for (const char* name : {"counter", "cuda-counter", "counter-vm"}) {
     json stored = GetActor(name);
     EXPECT_TRUE(ValidateActor(stored).empty()) << name;
     Result<Actor> a = ActorFromJson(stored);
@@ -154,6 +154,7 @@ TEST_F(CrdTest, SamplesAreAcceptedAndReadByTheCppTypes) {
     EXPECT_FALSE(a->metadata.uid.empty());
     EXPECT_TRUE(a->metadata.creation_timestamp.has_value());
   }
+  EXPECT_EQ(ActorFromJson(GetActor("counter-vm"))->spec.runtime, Runtime::kMicrovm);
   Actor gpu = *ActorFromJson(GetActor("cuda-counter"));
   EXPECT_EQ(gpu.spec.gpu.count, 1);
   EXPECT_EQ(gpu.spec.checkpoint_policy, CheckpointPolicy::kLeaveRunningThenStop);
