@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 namespace stasis {
 namespace {
@@ -90,21 +91,32 @@ Result<std::unique_ptr<QmpClient>> QmpClient::Connect(const std::string& socket_
   }
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     if (dir_fd >= 0) close(dir_fd);
     return Errno("qmp: socket");
   }
-  // A unix connect does not block on a listening socket (a full backlog fails with EAGAIN
-  // only for non-blocking sockets); QMP serves one client at a time and queues the next.
-  const int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  // QMP serves one client at a time and leaves the next in the listen backlog; once that is
+  // full a blocking connect would wait without limit. Non-blocking, a full backlog is EAGAIN:
+  // try again until the deadline.
+  int rc;
+  while ((rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr)) != 0 &&
+         (errno == EAGAIN || errno == EINTR) && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   const int saved = errno;
   if (dir_fd >= 0) close(dir_fd);
   if (rc != 0) {
     close(fd);
+    if (saved == EAGAIN) {
+      return Status(Code::kDeadlineExceeded, "qmp: connect " + socket_path + ": the server is busy",
+                    kTimeout);
+    }
     errno = saved;
     return Errno("qmp: connect " + socket_path);
   }
+  // Reads poll with their own deadlines; the descriptor itself blocks (sendmsg of a short line).
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return FromFd(fd, std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()));
 }
 

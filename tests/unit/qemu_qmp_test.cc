@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -225,6 +226,44 @@ TEST(QmpClientTest, NoGreetingIsAnError) {
   t.join();
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), HasSubstr("no greeting"));
+}
+
+TEST(QmpClientTest, ABusyServerCostsTheDeadlineNotAHang) {
+  // A listener that never accepts, its backlog already full: where QMP serving another client
+  // leaves a second one.
+  char dir[] = "/tmp/stasis-qmp-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/qmp.sock";
+  const int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 0), 0);
+  std::vector<int> queued;
+  bool full = false;
+  while (!full && queued.size() < 64) {  // fill the backlog (its size is the kernel's business)
+    const int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      queued.push_back(c);
+      continue;
+    }
+    full = errno == EAGAIN;
+    close(c);
+  }
+  ASSERT_TRUE(full) << "the backlog never filled";
+  const auto start = std::chrono::steady_clock::now();
+  auto c = QmpClient::Connect(path, 300ms);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kDeadlineExceeded) << c.status().ToString();
+  EXPECT_EQ(c.status().reason(), "timeout");
+  EXPECT_THAT(c.status().message(), HasSubstr("the server is busy"));
+  EXPECT_LT(took, 5s);
+  for (int q : queued) close(q);
+  close(listener);
+  unlink(path.c_str());
+  rmdir(dir);
 }
 
 TEST(QmpClientTest, ConnectToAMissingSocketFails) {
