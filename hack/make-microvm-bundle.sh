@@ -67,6 +67,10 @@ cat > "${staging}/microvm.json" <<JSON
 }
 JSON
 mkdir -p "$(dirname "${dest}")"
-mv "${staging}" "${dest}"
+# Two builds at once (parallel tests): the first rename wins, the other drops its copy.
+if ! mv -T "${staging}" "${dest}" 2>/dev/null; then
+  rm -rf "${staging}"
+  [[ -f "${dest}/microvm.json" ]] || die "cannot install ${dest}"
+fi
 log "built ${dest}"
 echo "${dest}"
