@@ -402,6 +402,31 @@ TEST_F(MicrovmActorTest, AgentRestartFindsTheRunningVm) {
   EXPECT_EQ(BootCount(ConsoleLog("vm")), 1);
 }
 
+TEST_F(MicrovmActorTest, VmOfAnActorDeletedWhileTheAgentWasAwayIsRemovedAtStartup) {
+  CreateActor("vm", json::object());
+  ASSERT_TRUE(WaitStatus("vm", "STATUS_RUNNING"));
+  const long pid = QemuPid("vm");
+  ASSERT_GT(pid, 0);
+  agent_->Kill(SIGKILL);
+  ASSERT_TRUE(agent_->Wait(10s).has_value());
+  // Gone from the API while no agent could finalize it (a forced delete).
+  Kubectl({"patch", "actor", "vm", "-n", ns_, "--type=merge", "-p",
+           R"({"metadata":{"finalizers":null}})"});
+  Kubectl({"delete", "actor", "vm", "-n", ns_, "--wait=true", "--timeout=30s"});
+  ASSERT_TRUE(GetActor("vm").is_null());
+  EXPECT_EQ(kill(static_cast<pid_t>(pid), 0), 0) << "the VM should have outlived its agent";
+
+  // The returning agent does not know the runtime of a sandbox whose actor is gone: every
+  // driver deletes what it finds.
+  StartAgent();
+  if (HasFatalFailure()) return;
+  const auto until = Clock::now() + 30s;
+  while (fs::exists(RunDir("vm")) && Clock::now() < until) std::this_thread::sleep_for(kPoll);
+  EXPECT_FALSE(fs::exists(RunDir("vm"))) << agent_->LogTail();
+  EXPECT_THAT(ProcessesMentioning("-name " + Id("vm") + " "), IsEmpty());
+  ExpectAllWorkersFree();
+}
+
 TEST_F(MicrovmActorTest, QemuKilledMidSnapshotIsCleanedAndNotRetried) {
   CreateActor("vm", json::object());
   ASSERT_TRUE(WaitStatus("vm", "STATUS_RUNNING"));
