@@ -7,6 +7,7 @@
 #include "api/json_mapping.h"
 #include "api/validation.h"
 #include "reconcilers/api_resources.h"
+#include "reconcilers/data_dirs.h"
 #include "reconcilers/gpu_bundle.h"
 
 namespace stasis {
@@ -372,7 +373,9 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   }
   const auto& snap = c.a.status.latest_snapshot;
   const bool from_snapshot = snap && snap->scope == api::SnapshotScope::kFull;
-  if (from_snapshot && !snap->node_name.empty() && snap->node_name != options_.node) {
+  // A Data snapshot: its directories are unpacked, then the sandbox boots from the bundle.
+  const bool from_data = snap && snap->scope == api::SnapshotScope::kData;
+  if ((from_snapshot || from_data) && !snap->node_name.empty() && snap->node_name != options_.node) {
     SetCondition(c, "Ready", false, "SnapshotOnOtherNode",
                  "the latest snapshot " + snap->id + " is on node " + snap->node_name +
                      "; this actor can only resume there");
@@ -400,7 +403,9 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   c.a.status.worker_name = worker->metadata.name;
   c.a.status.sandbox_id = c.ref.id;
   SetCondition(c, "Progressing", true, "Resuming",
-               from_snapshot ? "restoring snapshot " + snap->id : "booting from the bundle");
+               from_snapshot ? "restoring snapshot " + snap->id
+               : from_data   ? "restoring the data of snapshot " + snap->id + ", then booting from the bundle"
+                             : "booting from the bundle");
   if (Status s = WriteStatus(c); !s.ok()) return s;
 
   // A leftover sandbox of an earlier life must not be in the way.
@@ -422,6 +427,7 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
       result = bundle.status();
     }
   }
+  if (result.ok() && from_data) result = RestoreData(c, *snap, deadline);
   if (result.ok() && from_snapshot) {
     RestoreOptions ro;
     ro.image_dir = snap->location;
@@ -431,7 +437,7 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
     result = c.driver->Run(c.ref, deadline);
   }
   const double took = Seconds(clock_.Now() - start);
-  if (from_snapshot) {
+  if (from_snapshot || from_data) {
     metrics_.ObserveDuration("restore", api::ToString(snap->trigger), gpu,
                              result.ok() ? "success" : "error", took);
     metrics_.CountOperation("restore", result.ok() ? "success" : "error", result.reason());
@@ -462,15 +468,38 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   c.a.status.status = ActorState::kRunning;
   SetCondition(c, "Progressing", false, "Resumed", "");
   SetCondition(c, "Ready", true, "Running",
-               from_snapshot ? "restored from snapshot " + snap->id : "booted from the bundle");
+               from_snapshot ? "restored from snapshot " + snap->id
+               : from_data   ? "booted from the bundle with the data of snapshot " + snap->id
+                             : "booted from the bundle");
   SetCondition(c, "CheckpointFailed", false, "Resumed", "");
   if (Status s = WriteStatus(c); !s.ok()) return s;
   Event(c, false, "Resumed",
-        (from_snapshot ? "restored snapshot " + snap->id : std::string("booted")) + " on worker " +
+        (from_snapshot ? "restored snapshot " + snap->id
+         : from_data   ? "booted with the data of snapshot " + snap->id
+                       : std::string("booted")) + " on worker " +
             c.a.status.worker_name + " in " + std::to_string(took) + "s");
   spdlog::info("actor resumed actor={} worker={} from_snapshot={} duration_s={:.3f}", c.key,
                c.a.status.worker_name, from_snapshot, took);
   return ReconcileOutcome{options_.liveness_period};
+}
+
+Status ActorReconciler::RestoreData(Ctx& c, const api::Snapshot& snap, std::chrono::milliseconds deadline) {
+  // Only what the manifest vouches for is unpacked over the actor's directories.
+  auto verified = snap.node_name.empty()
+                      ? snapshots_.VerifyCommitted(c.a.metadata.namespace_, c.a.metadata.name, snap.id)
+                      : snapshots_.VerifyLocal(c.a.metadata.namespace_, c.a.metadata.name, snap.id);
+  if (!verified.ok()) {
+    // Missing or corrupt: this snapshot can never be restored (kFailedPrecondition fails the
+    // actor); a store that cannot be read right now is retried.
+    const bool gone = verified.status().reason() == "snapshot_not_found" ||
+                      verified.status().reason() == "snapshot_corrupt";
+    return Status(gone ? Code::kFailedPrecondition : Code::kUnavailable, verified.status().message(),
+                  verified.status().reason());
+  }
+  const std::string image = snap.node_name.empty()
+                                ? snapshots_.StorePath(c.a.metadata.namespace_, c.a.metadata.name, snap.id)
+                                : snapshots_.LocalPath(c.a.metadata.namespace_, c.a.metadata.name, snap.id);
+  return RestoreDataDirs(c.a.spec.bundle, image, deadline);
 }
 
 std::string ActorReconciler::GpuBundleDir(const SandboxRef& ref) const {
@@ -529,15 +558,20 @@ Status ActorReconciler::Preflight(Ctx& c) {
 }
 
 Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger trigger) {
-  auto state = c.driver->State(c.ref);
-  if (!state.ok()) return state.status();
-  if (*state != SandboxState::kRunning && *state != SandboxState::kPaused) {
-    return ForceClean(c, "sandbox_died", "SandboxDied",
-                      std::string("the sandbox is ") + ToString(*state) + " before the checkpoint");
-  }
-  const bool gpu = c.a.spec.gpu.count > 0;
+  const std::string trigger_name = api::ToString(trigger);
+  const api::SnapshotScope scope =
+      trigger == SnapshotTrigger::kPause ? c.a.spec.snapshots.on_pause : c.a.spec.snapshots.on_commit;
+  const bool data = scope == api::SnapshotScope::kData;
+  // A Data snapshot holds no process state: no CUDA checkpoint, so no GPU preflight.
+  const bool gpu = c.a.spec.gpu.count > 0 && !data;
+  // No `runsc state` first: the checkpoint (or the freeze, or the preflight's exec) fails on a
+  // sandbox that is not running, and the failure path asks the sandbox's state then.
   if (gpu) {
     if (Status s = Preflight(c); !s.ok()) {
+      if (s.reason() == "container_stopped" || s.reason() == "not_found") {
+        return ForceClean(c, "sandbox_died", "SandboxDied",
+                          "the sandbox is gone before the checkpoint: " + s.message());
+      }
       SetCondition(c, "CudaCheckpointReady", false, ConditionReason(s.reason().empty() ? "preflight_failed" : s.reason()),
                    s.message());
       if (Status w = WriteStatus(c); !w.ok()) return w;
@@ -548,10 +582,25 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
     SetCondition(c, "CudaCheckpointReady", true, "PreflightPassed",
                  c.a.spec.gpu.cuda_checkpoint_path + " runs inside the container");
   }
+  // Data: every declared directory must map to a host directory before anything starts; a
+  // dataDir that cannot be kept is the spec's or the bundle's problem, and the actor runs on.
+  std::vector<DataDir> data_dirs;
+  if (data) {
+    auto resolved = ResolveDataDirs(c.a.spec.bundle, c.a.spec.snapshots.data_dirs);
+    if (!resolved.ok()) {
+      const std::string reason = ConditionReason(resolved.status().reason());
+      NoteFailure(c, RetryOp::kCheckpoint);
+      SetCondition(c, "CheckpointFailed", true, reason, resolved.status().message());
+      SetCondition(c, "Progressing", false, reason, "checkpoint refused; still running");
+      if (Status s = WriteStatus(c); !s.ok()) return s;
+      Event(c, true, "CheckpointFailed", resolved.status().message() + " (the actor keeps running)");
+      spdlog::warn("data snapshot refused actor={} reason={} error=\"{}\" action=keep_running", c.key,
+                   resolved.status().reason(), resolved.status().message());
+      return resolved.status();
+    }
+    data_dirs = std::move(*resolved);
+  }
 
-  const std::string trigger_name = api::ToString(trigger);
-  const api::SnapshotScope scope =
-      trigger == SnapshotTrigger::kPause ? c.a.spec.snapshots.on_pause : c.a.spec.snapshots.on_commit;
   c.a.status.status = trigger == SnapshotTrigger::kPause ? ActorState::kPausing : ActorState::kSuspending;
   c.a.status.transition_start_time.reset();
   SetCondition(c, "Progressing", true, trigger == SnapshotTrigger::kPause ? "Pausing" : "Suspending",
@@ -573,11 +622,7 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   if (gpu) co.cuda_checkpoint_path = c.a.spec.gpu.cuda_checkpoint_path;
   co.deadline = std::chrono::seconds(c.a.spec.timeouts.checkpoint_seconds);
   const auto start = clock_.Now();
-  Status ck = scope == api::SnapshotScope::kFull
-                  ? c.driver->Checkpoint(c.ref, co)
-                  : Status(Code::kInvalidArgument,
-                           "snapshot scope Data is not implemented by this node agent yet",
-                           "scope_not_supported");
+  Status ck = data ? CheckpointData(c, data_dirs, *dir, co.deadline) : c.driver->Checkpoint(c.ref, co);
   const double took = Seconds(clock_.Now() - start);
   metrics_.ObserveDuration("checkpoint", trigger_name, gpu, ck.ok() ? "success" : "error", took);
   metrics_.CountOperation("checkpoint", ck.ok() ? "success" : "error", ck.reason());
@@ -588,8 +633,8 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
     auto after = c.driver->State(c.ref);
     const std::string reason = ck.reason().empty() ? "runtime_error" : ck.reason();
     if (after.ok() && (*after == SandboxState::kRunning) && ck.code() != Code::kDeadlineExceeded) {
-      // The workload survived (a refused save, -leave-running, an error before the save):
-      // it keeps running, and the checkpoint is retried with backoff.
+      // The workload survived (a refused save, -leave-running, an error before the save, a
+      // Data archive that failed and was thawed): it keeps running, retried with backoff.
       c.a.status.status = ActorState::kRunning;
       NoteFailure(c, RetryOp::kCheckpoint);
       SetCondition(c, "CheckpointFailed", true, ConditionReason(reason), ck.message());
@@ -604,9 +649,16 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   }
 
   ClearRetry(c, RetryOp::kCheckpoint);
-  // The image is safe on disk: the sandbox can go (with -leave-running it still runs).
-  if (Status s = c.driver->Delete(c.ref); !s.ok()) {
-    spdlog::warn("sandbox delete after checkpoint failed actor={} error=\"{}\"", c.key, s.message());
+  // The image is safe on disk. A sandbox that still lives (-leave-running; frozen for a Data
+  // archive) or may still hold a GPU goes now, before its worker is freed. One that the
+  // checkpoint stopped holds nothing but runsc's state: it is deleted after the status write,
+  // off the pause's path (a crash before that leaves a sandbox of an actor at rest, which
+  // every later reconcile and restart recovery remove).
+  const bool delete_now = co.leave_running || data || c.a.spec.gpu.count > 0;
+  if (delete_now) {
+    if (Status s = c.driver->Delete(c.ref); !s.ok()) {
+      spdlog::warn("sandbox delete after checkpoint failed actor={} error=\"{}\"", c.key, s.message());
+    }
   }
   SnapshotManifest m;
   m.id = id;
@@ -631,16 +683,17 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
 
   ActorState final_state = ActorState::kPaused;
   std::string commit_error;
+  bool drop_local = false;
   if (trigger == SnapshotTrigger::kSuspend) {
     const auto cstart = clock_.Now();
-    auto committed = snapshots_.Commit(m.ns, m.name, id);
+    auto committed = snapshots_.Commit(m.ns, m.name, id, /*just_completed=*/true);
     const double ctook = Seconds(clock_.Now() - cstart);
     metrics_.ObserveDuration("commit", trigger_name, gpu, committed.ok() ? "success" : "error", ctook);
     metrics_.CountOperation("commit", committed.ok() ? "success" : "error",
                             committed.ok() ? "" : (committed.status().reason().empty() ? "store_error" : committed.status().reason()));
     if (committed.ok()) {
       snap = ToSnapshot(*committed, snapshots_.StorePath(m.ns, m.name, id), "");
-      snapshots_.RemoveLocal(m.ns, m.name, id);
+      drop_local = true;
       final_state = ActorState::kSuspended;
     } else {
       // Nothing is lost: the complete snapshot stays on this node and the actor rests PAUSED
@@ -648,12 +701,8 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
       commit_error = committed.status().message();
     }
   }
-  // Older node-local snapshots of this actor are superseded.
-  for (const auto& old : snapshots_.ListLocal(m.ns, m.name)) {
-    if (old.id != id) snapshots_.RemoveLocal(m.ns, m.name, old.id);
-  }
 
-  if (Status s = workers_.Free(c.actor_ref); !s.ok()) return s;
+  if (Status s = workers_.Release(c.a.status.worker_name, c.actor_ref); !s.ok()) return s;
   c.a.status.status = final_state;
   c.a.status.latest_snapshot = snap;
   c.a.status.worker_name.clear();
@@ -668,13 +717,45 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
     api::RemoveCondition(c.a.status.conditions, "CommitFailed");
   }
   if (Status s = WriteStatus(c); !s.ok()) return s;
+  spdlog::info("actor checkpointed actor={} trigger={} scope={} snapshot={} size_bytes={} duration_s={:.3f} status={}",
+               c.key, trigger_name, m.scope, id, snap.size_bytes, took, api::ToString(final_state));
+
+  // Off the pause's path: nothing below decides anything a crash could lose.
+  if (!delete_now) {
+    if (Status s = c.driver->Delete(c.ref); !s.ok()) {
+      spdlog::warn("sandbox delete after checkpoint failed actor={} error=\"{}\"", c.key, s.message());
+    } else {
+      std::error_code ec;
+      fs::remove_all(c.ref.root, ec);
+    }
+  }
+  // The local copy of a committed snapshot, and older node-local snapshots, are superseded.
+  if (drop_local) snapshots_.RemoveLocal(m.ns, m.name, id);
+  for (const auto& old : snapshots_.ListLocal(m.ns, m.name)) {
+    if (old.id != id) snapshots_.RemoveLocal(m.ns, m.name, old.id);
+  }
+  workers_.RefreshGauge();
   Event(c, false, final_state == ActorState::kPaused ? "Paused" : "Suspended",
-        "snapshot " + id + ": " + std::to_string(snap.size_bytes) + " bytes, checkpoint " +
+        "snapshot " + id + " (" + m.scope + "): " + std::to_string(snap.size_bytes) + " bytes, checkpoint " +
             std::to_string(took) + "s");
-  spdlog::info("actor checkpointed actor={} trigger={} snapshot={} size_bytes={} duration_s={:.3f} status={}",
-               c.key, trigger_name, id, snap.size_bytes, took, api::ToString(final_state));
   if (!commit_error.empty()) return Status(Code::kUnavailable, commit_error, "store_error");
   return ReconcileOutcome{};
+}
+
+Status ActorReconciler::CheckpointData(Ctx& c, const std::vector<DataDir>& dirs,
+                                       const std::string& image_dir, std::chrono::milliseconds deadline) {
+  // Frozen, the workload cannot change its files while they are read: the archive is a
+  // consistent copy. The sandbox is deleted once the snapshot is complete.
+  if (Status s = c.driver->Freeze(c.ref); !s.ok()) return s;
+  Status archived = ArchiveDataDirs(dirs, image_dir, deadline);
+  if (!archived.ok()) {
+    // Nothing was lost: the workload runs on, as if the pause had not been asked yet.
+    if (Status t = c.driver->Thaw(c.ref); !t.ok()) {
+      spdlog::error("thaw after a failed data archive failed actor={} error=\"{}\"", c.key, t.message());
+    }
+    spdlog::warn("data archive failed actor={} error=\"{}\" action=thaw_keep_running", c.key, archived.message());
+  }
+  return archived;
 }
 
 Result<ReconcileOutcome> ActorReconciler::CommitPaused(Ctx& c) {
@@ -729,7 +810,19 @@ Result<ReconcileOutcome> ActorReconciler::RecoverInterrupted(Ctx& c) {
     return Resume(c);
   }
   // PAUSING / SUSPENDING.
-  if (*state == SandboxState::kRunning) {
+  bool running = *state == SandboxState::kRunning;
+  if (*state == SandboxState::kPaused) {
+    // Frozen for a Data archive when the agent died. A complete snapshot is adopted below (the
+    // sandbox is deleted then); without one the workload is thawed and runs on.
+    const std::string newest = c.a.status.latest_snapshot ? c.a.status.latest_snapshot->id : "";
+    auto local = snapshots_.ListLocal(c.a.metadata.namespace_, c.a.metadata.name);
+    if (local.empty() || local.back().id <= newest) {
+      Status t = c.driver->Thaw(c.ref);
+      running = t.ok();
+      if (!t.ok()) spdlog::warn("thaw of a frozen sandbox failed actor={} error=\"{}\"", c.key, t.message());
+    }
+  }
+  if (running) {
     // The checkpoint was cut short (or ran with -leave-running): the workload lives on.
     c.a.status.status = ActorState::kRunning;
     SetCondition(c, "Progressing", false, "CheckpointInterrupted",

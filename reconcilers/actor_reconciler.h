@@ -13,7 +13,13 @@
 //  - A checkpoint that fails while the sandbox lives leaves the actor RUNNING (CheckpointFailed).
 //  - A GPU preflight failure never checkpoints and never stops the actor.
 //  - Only a complete (renamed, checksummed) snapshot becomes status.latestSnapshot.
-//  - The worker is claimed before the sandbox starts and freed after it is gone.
+//  - The worker is claimed before the sandbox starts and freed after it has stopped: a sandbox
+//    that still runs (-leave-running), is frozen (Data) or may hold a GPU is deleted first; the
+//    stopped sandbox of a Direct CPU checkpoint only after the PAUSED/SUSPENDED write, off the
+//    pause's path (what it leaves on a crash, the next reconcile deletes).
+//  - A Data snapshot (scope Data) archives the declared dataDirs of the frozen sandbox
+//    (data_dirs.h); a failed archive thaws it and the actor runs on. Its resume unpacks them and
+//    boots fresh from the bundle.
 //  - Decisions are made on a quorum read of the actor, never on the (possibly stale) cache.
 //  - Status is written as a merge patch carrying the resourceVersion read: a concurrent writer
 //    (the cluster controller's forced cleanup) makes it fail with 409 rather than be overwritten.
@@ -30,6 +36,7 @@
 #include "controller/event_recorder.h"
 #include "controller/object_store.h"
 #include "controller/reconciler.h"
+#include "reconcilers/data_dirs.h"
 #include "reconcilers/node_workers.h"
 #include "reconcilers/runtime_driver.h"
 #include "reconcilers/snapshot_metrics.h"
@@ -95,7 +102,13 @@ class ActorReconciler : public Reconciler {
   Result<ReconcileOutcome> Delete(Ctx& c);
   Result<ReconcileOutcome> Resume(Ctx& c);
   Result<ReconcileOutcome> Checkpoint(Ctx& c, api::SnapshotTrigger trigger);
+  // A Data snapshot's checkpoint: freeze the sandbox, archive its data directories into
+  // `image_dir`; on a failed archive thaw it (the actor runs on) and return the failure.
+  Status CheckpointData(Ctx& c, const std::vector<DataDir>& dirs, const std::string& image_dir,
+                        std::chrono::milliseconds deadline);
   Result<ReconcileOutcome> CommitPaused(Ctx& c);
+  // Verifies a Data snapshot against its manifest and unpacks its directories (data_dirs.h).
+  Status RestoreData(Ctx& c, const api::Snapshot& snap, std::chrono::milliseconds deadline);
   Result<ReconcileOutcome> RecoverInterrupted(Ctx& c);
   Result<ReconcileOutcome> CheckAlive(Ctx& c);
   // The sandbox is gone or suspect: remove it, free the worker, SUSPENDED or FAILED.

@@ -154,6 +154,31 @@ Status NodeWorkers::FreeUnless(const std::function<bool(const api::ActorRef&)>& 
   return Status(Code::kAborted, "workers of node " + node_ + " kept changing while freeing");
 }
 
+Status NodeWorkers::Release(const std::string& worker_name, const api::ActorRef& actor) {
+  if (worker_name.empty()) return Free(actor);
+  const json patch = json::array({
+      {{"op", "test"}, {"path", "/status/phase"}, {"value", "Held"}},
+      {{"op", "test"}, {"path", "/status/actorRef/namespace"}, {"value", actor.namespace_}},
+      {{"op", "test"}, {"path", "/status/actorRef/name"}, {"value", actor.name}},
+      {{"op", "replace"}, {"path", "/status/phase"}, {"value", "Free"}},
+      {{"op", "remove"}, {"path", "/status/actorRef"}},
+  });
+  auto r = client_.Patch(kWorkerType, "", worker_name, PatchType::kJson, patch, "status");
+  if (r.ok()) {
+    spdlog::info("worker freed worker={} actor={}", worker_name, actor.Key());
+    return OkStatus();
+  }
+  // Not held by this actor (any more), gone, or a transient error: the careful path decides.
+  spdlog::debug("worker release fell back worker={} actor={} error=\"{}\"", worker_name, actor.Key(),
+                r.status().message());
+  return Free(actor);
+}
+
+void NodeWorkers::RefreshGauge() {
+  auto all = List();
+  if (all.ok()) UpdateGauge(*all);
+}
+
 std::vector<std::string> NodeWorkers::DevicesOf(const std::string& worker_name) const {
   for (size_t i = 0; i < devices_.size(); ++i) {
     if (WorkerName(node_, i, !devices_[i].empty()) == worker_name) return devices_[i];

@@ -32,6 +32,13 @@ class NodeWorkers {
   Result<api::Worker> Claim(const api::ActorRef& actor, size_t gpus = 0);
   // Frees every worker of this node held by `actor`. OK when it holds none.
   Status Free(const api::ActorRef& actor);
+  // Frees the named worker if `actor` holds it, in one JSON patch whose `test` operations make
+  // it a compare-and-swap on the holder (no read first: the fast path of a pause). Falls back
+  // to Free(actor) when the patch is refused (the worker is not held by it, or is gone), so the
+  // outcome is Free's. The workers gauge is not updated here: RefreshGauge() does, later.
+  Status Release(const std::string& worker_name, const api::ActorRef& actor);
+  // Lists the workers and sets the stasis_workers gauge from them.
+  void RefreshGauge();
   std::optional<api::Worker> HeldBy(const api::ActorRef& actor);
   // Frees workers whose holder `keeps(ref)` says should not hold one (restart recovery).
   Status FreeUnless(const std::function<bool(const api::ActorRef&)>& keeps);

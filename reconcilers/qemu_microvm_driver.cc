@@ -584,6 +584,31 @@ Status QemuMicrovmDriver::Restore(const SandboxRef& ref, const RestoreOptions& o
   return status;
 }
 
+Status QemuMicrovmDriver::Simple(const char* op, const char* command, const SandboxRef& ref) {
+  const auto start = Clock::now();
+  Status status = RequireId(op, ref);
+  if (status.ok()) {
+    auto qmp = QmpClient::Connect((fs::path(ref.root) / kQmpSocket).string(), options_.query);
+    if (!qmp.ok()) {
+      status = QemuPid(ref) ? Status(Code::kInternal,
+                                     std::string("qemu ") + op + ": " + qmp.status().message(),
+                                     kRuntimeError)
+                            : Died(op, ref, qmp.status());
+    } else if (auto r = (*qmp)->Execute(command, nullptr, options_.query); !r.ok()) {
+      status = QemuPid(ref) ? Status(Code::kInternal,
+                                     std::string("qemu ") + op + ": " + r.status().message(),
+                                     kRuntimeError)
+                            : Died(op, ref, r.status());
+    }
+  }
+  LogCall(op, ref.id, status, MillisSince(start));
+  return status;
+}
+
+Status QemuMicrovmDriver::Freeze(const SandboxRef& ref) { return Simple("freeze", "stop", ref); }
+
+Status QemuMicrovmDriver::Thaw(const SandboxRef& ref) { return Simple("thaw", "cont", ref); }
+
 Result<ExecResult> QemuMicrovmDriver::Exec(const SandboxRef& ref, const std::vector<std::string>&,
                                            milliseconds) {
   Status status(Code::kFailedPrecondition,

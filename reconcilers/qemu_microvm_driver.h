@@ -51,6 +51,9 @@ class QemuMicrovmDriver : public RuntimeDriver {
   Result<SandboxState> State(const SandboxRef& ref) override;
   Status Checkpoint(const SandboxRef& ref, const CheckpointOptions& options) override;
   Status Restore(const SandboxRef& ref, const RestoreOptions& options) override;
+  // QMP `stop` / `cont`: the vCPUs halt, so the guest's files stop changing.
+  Status Freeze(const SandboxRef& ref) override;
+  Status Thaw(const SandboxRef& ref) override;
   // There is no guest agent: always kFailedPrecondition ("runtime_error").
   Result<ExecResult> Exec(const SandboxRef& ref, const std::vector<std::string>& argv,
                           std::chrono::milliseconds deadline) override;
@@ -66,6 +69,8 @@ class QemuMicrovmDriver : public RuntimeDriver {
   const QemuMicrovmOptions& options() const { return options_; }
 
  private:
+  // One QMP command without arguments, for Freeze and Thaw.
+  Status Simple(const char* op, const char* command, const SandboxRef& ref);
   // Starts QEMU for ref (with -incoming defer when `incoming`) and waits for QMP to answer.
   // *created says whether the sandbox's files were written (what a failure must remove).
   Status Launch(const char* op, const SandboxRef& ref, bool incoming,

@@ -322,6 +322,24 @@ Status RunscDriver::Restore(const SandboxRef& ref, const RestoreOptions& options
   return status;
 }
 
+Status RunscDriver::Simple(const char* op, const SandboxRef& ref) {
+  const auto start = Clock::now();
+  Status status = RequireId(op, ref);
+  if (status.ok()) {
+    auto r = Call(op, ref.id, Argv(ref.root, {op, ref.id}), deadlines_.query);
+    if (!r.ok())
+      status = r.status();
+    else if (!r->success())
+      status = ClassifyRunscFailure(op, *r);
+  }
+  LogCall(op, ref.id, status, Millis(start));
+  return status;
+}
+
+Status RunscDriver::Freeze(const SandboxRef& ref) { return Simple("pause", ref); }
+
+Status RunscDriver::Thaw(const SandboxRef& ref) { return Simple("resume", ref); }
+
 Result<ExecResult> RunscDriver::Exec(const SandboxRef& ref, const std::vector<std::string>& argv,
                                      std::chrono::milliseconds deadline) {
   const auto start = Clock::now();

@@ -44,6 +44,9 @@ class RunscDriver : public RuntimeDriver {
   Result<SandboxState> State(const SandboxRef& ref) override;
   Status Checkpoint(const SandboxRef& ref, const CheckpointOptions& options) override;
   Status Restore(const SandboxRef& ref, const RestoreOptions& options) override;
+  // `runsc pause` / `runsc resume`.
+  Status Freeze(const SandboxRef& ref) override;
+  Status Thaw(const SandboxRef& ref) override;
   // A process that ran (whatever its exit status, including runsc's own "failed to load <argv0>"
   // for a binary missing in the container) is an ExecResult; an error is returned only when the
   // sandbox could not be asked (not_found, container_stopped, timeout, runtime_error).
@@ -70,6 +73,8 @@ class RunscDriver : public RuntimeDriver {
                              const CommandOptions& options = {});
 
   void ReleaseRootIfEmpty(const std::string& root);
+  // A subcommand that takes only the sandbox id (pause, resume).
+  Status Simple(const char* op, const SandboxRef& ref);
 
   std::string runsc_path_;
   std::vector<std::string> global_flags_;

@@ -65,6 +65,10 @@ class RuntimeDriver {
   virtual Status Checkpoint(const SandboxRef& ref, const CheckpointOptions& options) = 0;
   // Restores into a new sandbox with ref.id (which must not exist), detached.
   virtual Status Restore(const SandboxRef& ref, const RestoreOptions& options) = 0;
+  // Stops every process of the sandbox where it is (runsc pause: a cgroup freeze), so that
+  // what it wrote can be copied consistently (Data snapshots); Thaw lets it run on.
+  virtual Status Freeze(const SandboxRef& ref) = 0;
+  virtual Status Thaw(const SandboxRef& ref) = 0;
   // Runs argv inside the running sandbox (preflight checks).
   virtual Result<ExecResult> Exec(const SandboxRef& ref, const std::vector<std::string>& argv,
                                   std::chrono::milliseconds deadline) = 0;

@@ -73,18 +73,25 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
   for (const char* op : {"checkpoint", "restore"}) {
     for (const char* r : kDriverReasons) operations_.Add({{"operation", op}, {"result", "error"}, {"reason", r}});
   }
-  operations_.Add({{"operation", "checkpoint"}, {"result", "error"}, {"reason", "scope_not_supported"}});
+  // Data snapshots (data_dirs.h): refused, archive or restore failures, a bad image.
+  for (const char* r : {"data_dir_unusable", "data_archive_failed"}) {
+    operations_.Add({{"operation", "checkpoint"}, {"result", "error"}, {"reason", r}});
+  }
+  for (const char* r : {"data_dir_unusable", "data_restore_failed", "snapshot_corrupt", "snapshot_not_found"}) {
+    operations_.Add({{"operation", "restore"}, {"result", "error"}, {"reason", r}});
+  }
   for (const char* r : kCommitReasons) {
     operations_.Add({{"operation", "commit"}, {"result", "error"}, {"reason", r}});
   }
   for (const char* r : {"deadline", "sandbox_died", "node_lost", "deleted"}) {
     forced_cleanups_.Add({{"reason", r}});
   }
-  // Successful operations' histograms (scope Full: the only one a snapshot is taken with yet;
-  // commits are always of a Suspend).
+  // Successful operations' histograms (commits are always of a Suspend).
   for (bool gpu : {false, true}) {
     for (const char* trigger : {"Pause", "Suspend"}) {
-      size_.Add({{"trigger", trigger}, {"scope", "Full"}, {"gpu", Bool(gpu)}}, SizeBuckets());
+      for (const char* scope : {"Full", "Data"}) {
+        size_.Add({{"trigger", trigger}, {"scope", scope}, {"gpu", Bool(gpu)}}, SizeBuckets());
+      }
       throughput_.Add({{"trigger", trigger}, {"gpu", Bool(gpu)}}, ThroughputBuckets());
       for (const char* op : {"checkpoint", "restore"}) {
         duration_.Add({{"operation", op}, {"trigger", trigger}, {"gpu", Bool(gpu)}, {"result", "success"}},

@@ -119,6 +119,17 @@ struct Digest {
   int64_t size = 0;
 };
 
+std::string Hex(const unsigned char* md, unsigned int len) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(len * 2);
+  for (unsigned int i = 0; i < len; ++i) {
+    out.push_back(kHex[md[i] >> 4]);
+    out.push_back(kHex[md[i] & 0xf]);
+  }
+  return out;
+}
+
 Result<Digest> HashFile(const fs::path& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status(Code::kInternal, Errno("open " + path.string()), kIoError);
@@ -145,17 +156,13 @@ Result<Digest> HashFile(const fs::path& path) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx.get(), md, &len);
-  static constexpr char kHex[] = "0123456789abcdef";
-  digest.sha256.reserve(len * 2);
-  for (unsigned int i = 0; i < len; ++i) {
-    digest.sha256.push_back(kHex[md[i] >> 4]);
-    digest.sha256.push_back(kHex[md[i] & 0xf]);
-  }
+  digest.sha256 = Hex(md, len);
   return digest;
 }
 
-// Copies one file and fsyncs the copy. The copy is verified afterwards by re-reading it.
-Status CopyFileSynced(const fs::path& from, const fs::path& to) {
+// Copies one file, hashing the bytes as they are read (one reading, not two), and fsyncs the
+// copy. The caller compares the digest with the manifest.
+Result<Digest> CopyFileHashed(const fs::path& from, const fs::path& to) {
   const int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
   if (in < 0) return Status(Code::kInternal, Errno("open " + from.string()), kIoError);
   const int out = open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -164,8 +171,13 @@ Status CopyFileSynced(const fs::path& from, const fs::path& to) {
     close(in);
     return s;
   }
-  std::vector<char> buf(kBufferSize);
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   Status status;
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
+    status = Status(Code::kInternal, "EVP_DigestInit_ex failed", kIoError);
+  }
+  std::vector<char> buf(kBufferSize);
+  Digest digest;
   while (status.ok()) {
     const ssize_t n = read(in, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
@@ -174,6 +186,8 @@ Status CopyFileSynced(const fs::path& from, const fs::path& to) {
       break;
     }
     if (n == 0) break;
+    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(n));
+    digest.size += n;
     for (ssize_t off = 0; off < n;) {
       const ssize_t w = write(out, buf.data() + off, static_cast<size_t>(n - off));
       if (w < 0 && errno == EINTR) continue;
@@ -190,7 +204,12 @@ Status CopyFileSynced(const fs::path& from, const fs::path& to) {
   }
   close(in);
   close(out);
-  return status;
+  if (!status.ok()) return status;
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), md, &len);
+  digest.sha256 = Hex(md, len);
+  return digest;
 }
 
 // Writes `text` to `path` (which must not exist) and fsyncs it.
@@ -383,8 +402,9 @@ int RemovePartialsUnder(const std::string& root) {
 
 }  // namespace
 
-SnapshotStore::SnapshotStore(std::string local_root, std::string store_root)
-    : local_root_(std::move(local_root)), store_root_(std::move(store_root)) {}
+SnapshotStore::SnapshotStore(std::string local_root, std::string store_root, bool link_same_fs)
+    : local_root_(std::move(local_root)), store_root_(std::move(store_root)),
+      link_same_fs_(link_same_fs) {}
 
 std::string SnapshotStore::LocalPath(const std::string& ns, const std::string& name,
                                      const std::string& id) const {
@@ -486,7 +506,7 @@ Result<SnapshotManifest> SnapshotStore::CompleteLocal(SnapshotManifest manifest)
 }
 
 Result<SnapshotManifest> SnapshotStore::Commit(const std::string& ns, const std::string& name,
-                                               const std::string& id) {
+                                               const std::string& id, bool just_completed) {
   const auto start = Clock::now();
   if (Status s = CheckNames(ns, name, id); !s.ok()) return s;
   auto fail = [&](Status s) {
@@ -499,9 +519,22 @@ Result<SnapshotManifest> SnapshotStore::Commit(const std::string& ns, const std:
   if (store_root_.empty()) {
     return fail(Status(Code::kFailedPrecondition, "no snapshot store configured", kNoStore));
   }
-  // Never copy something that is not what was checkpointed.
-  auto local = VerifyLocal(ns, name, id);
+  const fs::path source = LocalPath(ns, name, id);
+  auto local = ReadManifest(source);
   if (!local.ok()) return fail(local.status());
+  if (local->id != id || local->ns != ns || local->name != name) {
+    return fail(Status(Code::kFailedPrecondition,
+                       "snapshot " + source.string() + ": manifest names " + local->ns + "/" +
+                           local->name + "/" + local->id,
+                       kSnapshotCorrupt));
+  }
+  for (const auto& f : local->files) {
+    if (!IsSafeRelativePath(f.path)) {
+      return fail(Status(Code::kFailedPrecondition,
+                         "snapshot " + source.string() + ": unsafe path \"" + f.path + "\"",
+                         kSnapshotCorrupt));
+    }
+  }
 
   const fs::path parent = fs::path(store_root_) / ns / name;
   const fs::path partial = parent / (id + kPartialSuffix);
@@ -521,40 +554,66 @@ Result<SnapshotManifest> SnapshotStore::Commit(const std::string& ns, const std:
     return fail(Status(Code::kFailedPrecondition,
                        "create " + partial.string() + ": " + ec.message(), kStoreNotWritable));
   }
-  const fs::path source = LocalPath(ns, name, id);
-  auto copy = [&](const std::string& rel) -> Status {
-    const fs::path to = partial / rel;
-    std::error_code dec;
-    fs::create_directories(to.parent_path(), dec);
-    if (dec) {
-      return Status(Code::kFailedPrecondition,
-                    "create " + to.parent_path().string() + ": " + dec.message(),
-                    kStoreNotWritable);
-    }
-    return CopyFileSynced(source / rel, to);
+  // A failed commit leaves nothing in the store, not even a partial directory.
+  auto abandon = [&](Status s) {
+    std::error_code rec;
+    fs::remove_all(partial, rec);
+    return fail(std::move(s));
   };
+  // On the node's own file system the store takes the image's files by hard link: no byte is
+  // copied. Across file systems every file is copied once, hashed as it is read.
+  struct stat from_st {}, to_st {};
+  bool link = link_same_fs_ && stat(source.c_str(), &from_st) == 0 &&
+              stat(partial.c_str(), &to_st) == 0 && from_st.st_dev == to_st.st_dev;
+  const bool linked_at_start = link;
   for (const auto& f : local->files) {
-    if (Status s = copy(f.path); !s.ok()) return fail(s);
+    const fs::path to = partial / f.path;
+    fs::create_directories(to.parent_path(), ec);
+    if (ec) {
+      return abandon(Status(Code::kFailedPrecondition,
+                         "create " + to.parent_path().string() + ": " + ec.message(),
+                         kStoreNotWritable));
+    }
+    Result<Digest> digest = Digest{};
+    if (link && ::link((source / f.path).c_str(), to.c_str()) == 0) {
+      // The very file CompleteLocal hashed a moment ago needs no second reading; one that has
+      // rested on this node since (a paused snapshot) is read once more.
+      digest = just_completed ? Result<Digest>(Digest{f.sha256, f.size}) : HashFile(to);
+    } else {
+      if (link) {
+        spdlog::info("component=snapshots op=commit actor={}/{} snapshot={} link_failed=\"{}\" action=copy",
+                     ns, name, id, std::strerror(errno));
+        link = false;
+      }
+      digest = CopyFileHashed(source / f.path, to);
+    }
+    if (!digest.ok()) return abandon(digest.status());
+    if (digest->size != f.size || digest->sha256 != f.sha256) {
+      return abandon(Status(Code::kFailedPrecondition,
+                         "snapshot " + source.string() + ": " + f.path +
+                             " does not match its manifest (sha256 " + digest->sha256 + ", " +
+                             std::to_string(digest->size) + " bytes)",
+                         kSnapshotCorrupt));
+    }
   }
-  if (Status s = copy(kManifestFile); !s.ok()) return fail(s);
-  // Read the copies back: what the store holds must be what was checkpointed.
-  auto copied = VerifyDir(partial, ns, name, id);
-  if (!copied.ok()) return fail(copied.status());
+  if (auto m = CopyFileHashed(source / kManifestFile, partial / kManifestFile); !m.ok()) {
+    return abandon(m.status());
+  }
   for (const auto& f : local->files) {
     for (fs::path d = fs::path(f.path).parent_path(); !d.empty(); d = d.parent_path()) {
       (void)FsyncPath(partial / d);
     }
   }
-  if (Status s = FsyncPath(partial); !s.ok()) return fail(s);
+  if (Status s = FsyncPath(partial); !s.ok()) return abandon(s);
   fs::rename(partial, complete, ec);
   if (ec)
-    return fail(
+    return abandon(
         Status(Code::kInternal, "rename " + partial.string() + ": " + ec.message(), kIoError));
-  if (Status s = FsyncPath(parent); !s.ok()) return fail(s);
+  if (Status s = FsyncPath(parent); !s.ok()) return abandon(s);
   spdlog::info(
-      "component=snapshots op=commit actor={}/{} snapshot={} result=ok bytes={} duration_ms={}", ns,
-      name, id, local->total_bytes, Millis(start));
-  return copied;
+      "component=snapshots op=commit actor={}/{} snapshot={} result=ok bytes={} linked={} duration_ms={}",
+      ns, name, id, local->total_bytes, linked_at_start && link, Millis(start));
+  return local;
 }
 
 Result<SnapshotManifest> SnapshotStore::VerifyLocal(const std::string& ns, const std::string& name,

@@ -6,8 +6,9 @@
 // Invariants:
 //  - A snapshot is written into <id>.partial/ and renamed to <id>/ only after its manifest
 //    (files, sizes, sha256, scope, trigger, runtime version, cuda flag) is written and fsynced.
-//  - A committed snapshot is copied into the store as <id>.partial/, every checksum is verified
-//    against the manifest, then it is renamed; only then is it returned as committed.
+//  - A committed snapshot is put into the store as <id>.partial/ — by hard link when the store
+//    is on the node root's file system, else by a copy hashed as it is read — every checksum is
+//    checked against the manifest, then it is renamed; only then is it returned as committed.
 //  - *.partial directories are leftovers of a crash and are removed at start-up.
 //  - Namespaces, names and ids are checked (DNS-1123 / our id alphabet) before they become
 //    path components; no path escapes its root.
@@ -45,7 +46,8 @@ struct SnapshotManifest {
 class SnapshotStore {
  public:
   // local_root: <root>/snapshots; store_root: --snapshot-store (may be empty: no store).
-  SnapshotStore(std::string local_root, std::string store_root);
+  // link_same_fs: commit by hard link when both are on one file system (false: always copy).
+  SnapshotStore(std::string local_root, std::string store_root, bool link_same_fs = true);
 
   // Creates an empty <local>/<ns>/<name>/<id>.partial/ and returns its path.
   Result<std::string> BeginLocal(const std::string& ns, const std::string& name,
@@ -53,9 +55,12 @@ class SnapshotStore {
   // Hashes every file in the partial directory, writes and fsyncs manifest.json, renames the
   // directory to <id>/, fsyncs the parent. `manifest.files` and `total_bytes` are filled in.
   Result<SnapshotManifest> CompleteLocal(SnapshotManifest manifest);
-  // Copies a complete local snapshot to the store, verifies every checksum, renames.
+  // Puts a complete local snapshot into the store (hard links on one file system, else a copy
+  // hashed as it is read), checks every file against the manifest, renames. `just_completed`:
+  // the caller completed it in this same step (CompleteLocal hashed these very files), so a
+  // hard-linked file is not read again; a copy is always hashed.
   Result<SnapshotManifest> Commit(const std::string& ns, const std::string& name,
-                                  const std::string& id);
+                                  const std::string& id, bool just_completed = false);
   // Reads and verifies a complete snapshot (local or committed) against its manifest.
   Result<SnapshotManifest> VerifyLocal(const std::string& ns, const std::string& name,
                                        const std::string& id) const;
@@ -86,6 +91,7 @@ class SnapshotStore {
 
  private:
   std::string local_root_, store_root_;
+  bool link_same_fs_ = true;
 };
 
 // A new snapshot id: sortable by time, unique on the node: "20261202T150102Z-3f9a1c".

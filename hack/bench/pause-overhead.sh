@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Benchmark of issue 5: the node agent's overhead on a pause of a real sandbox, against a direct
-# `runsc checkpoint` of a second sandbox of the same bundle, interleaved in the same run.
+# `runsc checkpoint` of a second sandbox of the same bundle, interleaved in the same run; and the
+# extra cost of checkpointPolicy LeaveRunningThenStop (a second actor) against Direct.
 #
 # Builds `stasis` and `bench_pause_overhead` in the non-sanitized build/ directory, brings up a
 # throwaway control plane (kube-apiserver + etcd) in a temporary directory, starts one node agent
-# (one worker, the pinned runsc, --log-level debug so that each pause can be split into its
-# steps), runs the benchmark, and tears everything down: no process, sandbox or mount is left.
+# (two workers, one per benchmarked actor; the pinned runsc; --log-level debug so that each pause
+# can be split into its steps), runs the benchmark, and tears everything down: no process,
+# sandbox or mount is left.
 #
 #   hack/bench/pause-overhead.sh [--cycles N] [--warmup N] [--fill-mb N] [--keep] [--out FILE]
 #
@@ -90,7 +92,7 @@ PY
 fi
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
 "${build}/stasis" node --node-name bench-node --runsc "${RUNSC}" --root "${work}/node" \
-  --snapshot-store "${work}/store" --workers 1 --metrics-addr "127.0.0.1:${port}" \
+  --snapshot-store "${work}/store" --workers 2 --metrics-addr "127.0.0.1:${port}" \
   --log-level debug >"${work}/node.log" 2>&1 &
 node_pid=$!
 for _ in $(seq 200); do curl -fs "127.0.0.1:${port}/readyz" >/dev/null 2>&1 && break; sleep 0.1; done

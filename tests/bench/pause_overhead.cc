@@ -7,12 +7,16 @@
 // Running and waits for STATUS_RUNNING (measured separately, as the resume).
 //
 // The baseline runs in the same process and the same run, interleaved with the agent cycles
-// (A/B, then B/A: the machine is shared and noisy, so noise must hit both sides alike): a
+// (in a rotating order: the machine is shared and noisy, so noise must hit every side alike): a
 // second sandbox of the same bundle, started directly with runsc in its own -root, and for
 // each cycle `runsc checkpoint -image-path <fresh dir>` (timed), `runsc delete -force`,
 // `runsc restore -detach` (timed, as the resume's baseline). The direct side also times, as
 // diagnostics outside the baseline, what the agent does after a checkpoint on the same image
 // (delete, sha256, fsync, removal of the previous image).
+//
+// A third side, in the same rotation: a second actor of the same bundle on the same agent with
+// spec.checkpointPolicy LeaveRunningThenStop, paused and resumed like the first; its figures
+// are reported as ratios to the Direct actor's (the extra cost of that policy).
 //
 // With --agent-log (the agent at --log-level debug), each pause is also split into its steps
 // from the agent's log lines (their timestamps and duration_ms), to say what the overhead is.
@@ -95,14 +99,19 @@ struct Config {
 
 class ActorDriver {
  public:
-  ActorDriver(const Config& cfg, KubeClient& client) : cfg_(cfg), client_(client) {}
+  // `policy`: the actor's spec.checkpointPolicy ("Direct" or "LeaveRunningThenStop").
+  ActorDriver(const Config& cfg, KubeClient& client, std::string name, std::string policy)
+      : cfg_(cfg), client_(client), name_(std::move(name)), policy_(std::move(policy)) {}
+
+  const std::string& name() const { return name_; }
 
   void Create() {
     json actor = {{"apiVersion", api::kApiVersion},
                   {"kind", api::kActorKind},
-                  {"metadata", {{"name", cfg_.name}, {"namespace", cfg_.ns}}},
+                  {"metadata", {{"name", name_}, {"namespace", cfg_.ns}}},
                   {"spec",
-                   {{"bundle", cfg_.bundle}, {"nodeName", cfg_.node}, {"desiredState", "Running"}}}};
+                   {{"bundle", cfg_.bundle}, {"nodeName", cfg_.node}, {"desiredState", "Running"},
+                    {"checkpointPolicy", policy_}}}};
     auto r = client_.Create(kActorType, cfg_.ns, actor);
     if (!r.ok()) Die("create actor: " + r.status().ToString());
     auto running = WaitFor((*r)["metadata"]["resourceVersion"].get<std::string>(), "STATUS_RUNNING");
@@ -122,7 +131,7 @@ class ActorDriver {
     Transition t;
     const auto wall0 = WallClock::now();
     const auto t0 = SteadyClock::now();
-    auto patched = client_.Patch(kActorType, cfg_.ns, cfg_.name, PatchType::kMerge,
+    auto patched = client_.Patch(kActorType, cfg_.ns, name_, PatchType::kMerge,
                                  {{"spec", {{"desiredState", desired}}}});
     if (!patched.ok()) return patched.status();
     auto done = WaitFor((*patched)["metadata"]["resourceVersion"].get<std::string>(), want);
@@ -142,19 +151,19 @@ class ActorDriver {
   }
 
   void Delete() {
-    if (Status s = client_.Delete(kActorType, cfg_.ns, cfg_.name); !s.ok()) {
+    if (Status s = client_.Delete(kActorType, cfg_.ns, name_); !s.ok()) {
       std::fprintf(stderr, "pause_overhead: delete actor: %s\n", s.ToString().c_str());
       return;
     }
     // The agent's finalizer removes the sandbox and the snapshots before the object goes.
     const auto deadline = SteadyClock::now() + 120s;
     while (SteadyClock::now() < deadline) {
-      auto r = client_.Get(kActorType, cfg_.ns, cfg_.name);
+      auto r = client_.Get(kActorType, cfg_.ns, name_);
       if (!r.ok() && r.status().code() == Code::kNotFound) return;
       std::this_thread::sleep_for(100ms);
     }
     std::fprintf(stderr, "pause_overhead: actor %s/%s still there after 120 s\n", cfg_.ns.c_str(),
-                 cfg_.name.c_str());
+                 name_.c_str());
   }
 
  private:
@@ -189,7 +198,7 @@ class ActorDriver {
     while (SteadyClock::now() < deadline) {
       WatchOptions wo;
       wo.resource_version = rv;
-      wo.field_selector = "metadata.name=" + cfg_.name;
+      wo.field_selector = "metadata.name=" + name_;
       wo.timeout_seconds = 60;
       Status s = client_.Watch(
           kActorType, cfg_.ns, wo,
@@ -209,7 +218,7 @@ class ActorDriver {
         return s;
       }
       // The watch ended (timeout, 410): look once, then watch again from what was read.
-      auto now = client_.Get(kActorType, cfg_.ns, cfg_.name);
+      auto now = client_.Get(kActorType, cfg_.ns, name_);
       if (!now.ok()) return now.status();
       rv = (*now)["metadata"]["resourceVersion"].get<std::string>();
       if (check(*now)) {
@@ -222,6 +231,7 @@ class ActorDriver {
 
   const Config& cfg_;
   KubeClient& client_;
+  std::string name_, policy_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -433,16 +443,13 @@ class LogTail {
   std::streamoff offset_ = 0;
 };
 
-// The steps of one pause, in milliseconds, in the agent's order (actor_reconciler.cc).
+// The steps of one pause, in milliseconds, in the agent's order (actor_reconciler.cc). The
+// sandbox of a Direct checkpoint is deleted after the PAUSED write, off the measured path.
 const std::vector<std::pair<std::string, std::string>> kSteps = {
-    {"to_reconcile", "PATCH → the pause's runsc state starts (watch event, queue, quorum GET)"},
-    {"runsc_state", "runsc state (is the sandbox running?)"},
-    {"pausing_write", "status PAUSING written, snapshot dir begun"},
+    {"to_checkpoint", "PATCH → runsc checkpoint starts (watch event, queue, quorum GET, PAUSING write)"},
     {"runsc_checkpoint", "runsc checkpoint (the agent's log)"},
-    {"runsc_delete", "runsc delete -force (the stopped sandbox)"},
-    {"release_root", "runsc list + umount null-netns (release the actor's root)"},
     {"manifest", "snapshot manifest: sha256 + fsync + rename"},
-    {"free_worker", "older snapshots removed, worker freed (LIST + PATCH)"},
+    {"free_worker", "worker freed (one JSON patch with test ops)"},
     {"paused_write", "status PAUSED written"},
     {"to_client", "watch event of PAUSED reaches the client"},
 };
@@ -466,25 +473,10 @@ std::optional<std::map<std::string, double>> SplitPause(const std::vector<LogLin
     }
     return nullptr;
   };
-  auto runsc_end = [&](const std::string& op) {
-    return [&, op](const std::string& t) {
-      return Has(t, "component=runsc op=" + op + " sandbox=" + sandbox + " result=ok");
-    };
-  };
-  // Anchored on the checkpoint: the pause's `runsc state` is the last one before it (a
-  // liveness check of the same actor may have run between t0 and the pause's reconcile).
-  const LogLine* ck = find(runsc_end("checkpoint"));
+  const LogLine* ck = find([&](const std::string& t) {
+    return Has(t, "component=runsc op=checkpoint sandbox=" + sandbox + " result=ok");
+  });
   if (!ck) return std::nullopt;
-  const LogLine* state = nullptr;
-  for (const auto& l : lines) {
-    if (&l == ck) break;
-    if (l.wall_ms >= t0 - 1 && runsc_end("state")(l.text)) state = &l;
-  }
-  const LogLine* del = find(runsc_end("delete"), ck);
-  // The driver's delete ends with `runsc list` on the actor's root (to release null-netns).
-  const LogLine* list = find([&](const std::string& t) {
-    return Has(t, "component=runsc op=list sandbox=") && Has(t, "/run/" + sandbox + " result=ok");
-  }, ck);
   const LogLine* manifest = find([&](const std::string& t) {
     return Has(t, "component=snapshots op=complete actor=" + actor + " ");
   }, ck);
@@ -494,21 +486,13 @@ std::optional<std::map<std::string, double>> SplitPause(const std::vector<LogLin
   const LogLine* paused = find([&](const std::string& t) {
     return Has(t, "actor checkpointed actor=" + actor + " ");
   }, ck);
-  if (!state || !ck || !del || !list || !manifest || !freed || !paused) return std::nullopt;
-  const double state_ms = Field(state->text, "duration_ms").value_or(0);
+  if (!manifest || !freed || !paused) return std::nullopt;
   const double ck_ms = Field(ck->text, "duration_ms").value_or(0);
-  std::map<std::string, double> s;
-  const double state_start = static_cast<double>(state->wall_ms) - state_ms;
   const double ck_start = static_cast<double>(ck->wall_ms) - ck_ms;
-  s["to_reconcile"] = state_start - static_cast<double>(t0);
-  s["runsc_state"] = state_ms;
-  s["pausing_write"] = ck_start - static_cast<double>(state->wall_ms);
+  std::map<std::string, double> s;
+  s["to_checkpoint"] = ck_start - static_cast<double>(t0);
   s["runsc_checkpoint"] = ck_ms;
-  const double list_start =
-      static_cast<double>(list->wall_ms) - Field(list->text, "duration_ms").value_or(0);
-  s["runsc_delete"] = list_start - static_cast<double>(ck->wall_ms);
-  s["release_root"] = static_cast<double>(del->wall_ms) - list_start;
-  s["manifest"] = static_cast<double>(manifest->wall_ms - del->wall_ms);
+  s["manifest"] = static_cast<double>(manifest->wall_ms - ck->wall_ms);
   s["free_worker"] = static_cast<double>(freed->wall_ms - manifest->wall_ms);
   s["paused_write"] = static_cast<double>(paused->wall_ms - freed->wall_ms);
   s["to_client"] = static_cast<double>(t1 - paused->wall_ms);
@@ -522,6 +506,9 @@ struct Samples {
   std::vector<double> resume_e2e, direct_restore, direct_delete;
   std::vector<double> direct_sha256, direct_fsync, direct_remove;
   std::vector<double> agent_image, direct_image;
+  // The same agent pausing a second actor of the same bundle with checkpointPolicy
+  // LeaveRunningThenStop (checkpoint -leave-running, then delete -force before the worker goes).
+  std::vector<double> lr_pause_e2e, lr_checkpoint, lr_resume_e2e;
   std::map<std::string, std::vector<double>> steps;
 };
 
@@ -595,7 +582,8 @@ int Main(int argc, char** argv) {
   if (!rest.ok()) Die(rest.status().ToString());
   KubeClient client(NewCpprestTransport(*rest));
 
-  ActorDriver agent(cfg, client);
+  ActorDriver agent(cfg, client, cfg.name, "Direct");
+  ActorDriver leave_running(cfg, client, cfg.name + "-lr", "LeaveRunningThenStop");
   DirectSandbox direct(cfg);
   std::optional<LogTail> log;
   if (!cfg.agent_log.empty()) log.emplace(cfg.agent_log);
@@ -603,13 +591,14 @@ int Main(int argc, char** argv) {
   const std::string actor = cfg.ns + "/" + cfg.name;
 
   std::printf(
-      "pause overhead: %d cycles per side, A/B interleaved, %d warm-up cycles, %lld ms settle\n",
+      "pause overhead: %d cycles per side, 3 sides rotated, %d warm-up cycles, %lld ms settle\n",
       cfg.cycles, cfg.warmup, static_cast<long long>(cfg.settle.count()));
   std::printf("  %s; bundle %s; node %s; host cores %u\n", RunscVersion(cfg.runsc).c_str(),
               cfg.bundle.c_str(), cfg.node.c_str(), std::thread::hardware_concurrency());
   std::fflush(stdout);
 
   agent.Create();
+  leave_running.Create();
   direct.Start();
 
   Samples s;
@@ -617,7 +606,7 @@ int Main(int argc, char** argv) {
   if (!cfg.csv.empty()) {
     csv.open(cfg.csv);
     csv << "cycle,order,pause_e2e_ms,agent_checkpoint_ms,overhead_ms,direct_checkpoint_ms,"
-           "direct_delete_ms,resume_e2e_ms,direct_restore_ms\n";
+           "direct_delete_ms,resume_e2e_ms,direct_restore_ms,lr_pause_e2e_ms,lr_checkpoint_ms\n";
   }
   for (int i = 0; i < cfg.warmup + cfg.cycles; ++i) {
     const bool measured = i >= cfg.warmup;
@@ -650,20 +639,25 @@ int Main(int argc, char** argv) {
       // queue behind it, or the figure is the benchmark's rhythm, not the agent's overhead.
       std::this_thread::sleep_for(cfg.settle);
     };
+    ActorDriver::Transition lr_pause, lr_resume;
+    auto run_leave_running = [&] {
+      auto p = leave_running.Drive("Paused", "STATUS_PAUSED");
+      if (!p.ok()) Die("leave-running pause, cycle " + std::to_string(i) + ": " + p.status().ToString());
+      lr_pause = *p;
+      auto r = leave_running.Drive("Running", "STATUS_RUNNING");
+      if (!r.ok()) Die("leave-running resume, cycle " + std::to_string(i) + ": " + r.status().ToString());
+      lr_resume = *r;
+      std::this_thread::sleep_for(cfg.settle);
+    };
     auto run_direct = [&] {
       auto b = direct.Run();
       if (!b.ok()) Die("direct cycle " + std::to_string(i) + ": " + b.status().ToString());
       base = *b;
       std::this_thread::sleep_for(cfg.settle);  // the same rest as the agent's sandbox gets
     };
-    // A/B then B/A: neither side always runs right after the other's checkpoint.
-    if (i % 2 == 0) {
-      run_agent();
-      run_direct();
-    } else {
-      run_direct();
-      run_agent();
-    }
+    // The three sides in a rotating order: none always runs right after another's checkpoint.
+    const std::vector<std::function<void()>> sides = {run_agent, run_direct, run_leave_running};
+    for (size_t k = 0; k < sides.size(); ++k) sides[(k + static_cast<size_t>(i)) % sides.size()]();
     if (!measured) continue;
     const double overhead = pause.e2e_ms - pause.checkpoint_ms;
     s.pause_e2e.push_back(pause.e2e_ms);
@@ -678,11 +672,14 @@ int Main(int argc, char** argv) {
     s.direct_remove.push_back(base.remove_ms);
     s.agent_image.push_back(pause.image_bytes);
     s.direct_image.push_back(base.image_bytes);
+    s.lr_pause_e2e.push_back(lr_pause.e2e_ms);
+    s.lr_checkpoint.push_back(lr_pause.checkpoint_ms);
+    s.lr_resume_e2e.push_back(lr_resume.e2e_ms);
     if (csv.is_open()) {
-      csv << (i - cfg.warmup) << "," << (i % 2 == 0 ? "agent-first" : "direct-first") << ","
+      csv << (i - cfg.warmup) << "," << (i % 3 == 0 ? "agent-first" : i % 3 == 1 ? "direct-first" : "lr-first") << ","
           << pause.e2e_ms << "," << pause.checkpoint_ms << "," << overhead << ","
           << base.checkpoint_ms << "," << base.delete_ms << "," << resume.e2e_ms << ","
-          << base.restore_ms << "\n";
+          << base.restore_ms << "," << lr_pause.e2e_ms << "," << lr_pause.checkpoint_ms << "\n";
     }
     std::fprintf(stderr,
                  "cycle %3d: pause %7.1f ms (checkpoint %7.1f, overhead %6.1f) | direct "
@@ -692,6 +689,7 @@ int Main(int argc, char** argv) {
   }
 
   agent.Delete();
+  leave_running.Delete();
   direct.Stop();
 
   std::printf("\n  %-46s %9s %9s %9s %9s\n", ("milliseconds (N=" + std::to_string(cfg.cycles) + ")").c_str(),
@@ -706,6 +704,9 @@ int Main(int argc, char** argv) {
   PrintRow("direct, diagnostic: remove the previous image", s.direct_remove);
   PrintRow("agent: end-to-end resume (PATCH → RUNNING)", s.resume_e2e);
   PrintRow("direct: runsc restore -detach", s.direct_restore);
+  PrintRow("leave-running: end-to-end pause", s.lr_pause_e2e);
+  PrintRow("leave-running: checkpoint -leave-running", s.lr_checkpoint);
+  PrintRow("leave-running: end-to-end resume", s.lr_resume_e2e);
 
   const double ratio50 = Percentile(s.pause_e2e, 50) / Percentile(s.direct_checkpoint, 50);
   const double ratio99 = Percentile(s.pause_e2e, 99) / Percentile(s.direct_checkpoint, 99);
@@ -715,6 +716,12 @@ int Main(int argc, char** argv) {
               ratio99);
   std::printf("  ratio agent checkpoint / direct checkpoint (same work, should be ~1): p50 %.3f\n",
               ck_ratio);
+  std::printf(
+      "  LeaveRunningThenStop / Direct (same agent, same bundle): end-to-end pause p50 %.3f, p99 "
+      "%.3f; checkpoint p50 %.3f\n",
+      Percentile(s.lr_pause_e2e, 50) / Percentile(s.pause_e2e, 50),
+      Percentile(s.lr_pause_e2e, 99) / Percentile(s.pause_e2e, 99),
+      Percentile(s.lr_checkpoint, 50) / Percentile(s.agent_checkpoint, 50));
   std::printf("  checkpoint image, p50: agent %.0f bytes, direct %.0f bytes\n",
               Percentile(s.agent_image, 50), Percentile(s.direct_image, 50));
 

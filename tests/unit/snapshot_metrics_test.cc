@@ -35,7 +35,9 @@ TEST(SnapshotMetricsTest, FailureAndSuccessSeriesExistAtZeroFromTheStart) {
            {{"operation", "checkpoint"}, {"result", "success"}, {"reason", ""}},
            {{"operation", "checkpoint"}, {"result", "error"}, {"reason", "container_stopped"}},
            {{"operation", "checkpoint"}, {"result", "error"}, {"reason", "nvproxy_live_clients"}},
-           {{"operation", "checkpoint"}, {"result", "error"}, {"reason", "scope_not_supported"}},
+           {{"operation", "checkpoint"}, {"result", "error"}, {"reason", "data_dir_unusable"}},
+           {{"operation", "checkpoint"}, {"result", "error"}, {"reason", "data_archive_failed"}},
+           {{"operation", "restore"}, {"result", "error"}, {"reason", "data_restore_failed"}},
            {{"operation", "restore"}, {"result", "error"}, {"reason", "version_mismatch"}},
            {{"operation", "commit"}, {"result", "error"}, {"reason", "store_error"}},
            {{"operation", "commit"}, {"result", "error"}, {"reason", "store_not_writable"}}}) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -193,20 +194,22 @@ TEST_F(SnapshotStoreTest, ManifestPathsThatEscapeAreCorrupt) {
 
 TEST_F(SnapshotStoreTest, CommitCopiesVerifiesAndRenames) {
   auto local = MakeComplete("s1");
-  auto c = store_.Commit("default", "counter", "s1");
+  // Both roots are on one file system here: a store that never links shows the copy path.
+  SnapshotStore copying(local_.path().string(), store_dir_.path().string(), /*link_same_fs=*/false);
+  auto c = copying.Commit("default", "counter", "s1");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  const fs::path committed = store_.StorePath("default", "counter", "s1");
+  const fs::path committed = copying.StorePath("default", "counter", "s1");
   EXPECT_FALSE(fs::exists(committed.string() + ".partial"));
   EXPECT_EQ(ReadFile(committed / "data" / "state.txt"), "hello\n");
   EXPECT_EQ(ReadFile(committed / "manifest.json"),
-            ReadFile(fs::path(store_.LocalPath("default", "counter", "s1")) / "manifest.json"));
+            ReadFile(fs::path(copying.LocalPath("default", "counter", "s1")) / "manifest.json"));
   ASSERT_EQ(c->files.size(), local.files.size());
   for (size_t i = 0; i < c->files.size(); ++i) EXPECT_EQ(c->files[i].sha256, local.files[i].sha256);
-  EXPECT_TRUE(store_.VerifyCommitted("default", "counter", "s1").ok());
-  ASSERT_EQ(store_.ListCommitted("default", "counter").size(), 1u);
+  EXPECT_TRUE(copying.VerifyCommitted("default", "counter", "s1").ok());
+  ASSERT_EQ(copying.ListCommitted("default", "counter").size(), 1u);
 
   // Again (a crash after the rename, before the status update): verified and kept.
-  auto again = store_.Commit("default", "counter", "s1");
+  auto again = copying.Commit("default", "counter", "s1");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
 
   // Corruption in the store is found by VerifyCommitted.
@@ -214,14 +217,43 @@ TEST_F(SnapshotStoreTest, CommitCopiesVerifiesAndRenames) {
     std::fstream f(committed / "checkpoint.img", std::ios::in | std::ios::out | std::ios::binary);
     f.put('X');
   }
-  EXPECT_EQ(store_.VerifyCommitted("default", "counter", "s1").status().reason(),
+  EXPECT_EQ(copying.VerifyCommitted("default", "counter", "s1").status().reason(),
             "snapshot_corrupt");
-  EXPECT_EQ(store_.Commit("default", "counter", "s1").status().reason(), "snapshot_corrupt");
+  EXPECT_EQ(copying.Commit("default", "counter", "s1").status().reason(), "snapshot_corrupt");
 
   // Removing from the store leaves the local one.
-  EXPECT_TRUE(store_.RemoveCommitted("default", "counter", "s1").ok());
+  EXPECT_TRUE(copying.RemoveCommitted("default", "counter", "s1").ok());
   EXPECT_FALSE(fs::exists(committed));
-  EXPECT_TRUE(store_.VerifyLocal("default", "counter", "s1").ok());
+  EXPECT_TRUE(copying.VerifyLocal("default", "counter", "s1").ok());
+}
+
+// On one file system the store takes the files by hard link (no copy), and a corrupt local
+// file is still refused: a snapshot that rested is read once more, against its manifest.
+TEST_F(SnapshotStoreTest, CommitOnOneFileSystemLinksAndStillVerifies) {
+  auto local = MakeComplete("s1");
+  auto c = store_.Commit("default", "counter", "s1", /*just_completed=*/true);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const fs::path from = fs::path(store_.LocalPath("default", "counter", "s1")) / "pages.img";
+  const fs::path to = fs::path(store_.StorePath("default", "counter", "s1")) / "pages.img";
+  struct stat a {}, b {};
+  ASSERT_EQ(stat(from.c_str(), &a), 0);
+  ASSERT_EQ(stat(to.c_str(), &b), 0);
+  EXPECT_EQ(a.st_ino, b.st_ino) << "not a hard link";
+  EXPECT_TRUE(store_.VerifyCommitted("default", "counter", "s1").ok());
+  // The local copy can go; the committed one stays whole.
+  ASSERT_TRUE(store_.RemoveLocal("default", "counter", "s1").ok());
+  EXPECT_TRUE(store_.VerifyCommitted("default", "counter", "s1").ok());
+
+  MakeComplete("s2");
+  {
+    std::fstream f(fs::path(store_.LocalPath("default", "counter", "s2")) / "pages.img",
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(7);
+    f.put('X');
+  }
+  auto bad = store_.Commit("default", "counter", "s2");
+  EXPECT_EQ(bad.status().reason(), "snapshot_corrupt") << bad.status().ToString();
+  EXPECT_FALSE(fs::exists(store_.StorePath("default", "counter", "s2")));
 }
 
 TEST_F(SnapshotStoreTest, CommitOfAnIncompleteSnapshotFails) {
