@@ -184,10 +184,12 @@ class MicrovmActorTest : public ::testing::Test {
     return r.ok() && r->success() ? r->out : "";
   }
 
-  // The value of the sample of `name` whose labels include every `label="value"` given; -1 if none.
   static double Sample(const std::string& metrics, const std::string& name,
                        const std::vector<std::string>& labels) {
+    // The sum over every series with these labels (others, e.g. scope, are summed over), or -1
+    // when none has them.
     std::istringstream in(metrics);
+    double sum = -1;
     for (std::string line; std::getline(in, line);) {
       if (line.rfind(name + "{", 0) != 0) continue;
       const std::string set = line.substr(0, line.find('}') + 1);
@@ -195,9 +197,9 @@ class MicrovmActorTest : public ::testing::Test {
                        [&](const std::string& l) { return set.find(l) != std::string::npos; })) {
         continue;
       }
-      return std::stod(line.substr(line.rfind(' ') + 1));
+      sum = std::max(sum, 0.0) + std::stod(line.substr(line.rfind(' ') + 1));
     }
-    return -1;
+    return sum;
   }
 
   long QemuPid(const std::string& actor) {
