@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <thread>
 
 namespace stasis {
 namespace {
@@ -473,13 +474,30 @@ Result<SnapshotManifest> SnapshotStore::CompleteLocal(SnapshotManifest manifest)
 
   manifest.files.clear();
   manifest.total_bytes = 0;
+  // The image is fresh in the page cache: hashing reads it (CPU), fsync writes it back (disk).
+  // They overlap: one thread syncs every file while this one hashes them.
+  Status synced;
+  std::thread syncer([&] {
+    for (const auto& rel : files) {
+      if (Status s = FsyncPath(partial / rel); !s.ok()) {
+        synced = s;
+        return;
+      }
+    }
+  });
+  Status hashed;
   for (const auto& rel : files) {
     auto digest = HashFile(partial / rel);
-    if (!digest.ok()) return digest.status();
-    if (Status s = FsyncPath(partial / rel); !s.ok()) return s;
+    if (!digest.ok()) {
+      hashed = digest.status();
+      break;
+    }
     manifest.files.push_back({rel.string(), digest->size, digest->sha256});
     manifest.total_bytes += digest->size;
   }
+  syncer.join();
+  if (!hashed.ok()) return hashed;
+  if (!synced.ok()) return synced;
   if (manifest.taken_at.empty()) manifest.taken_at = NowRfc3339();
 
   // The manifest is the mark of completeness: written and synced before the rename.

@@ -52,8 +52,9 @@ class SnapshotStore {
   // Creates an empty <local>/<ns>/<name>/<id>.partial/ and returns its path.
   Result<std::string> BeginLocal(const std::string& ns, const std::string& name,
                                  const std::string& id);
-  // Hashes every file in the partial directory, writes and fsyncs manifest.json, renames the
-  // directory to <id>/, fsyncs the parent. `manifest.files` and `total_bytes` are filled in.
+  // Hashes every file in the partial directory (fsyncing them meanwhile in a second thread),
+  // writes and fsyncs manifest.json, renames the directory to <id>/, fsyncs the parent.
+  // `manifest.files` and `total_bytes` are filled in.
   Result<SnapshotManifest> CompleteLocal(SnapshotManifest manifest);
   // Puts a complete local snapshot into the store (hard links on one file system, else a copy
   // hashed as it is read), checks every file against the manifest, renames. `just_completed`:

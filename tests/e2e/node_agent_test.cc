@@ -20,6 +20,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -1154,8 +1155,14 @@ class DataSnapshotTest : public NodeAgentTest {
     std::ofstream(host_data_ / "stray") << "not in the snapshot\n";
   }
 
+  void TearDown() override {
+    NodeAgentTest::TearDown();
+    for (const auto& m : mounts_) umount2(m.c_str(), MNT_DETACH);
+  }
+
   fs::path host_data_;
   std::unique_ptr<Bundle> data_bundle_;
+  std::vector<fs::path> mounts_;  // tmpfs mounts this test made, unmounted after the agents stop
 };
 
 TEST_F(DataSnapshotTest, PauseKeepsTheDataAndBootsFresh) {
@@ -1231,6 +1238,43 @@ TEST_F(DataSnapshotTest, DataSuspendResumesOnAnotherNode) {
   EXPECT_GT(after, at_suspend);
   EXPECT_EQ(Boots(), 2);
   EXPECT_FALSE(fs::exists(host_data_ / "stray"));
+}
+
+// An archive that fails (the node's snapshot directory is a 16 MiB tmpfs; the data directory
+// holds 40 MiB of random bytes, so tar meets ENOSPC): DataArchiveFailed, the sandbox is thawed,
+// the actor keeps RUNNING and counting, no partial image is left, the worker stays held.
+TEST_F(DataSnapshotTest, FailedArchiveThawsAndKeepsRunning) {
+  const fs::path root = work_.path() / "root-a";
+  fs::create_directories(root);
+  ASSERT_EQ(mount("tmpfs", root.c_str(), "tmpfs", 0, "size=16m"), 0) << std::strerror(errno);
+  mounts_.push_back(root);
+  {
+    std::ifstream random("/dev/urandom", std::ios::binary);
+    std::ofstream big(host_data_ / "big", std::ios::binary);
+    std::vector<char> buf(1 << 20);
+    for (int i = 0; i < 40; ++i) {
+      random.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      big.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+    }
+  }
+  Agent* a = StartAgent(Node("a"), PinnedRunsc());
+  ASSERT_NE(a, nullptr);
+  ASSERT_EQ(a->root, root.string());
+  CreateActor("fa", DataSpec(a->node));
+  json x;
+  ASSERT_TRUE(WaitStatus("fa", "STATUS_RUNNING", 30s, &x));
+  const long before = WaitCounter(*a, "fa", 5);
+  Patch("fa", {{"desiredState", "Paused"}});
+  ASSERT_TRUE(WaitActor("fa", [](const json& y) { return CondIs(y, "CheckpointFailed", "True"); }, 30s,
+                        "CheckpointFailed", &x));
+  EXPECT_EQ(StatusOf(x), "STATUS_RUNNING");
+  EXPECT_EQ(CondReason(x, "CheckpointFailed"), "DataArchiveFailed");
+  EXPECT_THAT(CondMessage(x, "CheckpointFailed"), HasSubstr("tar"));
+  EXPECT_FALSE(StatusField(x, "latestSnapshot").is_object());
+  ExpectHeldBy(a->node, "fa", x);
+  WaitCounter(*a, "fa", before + 10);  // thawed: it counts on
+  EXPECT_THAT(PartialDirs(root / "snapshots"), ::testing::IsEmpty());
+  EXPECT_THAT(Entries(LocalSnapshots(*a, "fa")), ::testing::IsEmpty());
 }
 
 // A dataDir in the container's own root filesystem (no bind mount) cannot be kept by a fresh
