@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <set>
 
 #include "api/json_mapping.h"
 #include "reconcilers/api_resources.h"
@@ -20,8 +21,17 @@ std::string WorkerName(const std::string& node, size_t i, bool gpu) {
 }  // namespace
 
 Status NodeWorkers::Register() {
+  // One LIST, then creates only for the workers missing from it: an agent restarting on a node
+  // with 1,000 workers makes one request, not 1,000 creates answered AlreadyExists.
+  auto existing = List();
+  if (!existing.ok()) return existing.status();
+  std::set<std::string> present;
+  for (const auto& w : *existing) present.insert(w.metadata.name);
+  bool created_any = false;
   for (size_t i = 0; i < devices_.size(); ++i) {
     const bool gpu = !devices_[i].empty();
+    if (present.count(WorkerName(node_, i, gpu))) continue;
+    created_any = true;
     json w = {{"apiVersion", api::kApiVersion},
               {"kind", api::kWorkerKind},
               {"metadata",
@@ -39,6 +49,10 @@ Status NodeWorkers::Register() {
     } else if (created.status().code() != Code::kAlreadyExists) {
       return created.status();
     }
+  }
+  if (!created_any) {
+    UpdateGauge(*existing);
+    return OkStatus();
   }
   auto all = List();
   if (all.ok()) UpdateGauge(*all);
@@ -114,8 +128,12 @@ Result<api::Worker> NodeWorkers::Claim(const api::ActorRef& actor, size_t gpus) 
         api::Worker held = w;
         held.status.phase = api::WorkerPhase::kHeld;
         held.status.actor_ref = actor;
-        auto after = List();
-        if (after.ok()) UpdateGauge(*after);
+        // The gauge from the list in hand (this claim applied), not a second LIST per claim.
+        std::vector<api::Worker> after = *all;
+        for (auto& x : after) {
+          if (x.metadata.name == held.metadata.name) x = held;
+        }
+        UpdateGauge(after);
         return held;
       }
       if (s.code() != Code::kAborted) return s;
@@ -135,7 +153,7 @@ Status NodeWorkers::FreeUnless(const std::function<bool(const api::ActorRef&)>& 
     auto all = List();
     if (!all.ok()) return all.status();
     bool conflict = false;
-    for (const auto& w : *all) {
+    for (auto& w : *all) {
       if (w.IsFree() || !w.status.actor_ref || keeps(*w.status.actor_ref)) continue;
       Status s = SetHolder(w, std::nullopt);
       if (s.code() == Code::kAborted) {
@@ -144,10 +162,11 @@ Status NodeWorkers::FreeUnless(const std::function<bool(const api::ActorRef&)>& 
       }
       if (!s.ok()) return s;
       spdlog::info("worker freed worker={} actor={}", w.metadata.name, w.status.actor_ref->Key());
+      w.status.phase = api::WorkerPhase::kFree;  // for the gauge below
+      w.status.actor_ref.reset();
     }
     if (!conflict) {
-      auto after = List();
-      if (after.ok()) UpdateGauge(*after);
+      UpdateGauge(*all);  // the list in hand with the frees applied: no second LIST
       return OkStatus();
     }
   }
