@@ -42,17 +42,24 @@ Status Informer::ListAndReplace() {
   lo.field_selector = options_.field_selector;
   lo.limit = options_.page_size;
   lo.drop_managed_fields = true;  // never cached (StripForCache)
-  auto list = client_.List(options_.type, options_.ns, lo);
-  if (!list.ok()) return list.status();
-  const std::string rv = (*list)["metadata"].value("resourceVersion", "");
-  if (rv.empty()) return Status(Code::kInternal, "list returned no resourceVersion");
-
+  // Page by page: each page's objects go into `fresh` (and the pool) as it arrives, so the
+  // peak is the cache plus one page, not the cache plus the whole list as one document (two
+  // whole lists at once in the node agent, whose two informers list together).
+  std::string rv;
   std::vector<ObjectPtr> fresh;
-  fresh.reserve((*list)["items"].size());
-  for (auto& item : (*list)["items"]) {
-    fresh.push_back(Pooled(std::move(item)));
+  while (true) {
+    auto page = client_.ListPage(options_.type, options_.ns, lo);
+    if (!page.ok()) return page.status();
+    // A continued list is the first page's snapshot (the API server's guarantee).
+    if (rv.empty()) rv = (*page)["metadata"].value("resourceVersion", "");
+    if (rv.empty()) return Status(Code::kInternal, "list returned no resourceVersion");
+    if (auto items = page->find("items"); items != page->end() && items->is_array()) {
+      for (auto& item : *items) fresh.push_back(Pooled(std::move(item)));
+    }
+    const std::string next = page->value("/metadata/continue"_json_pointer, "");
+    if (next.empty()) break;
+    lo.continue_token = next;
   }
-  list->clear();  // the items were moved out; free the list's shell before notifying
   // Compute add/update notifications against the old cache before replacing it.
   std::vector<std::pair<ObjectPtr, ObjectPtr>> changes;  // (old, new); old null = add
   for (const auto& obj : fresh) {

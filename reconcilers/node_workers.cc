@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "api/json_mapping.h"
 #include "reconcilers/api_resources.h"
@@ -23,7 +25,15 @@ std::string WorkerName(const std::string& node, size_t i, bool gpu) {
 Status NodeWorkers::Register() {
   // One LIST, then creates only for the workers missing from it: an agent restarting on a node
   // with 1,000 workers makes one request, not 1,000 creates answered AlreadyExists.
+  // A LIST is served from the API server's watch cache, which answers 429 "storage is
+  // (re)initializing" for a while after the CRD is installed or the server restarts: wait
+  // that out (~10 s) rather than fail the agent's start.
   auto existing = List();
+  for (int attempt = 0; !existing.ok() && existing.status().code() == Code::kUnavailable && attempt < 40;
+       ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    existing = List();
+  }
   if (!existing.ok()) return existing.status();
   std::set<std::string> present;
   for (const auto& w : *existing) present.insert(w.metadata.name);

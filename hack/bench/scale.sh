@@ -132,8 +132,9 @@ run_phase() {
   R[${phase}_node_cpu]="$(calc "$(cpu_ticks "${node_pid}") / ${tck}")"
   R[${phase}_ctl_gets]="$(metric "${ctl_port}" rest_client_requests_total 'method="GET"')"
   R[${phase}_node_gets]="$(metric "${node_port}" rest_client_requests_total 'method="GET"')"
-  R[${phase}_ctl_writes]="$(( $(metric "${ctl_port}" rest_client_requests_total) - R[${phase}_ctl_gets] ))"
-  R[${phase}_node_writes]="$(( $(metric "${node_port}" rest_client_requests_total) - R[${phase}_node_gets] ))"
+  # Writes: every request but GET (gets and lists) and WATCH.
+  R[${phase}_ctl_writes]="$(( $(metric "${ctl_port}" rest_client_requests_total) - R[${phase}_ctl_gets] - $(metric "${ctl_port}" rest_client_requests_total 'method="WATCH"') ))"
+  R[${phase}_node_writes]="$(( $(metric "${node_port}" rest_client_requests_total) - R[${phase}_node_gets] - $(metric "${node_port}" rest_client_requests_total 'method="WATCH"') ))"
 }
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load average $(cut -d' ' -f1-3 /proc/loadavg)"
