@@ -81,7 +81,23 @@ Result<std::vector<api::Worker>> NodeWorkers::List() {
   }
   std::sort(out.begin(), out.end(),
             [](const api::Worker& a, const api::Worker& b) { return a.metadata.name < b.metadata.name; });
+  std::lock_guard lock(known_mu_);
+  known_.clear();
+  for (const auto& w : out) known_.emplace(w.metadata.name, w);
+  known_valid_ = true;
   return out;
+}
+
+Result<std::vector<api::Worker>> NodeWorkers::Snapshot(bool cached) {
+  if (cached) {
+    std::lock_guard lock(known_mu_);
+    if (known_valid_) {
+      std::vector<api::Worker> out;
+      for (const auto& [name, w] : known_) out.push_back(w);
+      return out;
+    }
+  }
+  return List();
 }
 
 void NodeWorkers::UpdateGauge(const std::vector<api::Worker>& workers) {
@@ -100,7 +116,18 @@ Status NodeWorkers::SetHolder(const api::Worker& worker, const std::optional<api
   // The resourceVersion turns the merge patch into a compare-and-swap: 409 if it changed.
   patch["metadata"]["resourceVersion"] = worker.metadata.resource_version;
   auto r = client_.Patch(kWorkerType, "", worker.metadata.name, PatchType::kMerge, patch, "status");
-  return r.ok() ? OkStatus() : r.status();
+  std::lock_guard lock(known_mu_);
+  if (!r.ok()) {
+    // Someone else changed it (409) or it is gone: what this agent knows is stale; list again.
+    if (r.status().code() == Code::kAborted || r.status().code() == Code::kNotFound) known_valid_ = false;
+    return r.status();
+  }
+  if (auto w = api::WorkerFromJson(*r); w.ok()) {
+    known_[w->metadata.name] = *w;  // with the resourceVersion of this write
+  } else {
+    known_valid_ = false;
+  }
+  return OkStatus();
 }
 
 std::optional<api::Worker> NodeWorkers::HeldBy(const api::ActorRef& actor) {
@@ -113,13 +140,26 @@ std::optional<api::Worker> NodeWorkers::HeldBy(const api::ActorRef& actor) {
 }
 
 Result<api::Worker> NodeWorkers::Claim(const api::ActorRef& actor, size_t gpus) {
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    auto all = List();
+  // The first look is at the workers as this agent last saw them (no LIST): a claim from it
+  // is a compare-and-swap on the resourceVersion seen, so a stale entry costs a 409 and a
+  // LIST, never a double booking. Anything the cache cannot settle safely — the actor already
+  // holding a worker (the controller may have freed it since), no suitable free worker — is
+  // decided on a LIST.
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    const bool cached = attempt == 0;
+    auto all = Snapshot(cached);
     if (!all.ok()) return all.status();
+    bool held = false;
     for (const auto& w : *all) {
-      if (w.IsHeldBy(actor)) return w;
+      if (!w.IsHeldBy(actor)) continue;
+      if (!cached) return w;
+      held = true;
     }
+    if (held) continue;
     auto suits = [&](const api::Worker& w) { return w.spec.devices.size() >= gpus; };
+    if (cached && std::none_of(all->begin(), all->end(), [&](const api::Worker& w) { return w.IsFree() && suits(w); })) {
+      continue;
+    }
     if (gpus > 0 && std::none_of(all->begin(), all->end(), suits)) {
       return Status(Code::kInvalidArgument,
                     "the actor asks for " + std::to_string(gpus) + " GPU(s); no worker of node " +
@@ -149,19 +189,27 @@ Result<api::Worker> NodeWorkers::Claim(const api::ActorRef& actor, size_t gpus) 
       if (s.code() != Code::kAborted) return s;
       raced = true;  // someone else claimed it first: look again
     }
-    if (!raced) break;
+    if (!raced && !cached) break;
   }
   return Status(Code::kUnavailable, "no free worker on node " + node_, "no_free_worker");
 }
 
 Status NodeWorkers::Free(const api::ActorRef& actor) {
-  return FreeUnless([&](const api::ActorRef& ref) { return !(ref == actor); });
+  return FreeUnless([&](const api::ActorRef& ref) { return !(ref == actor); }, /*try_cache=*/true);
 }
 
-Status NodeWorkers::FreeUnless(const std::function<bool(const api::ActorRef&)>& keeps) {
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    auto all = List();
+Status NodeWorkers::FreeUnless(const std::function<bool(const api::ActorRef&)>& keeps, bool try_cache) {
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    // With try_cache, the first look is at the workers as last seen (see Claim): used only
+    // when it shows a worker to free (a CAS on it); "nothing to free" is confirmed by a LIST.
+    const bool cached = try_cache && attempt == 0;
+    auto all = Snapshot(cached);
     if (!all.ok()) return all.status();
+    if (cached && std::none_of(all->begin(), all->end(), [&](const api::Worker& w) {
+          return !w.IsFree() && w.status.actor_ref && !keeps(*w.status.actor_ref);
+        })) {
+      continue;
+    }
     bool conflict = false;
     for (auto& w : *all) {
       if (w.IsFree() || !w.status.actor_ref || keeps(*w.status.actor_ref)) continue;
