@@ -76,7 +76,7 @@ for c in ${cases}; do
   base="$(awk -v c="${c}" '$1 == c {print $2}' "${baseline}" 2>/dev/null || true)"
   verdict="-"
   if [[ -n "${base}" ]]; then
-    pct="$(echo "scale=1; 100 * (${m} - ${base}) / ${base}" | bc)"
+    pct="$(printf '%.1f' "$(echo "scale=3; 100 * (${m} - ${base}) / ${base}" | bc)")"
     verdict="${pct}%"
     if [[ "$(echo "${pct} > ${threshold}" | bc)" == 1 ]]; then verdict+=" REGRESSION"; regressions=$((regressions + 1)); fi
   fi

@@ -201,6 +201,7 @@ int Flip(const Flags& f) {
     total += static_cast<long>(round_ms.size());
     latencies_ms.insert(latencies_ms.end(), round_ms.begin(), round_ms.end());
   }
+  if (rounds == 0) return 0;  // boot only (transitions.sh counts the agent's requests after it)
   std::printf("flip: %ld transitions, %.1f/s; latency spec change → status p50 %.0f ms, p99 %.0f ms (nearest rank)\n",
               total, total / total_s, Percentile(latencies_ms, 50), Percentile(latencies_ms, 99));
   std::printf("RESULT transitions=%ld transitions_per_s=%.2f p50_ms=%.1f p99_ms=%.1f patch_failures=%ld\n", total,
