@@ -46,7 +46,7 @@ run reconcile-cost "${bench}/reconcile-cost.sh" "${cost_args[@]}"
 run pause-overhead "${bench}/pause-overhead.sh" "${pause_args[@]}"
 
 # k=v from a benchmark's RESULT line ("-" when missing).
-get() { sed -n "s/^RESULT .*[ ]$2=\([^ ]*\).*/\1/p" "${out}/$1.txt" 2>/dev/null | tail -1 | grep . || echo -; }
+get() { sed -n "s/^RESULT.* $2=\([^ ]*\).*/\1/p" "${out}/$1.txt" 2>/dev/null | tail -1 | grep . || echo -; }
 # A pause-overhead figure (that benchmark prints a table, not RESULT): the first number after
 # the label on its line, i.e. the p50 of a row, or "p50 X" of the ratio line.
 pause_fig() { grep -F "$1" "${out}/pause-overhead.txt" 2>/dev/null | head -1 | awk -v k="$1" '{print substr($0, index($0, k) + length(k))}' | grep -oE '[0-9]+(\.[0-9]+)?' | head -1 | grep . || echo -; }
