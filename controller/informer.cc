@@ -16,18 +16,50 @@ std::string Informer::last_resource_version() const {
   return resource_version_;
 }
 
+namespace {
+
+// metadata.managedFields is the API server's field-ownership bookkeeping (server-side apply):
+// nothing here reads it, and it is ~40 % of an Actor's JSON. Dropped before caching, as
+// controller-runtime's TransformStripManagedFields does; writes never send cached copies of it
+// (a PUT without managedFields keeps the server's).
+void StripForCache(json& object) {
+  if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) {
+    meta->erase("managedFields");
+  }
+}
+
+}  // namespace
+
+ObjectPtr Informer::Pooled(json object) const {
+  StripForCache(object);
+  auto obj = std::make_shared<const json>(std::move(object));
+  return options_.pool ? options_.pool->Intern(std::move(obj)) : obj;
+}
+
 Status Informer::ListAndReplace() {
   ListOptions lo;
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
   lo.limit = options_.page_size;
-  auto list = client_.List(options_.type, options_.ns, lo);
-  if (!list.ok()) return list.status();
-  const std::string rv = (*list)["metadata"].value("resourceVersion", "");
-  if (rv.empty()) return Status(Code::kInternal, "list returned no resourceVersion");
-
+  lo.drop_managed_fields = true;  // never cached (StripForCache)
+  // Page by page: each page's objects go into `fresh` (and the pool) as it arrives, so the
+  // peak is the cache plus one page, not the cache plus the whole list as one document (two
+  // whole lists at once in the node agent, whose two informers list together).
+  std::string rv;
   std::vector<ObjectPtr> fresh;
-  for (auto& item : (*list)["items"]) fresh.push_back(std::make_shared<const json>(std::move(item)));
+  while (true) {
+    auto page = client_.ListPage(options_.type, options_.ns, lo);
+    if (!page.ok()) return page.status();
+    // A continued list is the first page's snapshot (the API server's guarantee).
+    if (rv.empty()) rv = (*page)["metadata"].value("resourceVersion", "");
+    if (rv.empty()) return Status(Code::kInternal, "list returned no resourceVersion");
+    if (auto items = page->find("items"); items != page->end() && items->is_array()) {
+      for (auto& item : *items) fresh.push_back(Pooled(std::move(item)));
+    }
+    const std::string next = page->value("/metadata/continue"_json_pointer, "");
+    if (next.empty()) break;
+    lo.continue_token = next;
+  }
   // Compute add/update notifications against the old cache before replacing it.
   std::vector<std::pair<ObjectPtr, ObjectPtr>> changes;  // (old, new); old null = add
   for (const auto& obj : fresh) {
@@ -62,13 +94,13 @@ Status Informer::ListAndReplace() {
 }
 
 void Informer::Apply(const std::string& type, const json& object) {
-  auto obj = std::make_shared<const json>(object);
   const std::string rv = object.at("metadata").value("resourceVersion", "");
   if (type == "BOOKMARK") {
     std::lock_guard<std::mutex> lock(mu_);
     if (!rv.empty()) resource_version_ = rv;
     return;
   }
+  ObjectPtr obj = Pooled(object);
   if (type == "ADDED" || type == "MODIFIED") {
     ObjectPtr old = store_.Upsert(obj);
     for (auto& h : handlers_) {
@@ -94,6 +126,7 @@ Status Informer::WatchOnce(const std::atomic<bool>* stop) {
   wo.field_selector = options_.field_selector;
   wo.timeout_seconds = timeout(rng_);
   wo.allow_bookmarks = true;
+  wo.drop_managed_fields = true;
   return client_.Watch(
       options_.type, options_.ns, wo,
       [&](const json& event) {

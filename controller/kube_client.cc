@@ -83,8 +83,26 @@ std::string KubeClient::Path(const ResourceType& type, const std::string& ns,
   return p;
 }
 
+namespace {
+
+// Parses API server JSON; with drop_managed_fields, every "managedFields" member is skipped by
+// the parser itself, so the DOM never holds it (stripping after the parse would leave its
+// freed chunks scattered between live ones: memory the process keeps). No stasis type has a
+// field of that name; in Kubernetes objects it only appears in metadata.
+json ParseBody(std::string_view text, bool drop_managed_fields) {
+  if (!drop_managed_fields) return json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json::parser_callback_t skip = [](int, json::parse_event_t event, json& parsed) {
+    return !(event == json::parse_event_t::key && parsed.is_string() &&
+             parsed.get_ref<const std::string&>() == "managedFields");
+  };
+  return json::parse(text, skip, /*allow_exceptions=*/false);
+}
+
+}  // namespace
+
 Result<json> KubeClient::Send(const std::string& method, const std::string& path,
-                              const std::string& body, const std::string& content_type) {
+                              const std::string& body, const std::string& content_type,
+                              bool drop_managed_fields) {
   HttpRequest req;
   req.method = method;
   req.path = path;
@@ -101,7 +119,7 @@ Result<json> KubeClient::Send(const std::string& method, const std::string& path
     return StatusFromResponse(resp->status, resp->body, method + " " + path);
   }
   if (resp->body.empty()) return json::object();
-  auto parsed = json::parse(resp->body, nullptr, /*allow_exceptions=*/false);
+  auto parsed = ParseBody(resp->body, drop_managed_fields);
   if (parsed.is_discarded()) {
     return Status(Code::kInternal, method + " " + path + ": response is not JSON");
   }
@@ -124,7 +142,7 @@ Result<json> KubeClient::ListPage(const ResourceType& type, const std::string& n
   if (o.limit > 0) add("limit", std::to_string(o.limit));
   add("continue", o.continue_token);
   add("resourceVersion", o.resource_version);
-  return Send("GET", Path(type, ns) + q, "", "");
+  return Send("GET", Path(type, ns) + q, "", "", o.drop_managed_fields);
 }
 
 Result<json> KubeClient::List(const ResourceType& type, const std::string& ns, ListOptions o) {
@@ -132,13 +150,13 @@ Result<json> KubeClient::List(const ResourceType& type, const std::string& ns, L
   while (true) {
     auto page = ListPage(type, ns, o);
     if (!page.ok()) return page.status();
+    std::string next = page->value("/metadata/continue"_json_pointer, "");
     if (all.is_null()) {
-      all = *page;
+      all = std::move(*page);
       if (!all.contains("items") || all["items"].is_null()) all["items"] = json::array();
     } else {
       for (auto& item : (*page)["items"]) all["items"].push_back(std::move(item));
     }
-    std::string next = page->value("/metadata/continue"_json_pointer, "");
     if (next.empty()) break;
     o.continue_token = next;
     o.resource_version.clear();  // not allowed together with continue
@@ -206,7 +224,7 @@ Status KubeClient::Watch(const ResourceType& type, const std::string& ns, const 
   auto resp = transport_->Stream(
       req,
       [&](std::string_view line) {
-        auto event = json::parse(line, nullptr, /*allow_exceptions=*/false);
+        auto event = ParseBody(line, o.drop_managed_fields);
         if (event.is_discarded() || !event.is_object()) {
           result = Status(Code::kInternal, "watch " + req.path + ": undecodable event");
           return false;

@@ -45,6 +45,8 @@ struct ListOptions {
   int64_t limit = 500;  // page size; 0 = unpaged
   std::string continue_token;
   std::string resource_version;  // "" = most recent (quorum read)
+  // Drop every "managedFields" member while parsing (a cache's memory; see informer.cc).
+  bool drop_managed_fields = false;
 };
 
 struct WatchOptions {
@@ -53,6 +55,7 @@ struct WatchOptions {
   std::string field_selector;
   int timeout_seconds = 300;
   bool allow_bookmarks = true;
+  bool drop_managed_fields = false;  // as in ListOptions
 };
 
 enum class PatchType { kMerge, kJson, kStrategicMerge };
@@ -99,7 +102,7 @@ class KubeClient {
 
  private:
   Result<json> Send(const std::string& method, const std::string& path, const std::string& body,
-                    const std::string& content_type);
+                    const std::string& content_type, bool drop_managed_fields = false);
 
   std::unique_ptr<Transport> transport_;
   Observer observe_;

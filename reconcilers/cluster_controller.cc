@@ -73,11 +73,20 @@ Status RunClusterController(const ClusterControllerOptions& o, const std::atomic
                                store ? &*store : nullptr);
   Controller controller("cluster", reconciler, o.concurrency, &metrics);
   actors.AddEventHandler(controller.EnqueueHandler());
-  // A worker freed or a node (dis)appearing can unblock any actor waiting to bind.
-  auto requeue_all = [&](const ObjectPtr&) {
-    for (const auto& key : actors.store().Keys()) controller.queue().Add(key);
+  actors.AddIndex(kBindCandidateIndex, IndexBindCandidates());
+  std::atomic<bool> started{false};
+  // A worker freed or a node (dis)appearing can unblock an actor waiting to bind: requeue
+  // those (the index), not the whole fleet — 1,000 workers listed at startup would otherwise
+  // add every actor key 1,000 times. Before the start nothing is queued: the start adds every key.
+  auto requeue_waiting = [&](const ObjectPtr&) {
+    if (!started.load()) return;
+    for (const auto& obj : actors.store().ByIndex(kBindCandidateIndex, kBindCandidate)) {
+      controller.queue().Add(ObjectKey(*obj));
+    }
   };
-  workers.AddEventHandler({requeue_all, [&](const ObjectPtr&, const ObjectPtr& n) { requeue_all(n); }, requeue_all});
+  workers.AddEventHandler({requeue_waiting,
+                           [&](const ObjectPtr&, const ObjectPtr& n) { requeue_waiting(n); },
+                           requeue_waiting});
 
   std::atomic<bool> informers_stop{false};
   std::thread ta([&] { actors.Run(&informers_stop); });
@@ -126,17 +135,16 @@ Status RunClusterController(const ClusterControllerOptions& o, const std::atomic
                o.leader_elect, o.namespace_, o.grace_seconds, o.snapshot_store,
                o.retain ? std::to_string(*o.retain) : "all");
 
-  bool started = false;
   auto last_gauges = std::chrono::steady_clock::now() - std::chrono::hours(1);
   while (!stop->load() && !lost.load()) {
-    if (leading.load() && !started && synced()) {
+    if (leading.load() && !started.load() && synced()) {
       reconciler.StartedLeading();
       controller.Start();
+      started = true;  // before the adds: a worker event from now on requeues its waiters itself
       for (const auto& key : actors.store().Keys()) controller.queue().Add(key);
-      started = true;
       spdlog::info("controller leading identity={}", elector ? elector->identity() : "-");
     }
-    if (started && std::chrono::steady_clock::now() - last_gauges > std::chrono::seconds(5)) {
+    if (started.load() && std::chrono::steady_clock::now() - last_gauges > std::chrono::seconds(5)) {
       reconciler.UpdateGauges();
       last_gauges = std::chrono::steady_clock::now();
     }

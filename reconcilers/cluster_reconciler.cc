@@ -114,18 +114,26 @@ void ClusterReconciler::RemoveCommittedSnapshots(const api::Actor& a) {
   }
 }
 
+namespace {
+// Committed snapshots appear only with a new latestSnapshot (a suspend) or a new location of
+// the same one (a paused snapshot committed): retention once per such value is enough.
+std::string RetentionMark(const api::Actor& a) {
+  return a.status.latest_snapshot ? a.status.latest_snapshot->id + "@" + a.status.latest_snapshot->location : "";
+}
+}  // namespace
+
+bool ClusterReconciler::PrunePending(const api::Actor& a) {
+  if (!retention_) return false;
+  std::lock_guard lock(pruned_mu_);
+  auto it = pruned_for_.find(a.metadata.Key());
+  return it == pruned_for_.end() || it->second != RetentionMark(a);
+}
+
 bool ClusterReconciler::MaybePrune(const api::Actor& a) {
   if (!retention_) return true;
   const std::string key = a.metadata.Key();
-  // Committed snapshots appear only with a new latestSnapshot (a suspend) or a new location of
-  // the same one (a paused snapshot committed): once per such value is enough.
-  const std::string latest =
-      a.status.latest_snapshot ? a.status.latest_snapshot->id + "@" + a.status.latest_snapshot->location : "";
-  {
-    std::lock_guard lock(pruned_mu_);
-    auto it = pruned_for_.find(key);
-    if (it != pruned_for_.end() && it->second == latest) return true;
-  }
+  const std::string latest = RetentionMark(a);
+  if (!PrunePending(a)) return true;
   auto pruned = retention_->Prune(a.metadata.namespace_, a.metadata.name);
   if (!pruned.ok()) {
     spdlog::warn("retention failed actor={} error=\"{}\"", key, pruned.status().ToString());
@@ -144,7 +152,11 @@ Result<ReconcileOutcome> ClusterReconciler::Reconcile(const Request& request) {
     pruned_for_.erase(request.Key());
     return ReconcileOutcome{};
   }
-  // Decide on a quorum read: the controller's writes race with the node agent's.
+  // Most actors are at rest most of the time: decide those from the cache. Anything to write
+  // is decided on a quorum read (the controller's writes race with the node agent's).
+  if (auto cached = api::ActorFromJson(*obj); cached.ok()) {
+    if (auto quiet = QuietOutcome(*cached)) return *quiet;
+  }
   auto live = client_.Get(kActorType, request.ns, request.name);
   if (!live.ok()) {
     return live.status().code() == Code::kNotFound ? Result<ReconcileOutcome>(ReconcileOutcome{})
@@ -179,17 +191,31 @@ Result<ReconcileOutcome> ClusterReconciler::Reconcile(const Request& request) {
 
   // Retention waits for the end of a transition (its status write brings the actor back).
   const bool pruned = api::IsTransitioning(a.status.status) || MaybePrune(a);
-  if (a.spec.desired_state == api::DesiredState::kRunning && a.spec.node_name.empty() &&
-      a.status.status != ActorState::kRunning && !api::IsTransitioning(a.status.status) &&
-      a.status.status != ActorState::kFailed) {
-    return Bind(a);
-  }
+  if (IsBindCandidate(a)) return Bind(a);
   // Transitions and running actors on nodes are looked at again until they settle; a failed
   // retention rides on that recheck, or has its own for an actor at rest.
   if (api::IsTransitioning(a.status.status) || a.status.status == ActorState::kRunning) {
     return ReconcileOutcome{options_.recheck};
   }
   if (!pruned) return ReconcileOutcome{options_.retention_retry};
+  return ReconcileOutcome{};
+}
+
+std::optional<ReconcileOutcome> ClusterReconciler::QuietOutcome(const api::Actor& a) {
+  const std::string node = a.spec.node_name.empty() ? a.status.node_name : a.spec.node_name;
+  const std::optional<bool> alive = NodeAlive(node);
+  // Mirrors Reconcile's decisions; every branch that may write returns nullopt.
+  if (a.metadata.IsBeingDeleted()) {
+    if (!a.metadata.HasFinalizer(api::kActorFinalizer)) return ReconcileOutcome{};
+    if (node.empty() || alive == std::optional<bool>(false)) return std::nullopt;
+    return ReconcileOutcome{options_.recheck};
+  }
+  if (DetectStuck(a, Now(), options_.grace, alive)) return std::nullopt;
+  if (IsBindCandidate(a)) return std::nullopt;
+  if (!api::IsTransitioning(a.status.status) && PrunePending(a)) return std::nullopt;
+  if (api::IsTransitioning(a.status.status) || a.status.status == ActorState::kRunning) {
+    return ReconcileOutcome{options_.recheck};
+  }
   return ReconcileOutcome{};
 }
 
@@ -235,6 +261,34 @@ Result<ReconcileOutcome> ClusterReconciler::ForceClean(api::Actor& a, const std:
                a.metadata.namespace_, a.metadata.name, reason, api::ToString(was),
                api::ToString(a.status.status), message);
   return ReconcileOutcome{};
+}
+
+bool IsBindCandidate(const api::Actor& a) {
+  return a.spec.desired_state == api::DesiredState::kRunning && a.spec.node_name.empty() &&
+         a.status.status != ActorState::kRunning && !api::IsTransitioning(a.status.status) &&
+         a.status.status != ActorState::kFailed;
+}
+
+IndexFunc IndexBindCandidates() {
+  // Runs on every actor event and over every actor at a relist: reads the four fields
+  // IsBindCandidate needs instead of parsing the whole actor. Absent fields take the API's
+  // defaults (desiredState Running, status unspecified).
+  return [](const json& o) -> std::vector<std::string> {
+    auto str = [&](const char* pointer, const char* def) {
+      const json::json_pointer p(pointer);
+      return o.contains(p) && o.at(p).is_string() ? o.at(p).get<std::string>() : std::string(def);
+    };
+    api::Actor a;
+    auto desired = api::ParseDesiredState(str("/spec/desiredState", "Running"));
+    auto state = str("/status/status", "");
+    auto parsed_state = state.empty() ? std::optional(ActorState::kUnspecified) : api::ParseActorState(state);
+    if (!desired || !parsed_state) return {};
+    a.spec.desired_state = *desired;
+    a.spec.node_name = str("/spec/nodeName", "");
+    a.status.status = *parsed_state;
+    if (!IsBindCandidate(a)) return {};
+    return {kBindCandidate};
+  };
 }
 
 bool WorkerSuits(const api::Worker& w, const api::Actor& a) {
@@ -310,7 +364,24 @@ Result<ReconcileOutcome> ClusterReconciler::Bind(api::Actor& a) {
 void ClusterReconciler::UpdateGauges() {
   std::map<std::string, int> by_status, stuck;
   const api::Time now = Now();
+  auto string_at = [](const json& o, const char* key) -> std::string {
+    auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : "";
+  };
   for (const auto& obj : actors_.List()) {
+    // Only an actor that occupies a node can be stuck (DetectStuck); the rest — most of a
+    // fleet, at rest — are counted from their status string, without parsing the whole actor
+    // (every 5 s, for every actor).
+    const auto st = obj->find("status");
+    const bool has_status = st != obj->end() && st->is_object();
+    const std::string state = has_status ? string_at(*st, "status") : "";
+    const auto parsed = state.empty() ? std::optional(ActorState::kUnspecified) : api::ParseActorState(state);
+    if (!parsed) continue;
+    if (*parsed != ActorState::kRunning && !api::IsTransitioning(*parsed) &&
+        (!has_status || string_at(*st, "workerName").empty())) {
+      by_status[api::ToString(*parsed)]++;
+      continue;
+    }
     auto a = api::ActorFromJson(*obj);
     if (!a.ok()) continue;
     const std::string s = api::ToString(a->status.status);

@@ -55,6 +55,15 @@ struct ClusterReconcilerOptions {
 // CPU actors take CPU slots only.
 bool WorkerSuits(const api::Worker& w, const api::Actor& a);
 
+// Whether Bind may act on this actor: it wants Running, is not pinned, and is at rest (not
+// running, not in a transition, not failed).
+bool IsBindCandidate(const api::Actor& a);
+// An actor-store index holding the bind candidates under kBindCandidate, so that a worker
+// event requeues the actors waiting for one instead of every actor.
+inline constexpr char kBindCandidateIndex[] = "bind-candidate";
+inline constexpr char kBindCandidate[] = "yes";
+IndexFunc IndexBindCandidates();
+
 class ClusterReconciler : public Reconciler {
  public:
   // store: the snapshot store as mounted where the controller runs, or nullptr when it is not
@@ -76,6 +85,13 @@ class ClusterReconciler : public Reconciler {
   void UpdateGauges();
 
  private:
+  // The outcome when the cached copy says there is nothing to write (a recheck at most), so
+  // that no quorum read is made; nullopt when the cache suggests an action, which is then
+  // decided again on a quorum read. A stale cache cannot hide work: the newer version's watch
+  // event queues the key again.
+  std::optional<ReconcileOutcome> QuietOutcome(const api::Actor& cached);
+  // Whether retention has still to run for this actor's latestSnapshot.
+  bool PrunePending(const api::Actor& a);
   Result<ReconcileOutcome> ForceClean(api::Actor& a, const std::string& reason,
                                       const std::string& message);
   Result<ReconcileOutcome> Bind(api::Actor& a);

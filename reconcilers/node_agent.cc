@@ -48,7 +48,8 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
     // Not fatal: pauses still work; suspends report CommitFailed until the store is back.
     spdlog::warn("snapshot store not writable store={} error=\"{}\"", store_root, s.message());
   }
-  RunscDriver driver(o.runsc, o.runsc_flags);
+  RunscDriver runsc_driver(o.runsc, o.runsc_flags);
+  RuntimeDriver& driver = o.driver ? *o.driver : runsc_driver;
   if (auto v = driver.Version(); !v.ok()) {
     return Status(Code::kFailedPrecondition, "runsc at " + o.runsc + " does not run: " + v.status().message());
   } else {
@@ -83,8 +84,11 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
   KubeEventRecorder events(client, eo);
 
   // This node's actors: pinned here (spec.nodeName) or bound here (status.nodeName).
+  // An actor both pinned and bound here is in both caches: one copy of it, through the pool.
+  ObjectPool actor_pool;
   InformerOptions pinned_opts;
   pinned_opts.type = kActorType;
+  pinned_opts.pool = &actor_pool;
   pinned_opts.field_selector = std::string(api::kActorFieldSpecNodeName) + "=" + o.node;
   InformerOptions bound_opts = pinned_opts;
   bound_opts.field_selector = std::string(api::kActorFieldStatusNodeName) + "=" + o.node;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "controller/result.h"
+#include "reconcilers/runtime_driver.h"
 
 namespace stasis {
 
@@ -32,6 +33,9 @@ struct NodeAgentOptions {
   int heartbeat_period_seconds = 10;
   int heartbeat_lease_seconds = 40;
   int shutdown_grace_seconds = 30;
+  // The runtime driver; nullptr = runsc (RunscDriver with `runsc` and `runsc_flags`), the only
+  // one `stasis node` uses. Benchmarks inject theirs here (tests/bench/noop_runtime_driver.h).
+  RuntimeDriver* driver = nullptr;
 };
 
 // Runs until *stop becomes true (SIGTERM); returns the reason it could not start or run.

@@ -3,6 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <set>
+#include <thread>
 
 #include "api/json_mapping.h"
 #include "reconcilers/api_resources.h"
@@ -20,8 +23,25 @@ std::string WorkerName(const std::string& node, size_t i, bool gpu) {
 }  // namespace
 
 Status NodeWorkers::Register() {
+  // One LIST, then creates only for the workers missing from it: an agent restarting on a node
+  // with 1,000 workers makes one request, not 1,000 creates answered AlreadyExists.
+  // A LIST is served from the API server's watch cache, which answers 429 "storage is
+  // (re)initializing" for a while after the CRD is installed or the server restarts: wait
+  // that out (~10 s) rather than fail the agent's start.
+  auto existing = List();
+  for (int attempt = 0; !existing.ok() && existing.status().code() == Code::kUnavailable && attempt < 40;
+       ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    existing = List();
+  }
+  if (!existing.ok()) return existing.status();
+  std::set<std::string> present;
+  for (const auto& w : *existing) present.insert(w.metadata.name);
+  bool created_any = false;
   for (size_t i = 0; i < devices_.size(); ++i) {
     const bool gpu = !devices_[i].empty();
+    if (present.count(WorkerName(node_, i, gpu))) continue;
+    created_any = true;
     json w = {{"apiVersion", api::kApiVersion},
               {"kind", api::kWorkerKind},
               {"metadata",
@@ -40,6 +60,10 @@ Status NodeWorkers::Register() {
       return created.status();
     }
   }
+  if (!created_any) {
+    UpdateGauge(*existing);
+    return OkStatus();
+  }
   auto all = List();
   if (all.ok()) UpdateGauge(*all);
   return all.ok() ? OkStatus() : all.status();
@@ -57,7 +81,23 @@ Result<std::vector<api::Worker>> NodeWorkers::List() {
   }
   std::sort(out.begin(), out.end(),
             [](const api::Worker& a, const api::Worker& b) { return a.metadata.name < b.metadata.name; });
+  std::lock_guard lock(known_mu_);
+  known_.clear();
+  for (const auto& w : out) known_.emplace(w.metadata.name, w);
+  known_valid_ = true;
   return out;
+}
+
+Result<std::vector<api::Worker>> NodeWorkers::Snapshot(bool cached) {
+  if (cached) {
+    std::lock_guard lock(known_mu_);
+    if (known_valid_) {
+      std::vector<api::Worker> out;
+      for (const auto& [name, w] : known_) out.push_back(w);
+      return out;
+    }
+  }
+  return List();
 }
 
 void NodeWorkers::UpdateGauge(const std::vector<api::Worker>& workers) {
@@ -76,7 +116,25 @@ Status NodeWorkers::SetHolder(const api::Worker& worker, const std::optional<api
   // The resourceVersion turns the merge patch into a compare-and-swap: 409 if it changed.
   patch["metadata"]["resourceVersion"] = worker.metadata.resource_version;
   auto r = client_.Patch(kWorkerType, "", worker.metadata.name, PatchType::kMerge, patch, "status");
-  return r.ok() ? OkStatus() : r.status();
+  if (!r.ok()) {
+    // Someone else changed it (409) or it is gone: what this agent knows is stale; list again.
+    if (r.status().code() == Code::kAborted || r.status().code() == Code::kNotFound) {
+      std::lock_guard lock(known_mu_);
+      known_valid_ = false;
+    }
+    return r.status();
+  }
+  Remember(*r);
+  return OkStatus();
+}
+
+void NodeWorkers::Remember(const json& written) {
+  std::lock_guard lock(known_mu_);
+  if (auto w = api::WorkerFromJson(written); w.ok()) {
+    known_[w->metadata.name] = *w;  // with the resourceVersion of this write
+  } else {
+    known_valid_ = false;
+  }
 }
 
 std::optional<api::Worker> NodeWorkers::HeldBy(const api::ActorRef& actor) {
@@ -89,13 +147,26 @@ std::optional<api::Worker> NodeWorkers::HeldBy(const api::ActorRef& actor) {
 }
 
 Result<api::Worker> NodeWorkers::Claim(const api::ActorRef& actor, size_t gpus) {
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    auto all = List();
+  // The first look is at the workers as this agent last saw them (no LIST): a claim from it
+  // is a compare-and-swap on the resourceVersion seen, so a stale entry costs a 409 and a
+  // LIST, never a double booking. Anything the cache cannot settle safely — the actor already
+  // holding a worker (the controller may have freed it since), no suitable free worker — is
+  // decided on a LIST.
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    const bool cached = attempt == 0;
+    auto all = Snapshot(cached);
     if (!all.ok()) return all.status();
+    bool held = false;
     for (const auto& w : *all) {
-      if (w.IsHeldBy(actor)) return w;
+      if (!w.IsHeldBy(actor)) continue;
+      if (!cached) return w;
+      held = true;
     }
+    if (held) continue;
     auto suits = [&](const api::Worker& w) { return w.spec.devices.size() >= gpus; };
+    if (cached && std::none_of(all->begin(), all->end(), [&](const api::Worker& w) { return w.IsFree() && suits(w); })) {
+      continue;
+    }
     if (gpus > 0 && std::none_of(all->begin(), all->end(), suits)) {
       return Status(Code::kInvalidArgument,
                     "the actor asks for " + std::to_string(gpus) + " GPU(s); no worker of node " +
@@ -114,28 +185,40 @@ Result<api::Worker> NodeWorkers::Claim(const api::ActorRef& actor, size_t gpus) 
         api::Worker held = w;
         held.status.phase = api::WorkerPhase::kHeld;
         held.status.actor_ref = actor;
-        auto after = List();
-        if (after.ok()) UpdateGauge(*after);
+        // The gauge from the list in hand (this claim applied), not a second LIST per claim.
+        std::vector<api::Worker> after = *all;
+        for (auto& x : after) {
+          if (x.metadata.name == held.metadata.name) x = held;
+        }
+        UpdateGauge(after);
         return held;
       }
       if (s.code() != Code::kAborted) return s;
       raced = true;  // someone else claimed it first: look again
     }
-    if (!raced) break;
+    if (!raced && !cached) break;
   }
   return Status(Code::kUnavailable, "no free worker on node " + node_, "no_free_worker");
 }
 
 Status NodeWorkers::Free(const api::ActorRef& actor) {
-  return FreeUnless([&](const api::ActorRef& ref) { return !(ref == actor); });
+  return FreeUnless([&](const api::ActorRef& ref) { return !(ref == actor); }, /*try_cache=*/true);
 }
 
-Status NodeWorkers::FreeUnless(const std::function<bool(const api::ActorRef&)>& keeps) {
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    auto all = List();
+Status NodeWorkers::FreeUnless(const std::function<bool(const api::ActorRef&)>& keeps, bool try_cache) {
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    // With try_cache, the first look is at the workers as last seen (see Claim): used only
+    // when it shows a worker to free (a CAS on it); "nothing to free" is confirmed by a LIST.
+    const bool cached = try_cache && attempt == 0;
+    auto all = Snapshot(cached);
     if (!all.ok()) return all.status();
+    if (cached && std::none_of(all->begin(), all->end(), [&](const api::Worker& w) {
+          return !w.IsFree() && w.status.actor_ref && !keeps(*w.status.actor_ref);
+        })) {
+      continue;
+    }
     bool conflict = false;
-    for (const auto& w : *all) {
+    for (auto& w : *all) {
       if (w.IsFree() || !w.status.actor_ref || keeps(*w.status.actor_ref)) continue;
       Status s = SetHolder(w, std::nullopt);
       if (s.code() == Code::kAborted) {
@@ -144,10 +227,11 @@ Status NodeWorkers::FreeUnless(const std::function<bool(const api::ActorRef&)>& 
       }
       if (!s.ok()) return s;
       spdlog::info("worker freed worker={} actor={}", w.metadata.name, w.status.actor_ref->Key());
+      w.status.phase = api::WorkerPhase::kFree;  // for the gauge below
+      w.status.actor_ref.reset();
     }
     if (!conflict) {
-      auto after = List();
-      if (after.ok()) UpdateGauge(*after);
+      UpdateGauge(*all);  // the list in hand with the frees applied: no second LIST
       return OkStatus();
     }
   }
@@ -165,6 +249,7 @@ Status NodeWorkers::Release(const std::string& worker_name, const api::ActorRef&
   });
   auto r = client_.Patch(kWorkerType, "", worker_name, PatchType::kJson, patch, "status");
   if (r.ok()) {
+    Remember(*r);  // the next Claim's first look sees it free
     spdlog::info("worker freed worker={} actor={}", worker_name, actor.Key());
     return OkStatus();
   }

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,7 +43,8 @@ class NodeWorkers {
   void RefreshGauge();
   std::optional<api::Worker> HeldBy(const api::ActorRef& actor);
   // Frees workers whose holder `keeps(ref)` says should not hold one (restart recovery).
-  Status FreeUnless(const std::function<bool(const api::ActorRef&)>& keeps);
+  // try_cache: look first at the workers as this agent last saw them (Free does).
+  Status FreeUnless(const std::function<bool(const api::ActorRef&)>& keeps, bool try_cache = false);
   // The devices of a worker of this node by name (GPU UUIDs), for the runtime spec.
   std::vector<std::string> DevicesOf(const std::string& worker_name) const;
   Result<std::vector<api::Worker>> List();
@@ -50,12 +53,21 @@ class NodeWorkers {
 
  private:
   Status SetHolder(const api::Worker& worker, const std::optional<api::ActorRef>& holder);
+  // cached: the workers as last seen by this agent if it has seen them, else a LIST.
+  Result<std::vector<api::Worker>> Snapshot(bool cached);
   void UpdateGauge(const std::vector<api::Worker>& workers);
+  // Keeps a worker as this agent's own write returned it (Claim's and Free's first look).
+  void Remember(const nlohmann::json& written);
 
   KubeClient& client_;
   std::string node_;
   std::vector<std::vector<std::string>> devices_;
   SnapshotMetrics* metrics_;
+  // This node's workers as this agent last saw them: its last LIST, updated by its own
+  // successful writes (their responses); invalid after a 409 until the next LIST.
+  std::mutex known_mu_;
+  std::map<std::string, api::Worker> known_;
+  bool known_valid_ = false;
 };
 
 }  // namespace stasis

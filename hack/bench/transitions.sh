@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Transition-throughput benchmark of issue 10: actors flipping Running ↔ Paused through the node
+# agent — transitions/s and p50/p99 latency from the spec change to the status — against the API
+# server's own ceiling for the same writes (a tight client loop of /status merge patches with
+# as many clients as the agent has workers), measured in the same run. Twice: with the
+# benchmark-only no-op runtime driver (bench_node_noop: the agent's own path, no sandbox), then
+# with real runsc sandboxes (`stasis node`, as many as two cores carry). A program that prints
+# figures, not a timed test.
+#
+#   hack/bench/transitions.sh [--actors 100] [--rounds 4] [--runsc-actors 20] [--runsc-rounds 2]
+#                             [--concurrency 4] [--ceiling-seconds 20] [--keep]
+#
+# ratio = (transitions/s × API writes per transition) ÷ ceiling writes/s, where the writes per
+# transition are counted (the agent's from its /metrics, plus the benchmark's spec PATCH) and the
+# ceiling is the higher of two measurements, before and after the no-op rounds.
+# Root is needed for the runsc half. Everything is torn down at exit. Last line: RESULT k=v ….
+source "$(dirname "$0")/../lib.sh"
+
+actors=100 rounds=4 runsc_actors=20 runsc_rounds=2 concurrency=4 ceiling_s=20 keep=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --actors) actors="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --runsc-actors) runsc_actors="$2"; shift 2 ;;
+    --runsc-rounds) runsc_rounds="$2"; shift 2 ;;
+    --concurrency) concurrency="$2"; shift 2 ;;
+    --ceiling-seconds) ceiling_s="$2"; shift 2 ;;
+    --keep) keep=1; shift ;;
+    *) die "unknown argument: $1 (see the header of $0)" ;;
+  esac
+done
+[[ $(id -u) == 0 ]] || die "run as root: the second half drives runsc sandboxes"
+
+build="${STASIS_BENCH_BUILD_DIR:-${REPO_ROOT}/build}"
+[[ -f "${build}/build.ninja" ]] || cmake -S "${REPO_ROOT}" -B "${build}" -G Ninja -DSTASIS_SANITIZE=OFF >/dev/null
+grep -q '^STASIS_SANITIZE:BOOL=ON' "${build}/CMakeCache.txt" \
+  && die "${build} is a sanitized build; set STASIS_BENCH_BUILD_DIR to a non-sanitized one"
+cmake --build "${build}" --target stasis bench_node_noop bench_transitions -j"${STASIS_BUILD_JOBS:-2}" >/dev/null \
+  || die "building the benchmark failed"
+"${HACK_DIR}/build-control-plane.sh" >/dev/null
+RUNSC="$("${HACK_DIR}/runsc.sh")"
+export PATH="${PATH}:${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}"
+bench="${build}/tests/bench_transitions"
+
+work="$(mktemp -d /tmp/stasis-bench-transitions.XXXXXX)"
+export STASIS_CONTROL_PLANE_DIR="${work}/control-plane"
+agent_pid=""
+
+stop_agent() {
+  [[ -n "${agent_pid}" ]] || return 0
+  kill -TERM "${agent_pid}" 2>/dev/null || true
+  for _ in $(seq 300); do kill -0 "${agent_pid}" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "${agent_pid}" 2>/dev/null || true
+  wait "${agent_pid}" 2>/dev/null || true
+  agent_pid=""
+  return 0
+}
+teardown() {
+  local rc=$?
+  set +e
+  stop_agent
+  for root in "${work}"/runsc-node/run/*/; do
+    [[ -d "${root}" ]] || continue
+    for id in $("${RUNSC}" -root "${root}" list -quiet 2>/dev/null); do
+      "${RUNSC}" -root "${root}" delete -force "${id}" >/dev/null 2>&1
+    done
+  done
+  "${HACK_DIR}/control-plane.sh" down >/dev/null 2>&1
+  findmnt -rn -o TARGET | grep -F "${work}/" | sort -r | while read -r m; do umount -l "${m}"; done
+  if ((keep)); then log "kept ${work}"; else rm -rf "${work}"; fi
+  exit "${rc}"
+}
+trap teardown EXIT
+trap 'exit 130' INT TERM
+
+"${HACK_DIR}/control-plane.sh" up >/dev/null
+export KUBECONFIG="${STASIS_CONTROL_PLANE_DIR}/kubeconfig"
+kubectl apply -f "${REPO_ROOT}/manifests/crd/" >/dev/null
+kubectl wait --for condition=established --timeout=60s crd/actors.stasis.dev crd/workers.stasis.dev >/dev/null
+for n in stasis-system ceiling noop runsc; do kubectl create namespace "${n}" >/dev/null; done
+for _ in $(seq 100); do kubectl get actors -n ceiling >/dev/null 2>&1 && break; sleep 0.2; done
+
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
+# The sum of a metric's samples on the agent's /metrics; $2 filters the label set.
+metric() { curl -fs "127.0.0.1:${port}/metrics" | awk -v m="$1" -v f="${2:-}" \
+  'index($0, m) == 1 && (f == "" || index($0, f)) && substr($0, length(m) + 1, 1) ~ /[{ ]/ {s += $NF} END {printf "%d", s}'; }
+wait_ready() {
+  for _ in $(seq 3000); do curl -fs "127.0.0.1:${port}/readyz" >/dev/null 2>&1 && return 0; sleep 0.05; done
+  die "the agent is not ready (log: ${work}/$1.log)"
+}
+calc() { printf '%.2f' "$(echo "scale=4; $*" | bc)"; }
+result() { sed -n "s/^RESULT .*$1=\([^ ]*\).*/\1/p" <<<"$2"; }
+
+echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); stasis $(git -C "${REPO_ROOT}" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+ceiling_out="$("${bench}" ceiling --namespace ceiling --kubeconfig "${KUBECONFIG}" --actors "${actors}" \
+  --threads "${concurrency}" --seconds "${ceiling_s}")"
+echo "${ceiling_out}" | grep -v '^RESULT'
+ceiling1="$(result ceiling_writes_per_s "${ceiling_out}")"
+ceiling="${ceiling1}"
+
+# One half: boot the actors (not measured), then count the agent's requests over the rounds.
+declare -A R
+flip_half() {
+  local half="$1" ns="$2" n="$3" r="$4" bundle="$5"
+  "${bench}" flip --namespace "${ns}" --kubeconfig "${KUBECONFIG}" --node "${half}-node" --bundle "${bundle}" \
+    --actors "${n}" --rounds 0 --threads "${concurrency}" | grep -v '^RESULT'
+  local w0 g0 out
+  w0=$(( $(metric rest_client_requests_total) - $(metric rest_client_requests_total 'method="GET"') - $(metric rest_client_requests_total 'method="WATCH"') ))
+  g0="$(metric rest_client_requests_total 'method="GET"')"
+  out="$("${bench}" flip --namespace "${ns}" --kubeconfig "${KUBECONFIG}" --node "${half}-node" --bundle "${bundle}" \
+    --actors "${n}" --rounds "${r}" --threads "${concurrency}")"
+  echo "${out}" | grep -v '^RESULT'
+  local w1 g1 t
+  w1=$(( $(metric rest_client_requests_total) - $(metric rest_client_requests_total 'method="GET"') - $(metric rest_client_requests_total 'method="WATCH"') ))
+  g1="$(metric rest_client_requests_total 'method="GET"')"
+  t="$(result 'transitions' "${out}")"
+  R[${half}_tps]="$(result transitions_per_s "${out}")"
+  R[${half}_p50]="$(result p50_ms "${out}")"
+  R[${half}_p99]="$(result p99_ms "${out}")"
+  R[${half}_writes]="$(calc "(${w1} - ${w0} + ${t}) / ${t}")"
+  R[${half}_reads]="$(calc "(${g1} - ${g0}) / ${t}")"
+  R[${half}_ratio]="$(calc "${R[${half}_tps]} * ${R[${half}_writes]} / ${ceiling}")"
+}
+
+# Half 1: the no-op driver (no sandbox): the agent's own path.
+mkdir -p "${work}/noop-bundle/rootfs" && echo '{}' >"${work}/noop-bundle/config.json"
+"${build}/tests/bench_node_noop" --kubeconfig "${KUBECONFIG}" --node-name noop-node --root "${work}/noop-node" \
+  --workers "${actors}" --concurrency "${concurrency}" --metrics-addr "127.0.0.1:${port}" >"${work}/noop.log" 2>&1 &
+agent_pid=$!
+wait_ready noop
+flip_half noop noop "${actors}" "${rounds}" "${work}/noop-bundle"
+stop_agent
+# The ceiling again after the no-op rounds: the machine's load moves it, so the higher of the
+# two (a lower, more conservative ratio) is the one the ratios use.
+ceiling_out="$("${bench}" ceiling --namespace ceiling --kubeconfig "${KUBECONFIG}" --actors "${actors}" \
+  --threads "${concurrency}" --seconds "${ceiling_s}")"
+echo "${ceiling_out}" | grep -v '^RESULT'
+ceiling2="$(result ceiling_writes_per_s "${ceiling_out}")"
+ceiling="$(echo "if (${ceiling1} > ${ceiling2}) ${ceiling1} else ${ceiling2}" | bc)"
+R[noop_ratio]="$(calc "${R[noop_tps]} * ${R[noop_writes]} / ${ceiling}")"
+
+# Half 2: real sandboxes (busybox counter from hack/make-bundle.sh).
+"${HACK_DIR}/make-bundle.sh" "${work}/bundle" >/dev/null
+"${build}/stasis" node --node-name runsc-node --runsc "${RUNSC}" --root "${work}/runsc-node" \
+  --workers "${runsc_actors}" --concurrency "${concurrency}" --metrics-addr "127.0.0.1:${port}" \
+  >"${work}/runsc.log" 2>&1 &
+agent_pid=$!
+wait_ready runsc
+flip_half runsc runsc "${runsc_actors}" "${runsc_rounds}" "${work}/bundle"
+stop_agent
+
+echo
+echo "API server ceiling: ${ceiling} /status writes/s (${concurrency} clients, tight loop; the higher of ${ceiling1} before and ${ceiling2} after the no-op rounds)"
+printf '%-44s %14s %14s\n' "figure" "no-op driver" "runsc"
+printf '%-44s %14s %14s\n' "actors × rounds" "${actors} × ${rounds}" "${runsc_actors} × ${runsc_rounds}"
+printf '%-44s %14s %14s\n' "transitions/s" "${R[noop_tps]}" "${R[runsc_tps]}"
+printf '%-44s %14s %14s\n' "latency spec → status p50 / p99, ms" "${R[noop_p50]} / ${R[noop_p99]}" "${R[runsc_p50]} / ${R[runsc_p99]}"
+printf '%-44s %14s %14s\n' "API writes per transition (agent + PATCH)" "${R[noop_writes]}" "${R[runsc_writes]}"
+printf '%-44s %14s %14s\n' "API reads per transition (agent)" "${R[noop_reads]}" "${R[runsc_reads]}"
+printf '%-44s %14s %14s\n' "ratio: writes/s achieved ÷ ceiling" "${R[noop_ratio]}" "${R[runsc_ratio]}"
+echo "target no-op ratio >= 0.70: $( [[ "$(echo "${R[noop_ratio]} >= 0.70" | bc)" == 1 ]] && echo met || echo missed)"
+echo "RESULT ceiling_writes_per_s=${ceiling} noop_tps=${R[noop_tps]} noop_p50_ms=${R[noop_p50]} noop_p99_ms=${R[noop_p99]} noop_writes_per_t=${R[noop_writes]} noop_reads_per_t=${R[noop_reads]} noop_ratio=${R[noop_ratio]} runsc_tps=${R[runsc_tps]} runsc_p50_ms=${R[runsc_p50]} runsc_p99_ms=${R[runsc_p99]} runsc_writes_per_t=${R[runsc_writes]} runsc_ratio=${R[runsc_ratio]}"

@@ -1,0 +1,56 @@
+// BENCHMARK ONLY: `stasis node` with the no-op runtime driver (noop_runtime_driver.h) instead of
+// runsc, for hack/bench/transitions.sh: the agent's own cost per transition, with no sandbox.
+//
+//   bench_node_noop --kubeconfig K --node-name N --root DIR [--workers 1] [--concurrency 4]
+//                   [--metrics-addr 127.0.0.1:0] [--log-level info]
+//
+// Everything but the driver is the production agent (RunNodeAgent); SIGTERM stops it.
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cstdio>
+
+#include "reconcilers/node_agent.h"
+#include "tests/bench/bench_common.h"
+#include "tests/bench/noop_runtime_driver.h"
+
+namespace {
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+}  // namespace
+
+int main(int argc, char** argv) {
+  // ParseFlags wants a mode first; this program has one role.
+  std::vector<char*> args{argv[0], const_cast<char*>("node")};
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  stasis::bench::Flags f;
+  if (!stasis::bench::ParseFlags(static_cast<int>(args.size()), args.data(), f) ||
+      f.Get("node-name").empty() || f.Get("root").empty()) {
+    std::fprintf(stderr, "usage: bench_node_noop --kubeconfig K --node-name N --root DIR [--workers 1] "
+                         "[--concurrency 4] [--metrics-addr ADDR] [--log-level info]\n");
+    return 2;
+  }
+  spdlog::set_level(spdlog::level::from_str(f.Get("log-level", "info")));
+  stasis::bench::NoopRuntimeDriver driver;
+  stasis::NodeAgentOptions o;
+  o.kubeconfig = f.Get("kubeconfig");
+  o.node = f.Get("node-name");
+  o.root = f.Get("root");
+  o.runsc = "bench-noop";
+  o.metrics_addr = f.Get("metrics-addr", "127.0.0.1:0");
+  o.concurrency = static_cast<int>(f.Int("concurrency", 4));
+  o.workers.assign(static_cast<size_t>(f.Int("workers", 1)), {});
+  o.driver = &driver;
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  if (auto s = stasis::RunNodeAgent(o, &g_stop); !s.ok()) {
+    std::fprintf(stderr, "bench_node_noop: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
