@@ -139,10 +139,11 @@ Result<Digest> HashFile(const fs::path& path) {
     close(fd);
     return Status(Code::kInternal, "EVP_DigestInit_ex failed", kIoError);
   }
-  std::vector<unsigned char> buf(kBufferSize);
+  // Not zeroed: read() fills it (zeroing 1 MiB was 14 % of a small pause's instructions).
+  auto buf = std::make_unique_for_overwrite<unsigned char[]>(kBufferSize);
   Digest digest;
   while (true) {
-    const ssize_t n = read(fd, buf.data(), buf.size());
+    const ssize_t n = read(fd, buf.get(), kBufferSize);
     if (n < 0) {
       if (errno == EINTR) continue;
       Status s(Code::kInternal, Errno("read " + path.string()), kIoError);
@@ -150,7 +151,7 @@ Result<Digest> HashFile(const fs::path& path) {
       return s;
     }
     if (n == 0) break;
-    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(n));
+    EVP_DigestUpdate(ctx.get(), buf.get(), static_cast<size_t>(n));
     digest.size += n;
   }
   close(fd);
@@ -177,20 +178,20 @@ Result<Digest> CopyFileHashed(const fs::path& from, const fs::path& to) {
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
     status = Status(Code::kInternal, "EVP_DigestInit_ex failed", kIoError);
   }
-  std::vector<char> buf(kBufferSize);
+  auto buf = std::make_unique_for_overwrite<char[]>(kBufferSize);  // read() fills it
   Digest digest;
   while (status.ok()) {
-    const ssize_t n = read(in, buf.data(), buf.size());
+    const ssize_t n = read(in, buf.get(), kBufferSize);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       status = Status(Code::kInternal, Errno("read " + from.string()), kIoError);
       break;
     }
     if (n == 0) break;
-    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(n));
+    EVP_DigestUpdate(ctx.get(), buf.get(), static_cast<size_t>(n));
     digest.size += n;
     for (ssize_t off = 0; off < n;) {
-      const ssize_t w = write(out, buf.data() + off, static_cast<size_t>(n - off));
+      const ssize_t w = write(out, buf.get() + off, static_cast<size_t>(n - off));
       if (w < 0 && errno == EINTR) continue;
       if (w < 0) {
         status =
