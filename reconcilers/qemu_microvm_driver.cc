@@ -102,16 +102,6 @@ Status WriteFileSynced(const fs::path& path, const std::string& text) {
   return OkStatus();
 }
 
-bool IsZombie(long pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!stat || !std::getline(stat, line)) return false;
-  const auto close = line.rfind(')');
-  if (close == std::string::npos || close + 2 >= line.size()) return false;
-  const char state = line[close + 2];
-  return state == 'Z' || state == 'X';
-}
-
 // Whether `pid` is a live QEMU started for sandbox `id`: its argv holds "-name" "<id>".
 bool IsOurQemu(long pid, const std::string& id) {
   if (pid <= 0 || IsZombie(pid)) return false;

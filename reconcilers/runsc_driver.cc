@@ -80,18 +80,6 @@ Status RequireId(const char* op, const SandboxRef& ref) {
   return OkStatus();
 }
 
-// Whether the host process `pid` is a zombie: dead, waiting for its parent to reap it.
-bool IsZombie(long pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!stat || !std::getline(stat, line)) return false;
-  // "pid (comm) S …": comm may hold spaces and parentheses; the state follows the last ')'.
-  const auto close = line.rfind(')');
-  if (close == std::string::npos || close + 2 >= line.size()) return false;
-  const char state = line[close + 2];
-  return state == 'Z' || state == 'X';
-}
-
 Result<SandboxState> ParseState(const std::string& text) {
   try {
     const auto j = nlohmann::json::parse(text);

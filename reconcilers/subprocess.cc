@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 
 extern char** environ;
 
@@ -210,6 +211,17 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
   if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
   result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   return result;
+}
+
+bool IsZombie(long pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!stat || !std::getline(stat, line)) return false;
+  // "pid (comm) S …": comm may hold spaces and parentheses; the state follows the last ')'.
+  const auto close = line.rfind(')');
+  if (close == std::string::npos || close + 2 >= line.size()) return false;
+  const char state = line[close + 2];
+  return state == 'Z' || state == 'X';
 }
 
 }  // namespace stasis

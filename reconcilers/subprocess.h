@@ -45,4 +45,8 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                  std::chrono::milliseconds deadline,
                                  const CommandOptions& options = {});
 
+// Whether the host process `pid` is a zombie: dead, waiting for its parent to reap it. A
+// sandbox's or VM's process that its parent has not reaped yet still answers kill(pid, 0).
+bool IsZombie(long pid);
+
 }  // namespace stasis

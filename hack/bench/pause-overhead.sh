@@ -19,6 +19,7 @@
 #   --out FILE   also write the report there (and FILE.csv: every cycle)
 #   --keep       keep the work directory (logs, CSV) after tearing down the processes
 source "$(dirname "$0")/../lib.sh"
+source "${HACK_DIR}/bench/lib.sh"
 
 cycles=50 warmup=2 fill_mb=0 keep=0 out=""
 while [[ $# -gt 0 ]]; do
@@ -47,33 +48,15 @@ node_pid=""
 teardown() {
   local rc=$?
   set +e
-  if [[ -n "${node_pid}" ]]; then
-    kill -TERM "${node_pid}" 2>/dev/null
-    for _ in $(seq 100); do kill -0 "${node_pid}" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "${node_pid}" 2>/dev/null
-    wait "${node_pid}" 2>/dev/null
-  fi
+  stop_process "${node_pid}"
   # Sandboxes the agent or the benchmark left (after a failure): one runsc root each.
-  for root in "${work}"/node/run/*/ "${work}/direct-root/"; do
-    [[ -d "${root}" ]] || continue
-    for id in $("${RUNSC}" -root "${root}" list -quiet 2>/dev/null); do
-      "${RUNSC}" -root "${root}" delete -force "${id}" >/dev/null 2>&1
-    done
-  done
-  "${HACK_DIR}/control-plane.sh" down >/dev/null 2>&1
-  # runsc's null-netns bind mounts under the roots, deepest first.
-  findmnt -rn -o TARGET | grep -F "${work}/" | sort -r | while read -r m; do umount -l "${m}"; done
-  if ((keep)); then log "kept ${work}"; else rm -rf "${work}"; fi
+  bench_teardown "${work}" "${keep}" "${work}"/node/run/*/ "${work}/direct-root/"
   exit "${rc}"
 }
 trap teardown EXIT
 trap 'exit 130' INT TERM
 
-"${HACK_DIR}/control-plane.sh" up >/dev/null
-export KUBECONFIG="${STASIS_CONTROL_PLANE_DIR}/kubeconfig"
-kubectl apply -f "${REPO_ROOT}/manifests/crd/" >/dev/null
-kubectl wait --for condition=established --timeout=60s crd/actors.stasis.dev crd/workers.stasis.dev >/dev/null
-kubectl create namespace stasis-system >/dev/null
+bench_control_plane_up stasis-system
 
 "${HACK_DIR}/make-bundle.sh" "${work}/bundle" >/dev/null
 if ((fill_mb > 0)); then

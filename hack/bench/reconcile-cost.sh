@@ -12,6 +12,7 @@
 # API server's. The server's answers differ a little from run to run (timestamps, resource
 # versions, uids), which moves the counts by well under a percent. Last line: RESULT k=v ….
 source "$(dirname "$0")/../lib.sh"
+source "${HACK_DIR}/bench/lib.sh"
 
 repeat=5 threshold=10 check=0 update=0 keep=0
 while [[ $# -gt 0 ]]; do
@@ -41,19 +42,13 @@ export STASIS_CONTROL_PLANE_DIR="${work}/control-plane"
 teardown() {
   local rc=$?
   set +e
-  "${HACK_DIR}/control-plane.sh" down >/dev/null 2>&1
-  if ((keep)); then log "kept ${work}"; else rm -rf "${work}"; fi
+  bench_teardown "${work}" "${keep}"
   exit "${rc}"
 }
 trap teardown EXIT
 trap 'exit 130' INT TERM
 
-"${HACK_DIR}/control-plane.sh" up >/dev/null
-export KUBECONFIG="${STASIS_CONTROL_PLANE_DIR}/kubeconfig"
-kubectl apply -f "${REPO_ROOT}/manifests/crd/" >/dev/null
-kubectl wait --for condition=established --timeout=60s crd/actors.stasis.dev crd/workers.stasis.dev >/dev/null
-kubectl create namespace cost >/dev/null
-for _ in $(seq 100); do kubectl get actors -n cost >/dev/null 2>&1 && break; sleep 0.2; done
+bench_control_plane_up cost
 mkdir -p "${work}/bundle/rootfs" "${work}/node" && echo '{}' >"${work}/bundle/config.json"
 
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="${work}/cg.out" \

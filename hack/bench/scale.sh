@@ -14,6 +14,7 @@
 # brings up its own control plane in a temporary directory and tears everything down at exit.
 # The last line is `RESULT k=v …` (hack/bench/all.sh reads it).
 source "$(dirname "$0")/../lib.sh"
+source "${HACK_DIR}/bench/lib.sh"
 
 actors=10000 workers=1000 idle_s=30 threads=16 keep=0
 while [[ $# -gt 0 ]]; do
@@ -42,34 +43,18 @@ export STASIS_CONTROL_PLANE_DIR="${work}/control-plane"
 ctl_pid="" node_pid=""
 node=fleet-node ns=fleet
 
-stop_pid() {
-  local pid="$1"
-  [[ -n "${pid}" ]] || return 0
-  kill -TERM "${pid}" 2>/dev/null || true
-  for _ in $(seq 300); do kill -0 "${pid}" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "${pid}" 2>/dev/null || true
-  wait "${pid}" 2>/dev/null || true
-  return 0
-}
 teardown() {
   local rc=$?
   set +e
-  stop_pid "${ctl_pid}"
-  stop_pid "${node_pid}"
-  "${HACK_DIR}/control-plane.sh" down >/dev/null 2>&1
-  if ((keep)); then log "kept ${work}"; else rm -rf "${work}"; fi
+  stop_process "${ctl_pid}"
+  stop_process "${node_pid}"
+  bench_teardown "${work}" "${keep}"  # no sandboxes: the agent only asks runsc its version
   exit "${rc}"
 }
 trap teardown EXIT
 trap 'exit 130' INT TERM
 
-"${HACK_DIR}/control-plane.sh" up >/dev/null
-export KUBECONFIG="${STASIS_CONTROL_PLANE_DIR}/kubeconfig"
-kubectl apply -f "${REPO_ROOT}/manifests/crd/" >/dev/null
-kubectl wait --for condition=established --timeout=60s crd/actors.stasis.dev crd/workers.stasis.dev >/dev/null
-kubectl create namespace stasis-system >/dev/null
-kubectl create namespace "${ns}" >/dev/null
-for _ in $(seq 100); do kubectl get actors -n "${ns}" >/dev/null 2>&1 && break; sleep 0.2; done
+bench_control_plane_up stasis-system "${ns}"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 ctl_port="$(free_port)" node_port="$(free_port)"
@@ -153,8 +138,8 @@ idle_ctl="$(calc "100 * ($(cpu_ticks "${ctl_pid}") - ${c0}) / ${tck} / ${idle_s}
 idle_node="$(calc "100 * ($(cpu_ticks "${node_pid}") - ${n0}) / ${tck} / ${idle_s}")"
 hwm_ctl="$(kb "${ctl_pid}" VmHWM)" hwm_node="$(kb "${node_pid}" VmHWM)"
 rss_ctl="$(kb "${ctl_pid}" VmRSS)" rss_node="$(kb "${node_pid}" VmRSS)"
-stop_pid "${ctl_pid}"; ctl_pid=""
-stop_pid "${node_pid}"; node_pid=""
+stop_process "${ctl_pid}"; ctl_pid=""
+stop_process "${node_pid}"; node_pid=""
 
 # A full resync: both restarted on the same fleet (everything listed and reconciled again).
 run_phase resync

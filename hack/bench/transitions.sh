@@ -15,6 +15,7 @@
 # ceiling is the higher of two measurements, before and after the no-op rounds.
 # Root is needed for the runsc half. Everything is torn down at exit. Last line: RESULT k=v ….
 source "$(dirname "$0")/../lib.sh"
+source "${HACK_DIR}/bench/lib.sh"
 
 actors=100 rounds=4 runsc_actors=20 runsc_rounds=2 concurrency=4 ceiling_s=20 keep=0
 while [[ $# -gt 0 ]]; do
@@ -47,37 +48,20 @@ export STASIS_CONTROL_PLANE_DIR="${work}/control-plane"
 agent_pid=""
 
 stop_agent() {
-  [[ -n "${agent_pid}" ]] || return 0
-  kill -TERM "${agent_pid}" 2>/dev/null || true
-  for _ in $(seq 300); do kill -0 "${agent_pid}" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "${agent_pid}" 2>/dev/null || true
-  wait "${agent_pid}" 2>/dev/null || true
+  stop_process "${agent_pid}"
   agent_pid=""
-  return 0
 }
 teardown() {
   local rc=$?
   set +e
   stop_agent
-  for root in "${work}"/runsc-node/run/*/; do
-    [[ -d "${root}" ]] || continue
-    for id in $("${RUNSC}" -root "${root}" list -quiet 2>/dev/null); do
-      "${RUNSC}" -root "${root}" delete -force "${id}" >/dev/null 2>&1
-    done
-  done
-  "${HACK_DIR}/control-plane.sh" down >/dev/null 2>&1
-  findmnt -rn -o TARGET | grep -F "${work}/" | sort -r | while read -r m; do umount -l "${m}"; done
-  if ((keep)); then log "kept ${work}"; else rm -rf "${work}"; fi
+  bench_teardown "${work}" "${keep}" "${work}"/runsc-node/run/*/
   exit "${rc}"
 }
 trap teardown EXIT
 trap 'exit 130' INT TERM
 
-"${HACK_DIR}/control-plane.sh" up >/dev/null
-export KUBECONFIG="${STASIS_CONTROL_PLANE_DIR}/kubeconfig"
-kubectl apply -f "${REPO_ROOT}/manifests/crd/" >/dev/null
-kubectl wait --for condition=established --timeout=60s crd/actors.stasis.dev crd/workers.stasis.dev >/dev/null
-for n in stasis-system ceiling noop runsc; do kubectl create namespace "${n}" >/dev/null; done
+bench_control_plane_up stasis-system ceiling noop runsc
 for _ in $(seq 100); do kubectl get actors -n ceiling >/dev/null 2>&1 && break; sleep 0.2; done
 
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"

@@ -1,0 +1,43 @@
+# What the benchmark scripts share: sourced after hack/lib.sh. Each benchmark brings up its own
+# control plane in its own work directory and tears everything down at exit, also on failure.
+
+# stop_process PID: SIGTERM, up to 30 s to exit, then SIGKILL; reaps it. Always succeeds.
+stop_process() {
+  local pid="$1"
+  [[ -n "${pid}" ]] || return 0
+  kill -TERM "${pid}" 2>/dev/null || true
+  for _ in $(seq 300); do kill -0 "${pid}" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "${pid}" 2>/dev/null || true
+  wait "${pid}" 2>/dev/null || true
+  return 0
+}
+
+# bench_control_plane_up NAMESPACE…: the control plane in ${STASIS_CONTROL_PLANE_DIR}, the CRDs
+# established and served, and the namespaces created; exports KUBECONFIG.
+bench_control_plane_up() {
+  "${HACK_DIR}/control-plane.sh" up >/dev/null
+  export KUBECONFIG="${STASIS_CONTROL_PLANE_DIR}/kubeconfig"
+  kubectl apply -f "${REPO_ROOT}/manifests/crd/" >/dev/null
+  kubectl wait --for condition=established --timeout=60s crd/actors.stasis.dev crd/workers.stasis.dev >/dev/null
+  local ns
+  for ns in "$@"; do kubectl create namespace "${ns}" >/dev/null; done
+  # "established" comes before the API server serves the resource from its watch cache.
+  for _ in $(seq 100); do kubectl get actors -A >/dev/null 2>&1 && break; sleep 0.2; done
+}
+
+# bench_teardown WORK KEEP [RUNSC_ROOT…]: force-deletes every sandbox left under the runsc
+# roots (after a failure), stops the control plane, lazily unmounts what runsc left mounted
+# under WORK (its null-netns bind mounts, deepest first) and removes WORK unless KEEP is 1.
+bench_teardown() {
+  local work="$1" keep="$2" root id
+  shift 2
+  for root in "$@"; do
+    [[ -d "${root}" ]] || continue
+    for id in $("${RUNSC}" -root "${root}" list -quiet 2>/dev/null); do
+      "${RUNSC}" -root "${root}" delete -force "${id}" >/dev/null 2>&1
+    done
+  done
+  "${HACK_DIR}/control-plane.sh" down >/dev/null 2>&1
+  findmnt -rn -o TARGET | grep -F "${work}/" | sort -r | while read -r m; do umount -l "${m}"; done
+  if ((keep)); then log "kept ${work}"; else rm -rf "${work}"; fi
+}
