@@ -188,6 +188,21 @@ api::Snapshot ActorReconciler::ToSnapshot(const SnapshotManifest& m, const std::
   return s;
 }
 
+bool ActorReconciler::NothingToDo(const nlohmann::json& cached, const Request& request) const {
+  auto a = api::ActorFromJson(cached);
+  if (!a.ok() || !OwnedHere(*a) || a->metadata.IsBeingDeleted() ||
+      !a->metadata.HasFinalizer(api::kActorFinalizer) ||
+      a->status.observed_generation != a->metadata.generation) {
+    return false;
+  }
+  const DesiredState desired = a->spec.desired_state;
+  const bool at_rest = (a->status.status == ActorState::kPaused && desired == DesiredState::kPaused) ||
+                       (a->status.status == ActorState::kSuspended && desired == DesiredState::kSuspended) ||
+                       a->status.status == ActorState::kFailed;  // left only by a new generation
+  // A sandbox root left behind (a forced cleanup while this agent was away) is work to do.
+  return at_rest && !fs::exists(SandboxFor(request.ns, request.name).root);
+}
+
 Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
   const std::string key = request.Key();
   ObjectPtr obj = actors_(key);
@@ -205,9 +220,13 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
     if (Status s = workers_.Free(api::ActorRef{request.ns, request.name}); !s.ok()) return s;
     return ReconcileOutcome{};
   }
-  // The cache says which actors exist; what to do is decided on a quorum read. A watch event
-  // may lag our own last write, and acting on a stale status (an *ING this agent has already
-  // finished, a RUNNING already paused) would repeat or undo a transition.
+  // An actor the cache shows at rest with nothing to do is left without a read: if the cache
+  // is stale, the newer version's watch event is on its way and reconciles it again. (This is
+  // most reconciles: the echo of this agent's own status write, and every actor at start-up.)
+  if (NothingToDo(*obj, request)) return ReconcileOutcome{};
+  // What to do is decided on a quorum read. A watch event may lag our own last write, and
+  // acting on a stale status (an *ING this agent has already finished, a RUNNING already
+  // paused) would repeat or undo a transition.
   auto live = client_.Get(kActorType, request.ns, request.name);
   if (!live.ok()) {
     if (live.status().code() == Code::kNotFound) return ReconcileOutcome{};  // its DELETED event follows

@@ -96,6 +96,9 @@ class ActorReconciler : public Reconciler {
   struct Ctx;  // one reconcile's working copy of the actor
 
   bool OwnedHere(const api::Actor& a) const;
+  // Whether the cached actor is at rest here with its spec observed and nothing left on disk:
+  // then the reconcile ends without a read.
+  bool NothingToDo(const nlohmann::json& cached, const Request& request) const;
   RuntimeDriver* DriverFor(api::Runtime runtime) const;
   // Deletes ref's sandbox with every driver (for a sandbox whose actor, and runtime, is gone).
   Status DeleteAnyRuntime(const SandboxRef& ref);

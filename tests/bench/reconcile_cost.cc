@@ -94,7 +94,7 @@ int Main(const Flags& f) {
   auto settle = [&](const std::string& want) -> bool {
     for (int i = 0; i < 10 && status_of() != want; ++i) {
       if (!refresh()) return false;
-      node.Reconcile(req);
+      (void)node.Reconcile(req);  // the status read back decides
     }
     return status_of() == want;
   };
