@@ -32,6 +32,9 @@ build="${STASIS_BENCH_BUILD_DIR:-${REPO_ROOT}/build}"
 [[ -f "${build}/build.ninja" ]] || cmake -S "${REPO_ROOT}" -B "${build}" -G Ninja -DSTASIS_SANITIZE=OFF >/dev/null
 grep -q '^STASIS_SANITIZE:BOOL=ON' "${build}/CMakeCache.txt" \
   && die "${build} is a sanitized build; set STASIS_BENCH_BUILD_DIR to a non-sanitized one"
+# The baseline counts an optimized build (RelWithDebInfo, the default); -O0 counts ~4x more.
+grep -q -E '^CMAKE_BUILD_TYPE:STRING=(Debug|MinSizeRel)$' "${build}/CMakeCache.txt" \
+  && die "${build} is not a RelWithDebInfo/Release build: its counts do not compare with the baseline"
 cmake --build "${build}" --target bench_reconcile_cost -j"${STASIS_BUILD_JOBS:-2}" >/dev/null \
   || die "building bench_reconcile_cost failed"
 "${HACK_DIR}/build-control-plane.sh" >/dev/null
