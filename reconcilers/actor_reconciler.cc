@@ -188,19 +188,33 @@ api::Snapshot ActorReconciler::ToSnapshot(const SnapshotManifest& m, const std::
   return s;
 }
 
-bool ActorReconciler::NothingToDo(const nlohmann::json& cached, const Request& request) const {
+std::optional<ReconcileOutcome> ActorReconciler::NothingToDo(const nlohmann::json& cached,
+                                                            const Request& request) {
   auto a = api::ActorFromJson(cached);
   if (!a.ok() || !OwnedHere(*a) || a->metadata.IsBeingDeleted() ||
       !a->metadata.HasFinalizer(api::kActorFinalizer) ||
       a->status.observed_generation != a->metadata.generation) {
-    return false;
+    return std::nullopt;
   }
   const DesiredState desired = a->spec.desired_state;
+  const SandboxRef ref = SandboxFor(request.ns, request.name);
+  if (a->status.status == ActorState::kRunning && desired == DesiredState::kRunning) {
+    // Running as wanted: the liveness check needs only the runtime; a sandbox found dead is
+    // cleaned on the quorum-read path below.
+    RuntimeDriver* driver = DriverFor(a->spec.runtime);
+    if (!driver) return std::nullopt;
+    SandboxRef r = ref;
+    r.bundle = a->spec.bundle;
+    auto state = driver->State(r);
+    if (!state.ok() || *state != SandboxState::kRunning) return std::nullopt;
+    return ReconcileOutcome{options_.liveness_period};
+  }
   const bool at_rest = (a->status.status == ActorState::kPaused && desired == DesiredState::kPaused) ||
                        (a->status.status == ActorState::kSuspended && desired == DesiredState::kSuspended) ||
                        a->status.status == ActorState::kFailed;  // left only by a new generation
   // A sandbox root left behind (a forced cleanup while this agent was away) is work to do.
-  return at_rest && !fs::exists(SandboxFor(request.ns, request.name).root);
+  if (!at_rest || fs::exists(ref.root)) return std::nullopt;
+  return ReconcileOutcome{};
 }
 
 Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
@@ -223,7 +237,7 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
   // An actor the cache shows at rest with nothing to do is left without a read: if the cache
   // is stale, the newer version's watch event is on its way and reconciles it again. (This is
   // most reconciles: the echo of this agent's own status write, and every actor at start-up.)
-  if (NothingToDo(*obj, request)) return ReconcileOutcome{};
+  if (auto done = NothingToDo(*obj, request)) return *done;
   // What to do is decided on a quorum read. A watch event may lag our own last write, and
   // acting on a stale status (an *ING this agent has already finished, a RUNNING already
   // paused) would repeat or undo a transition.

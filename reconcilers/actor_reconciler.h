@@ -28,6 +28,7 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -96,9 +97,10 @@ class ActorReconciler : public Reconciler {
   struct Ctx;  // one reconcile's working copy of the actor
 
   bool OwnedHere(const api::Actor& a) const;
-  // Whether the cached actor is at rest here with its spec observed and nothing left on disk:
-  // then the reconcile ends without a read.
-  bool NothingToDo(const nlohmann::json& cached, const Request& request) const;
+  // The outcome of a reconcile that needs no read: the cached actor, its spec observed, is at
+  // rest here with nothing left on disk, or runs as wanted with its sandbox running. Otherwise
+  // nullopt: decide on a quorum read.
+  std::optional<ReconcileOutcome> NothingToDo(const nlohmann::json& cached, const Request& request);
   RuntimeDriver* DriverFor(api::Runtime runtime) const;
   // Deletes ref's sandbox with every driver (for a sandbox whose actor, and runtime, is gone).
   Status DeleteAnyRuntime(const SandboxRef& ref);
