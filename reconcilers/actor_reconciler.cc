@@ -20,6 +20,13 @@ using api::SnapshotTrigger;
 
 double Seconds(Clock::TimePoint::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// A snapshot check that failed, as a resume failure: missing or corrupt, the snapshot can never
+// be restored (kFailedPrecondition fails the actor); a store that cannot be read now is retried.
+Status UnrestorableOrRetry(const Status& check) {
+  const bool gone = check.reason() == "snapshot_not_found" || check.reason() == "snapshot_corrupt";
+  return Status(gone ? Code::kFailedPrecondition : Code::kUnavailable, check.message(), check.reason());
+}
+
 // The status an actor rests in when it is not running: where a resume starts from.
 ActorState RestingState(const api::Actor& a) {
   if (!a.status.latest_snapshot) return ActorState::kFailed;
@@ -52,6 +59,8 @@ struct ActorReconciler::Ctx {
   api::ActorRef actor_ref;
   std::string key;
   RuntimeDriver* driver = nullptr;  // the driver of spec.runtime
+  bool wrote = false;    // an API write of this reconcile succeeded
+  bool claimed = false;  // Resume claimed a worker
 };
 
 ActorReconciler::ActorReconciler(ActorReconcilerOptions options, KubeClient& client,
@@ -137,8 +146,10 @@ Status ActorReconciler::WriteStatus(Ctx& c) {
   auto r = client_.Patch(kActorType, c.a.metadata.namespace_, c.a.metadata.name,
                          PatchType::kMerge, *patch, "status");
   if (!r.ok()) {
-    spdlog::warn("status write failed actor={} status={} error=\"{}\"", c.key,
-                 api::ToString(c.a.status.status), r.status().ToString());
+    // A conflict is routine (a stale cache, a concurrent spec change): decided again on a read.
+    spdlog::log(r.status().code() == Code::kAborted ? spdlog::level::debug : spdlog::level::warn,
+                "status write failed actor={} status={} error=\"{}\"", c.key,
+                api::ToString(c.a.status.status), r.status().ToString());
     return r.status();
   }
   return Adopt(c, *r);
@@ -151,6 +162,7 @@ Status ActorReconciler::Adopt(Ctx& c, const json& written) {
   if (!fresh.ok()) return fresh.status();
   c.before = *fresh;
   c.a = *fresh;
+  c.wrote = true;
   return OkStatus();
 }
 
@@ -217,6 +229,37 @@ std::optional<ReconcileOutcome> ActorReconciler::NothingToDo(const nlohmann::jso
   return ReconcileOutcome{};
 }
 
+std::optional<Result<ReconcileOutcome>> ActorReconciler::StartFromCache(const nlohmann::json& cached,
+                                                                        const Request& request,
+                                                                        bool* claimed) {
+  auto a = api::ActorFromJson(cached);
+  if (!a.ok() || !OwnedHere(*a) || a->metadata.IsBeingDeleted() ||
+      !a->metadata.HasFinalizer(api::kActorFinalizer) || !api::ValidateActor(*a).empty()) {
+    return std::nullopt;
+  }
+  Ctx c{*a, *a, SandboxFor(request.ns, request.name), api::ActorRef{request.ns, request.name},
+        request.Key()};
+  c.ref.bundle = c.a.spec.bundle;
+  c.driver = DriverFor(c.a.spec.runtime);
+  if (!c.driver) return std::nullopt;
+  const DesiredState desired = c.a.spec.desired_state;
+  const ActorState status = c.a.status.status;
+  Result<ReconcileOutcome> r = ReconcileOutcome{};
+  if (status == ActorState::kRunning && desired != DesiredState::kRunning &&
+      RetryWait(c, RetryOp::kCheckpoint).count() == 0) {
+    r = Checkpoint(c, desired == DesiredState::kPaused ? SnapshotTrigger::kPause : SnapshotTrigger::kSuspend);
+  } else if ((status == ActorState::kPaused || status == ActorState::kSuspended) &&
+             desired == DesiredState::kRunning && !fs::exists(c.ref.root)) {
+    r = Resume(c);
+  } else {
+    return std::nullopt;
+  }
+  if (r.ok() || r.status().code() != Code::kAborted || c.wrote) return r;
+  *claimed = c.claimed;
+  spdlog::debug("cached actor was stale actor={} status={} action=quorum_read", c.key, api::ToString(status));
+  return std::nullopt;
+}
+
 Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
   const std::string key = request.Key();
   ObjectPtr obj = actors_(key);
@@ -238,11 +281,14 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
   // is stale, the newer version's watch event is on its way and reconciles it again. (This is
   // most reconciles: the echo of this agent's own status write, and every actor at start-up.)
   if (auto done = NothingToDo(*obj, request)) return *done;
-  // What to do is decided on a quorum read. A watch event may lag our own last write, and
+  bool claimed_from_cache = false;
+  if (auto started = StartFromCache(*obj, request, &claimed_from_cache)) return std::move(*started);
+  // Everything else is decided on a quorum read. A watch event may lag our own last write, and
   // acting on a stale status (an *ING this agent has already finished, a RUNNING already
   // paused) would repeat or undo a transition.
   auto live = client_.Get(kActorType, request.ns, request.name);
   if (!live.ok()) {
+    if (claimed_from_cache) (void)workers_.Free(api::ActorRef{request.ns, request.name});
     if (live.status().code() == Code::kNotFound) return ReconcileOutcome{};  // its DELETED event follows
     return live.status();
   }
@@ -250,6 +296,12 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
   if (!parsed.ok()) {
     spdlog::error("actor unreadable actor={} error=\"{}\"", key, parsed.status().ToString());
     return ReconcileOutcome{};  // nothing to act on until it changes
+  }
+  if (claimed_from_cache && parsed->status.status != ActorState::kRunning &&
+      !api::IsTransitioning(parsed->status.status)) {
+    // The resume the stale cache asked for claimed a worker for an actor at rest, and an actor
+    // at rest holds none: give it back (the path below claims again if it still must resume).
+    if (Status s = workers_.Free(api::ActorRef{request.ns, request.name}); !s.ok()) return s;
   }
   Ctx c{*parsed, *parsed, SandboxFor(request.ns, request.name),
         api::ActorRef{request.ns, request.name}, key};
@@ -425,6 +477,7 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
     Event(c, true, "ResumeFailed", worker.status().message());
     return ReconcileOutcome{};
   }
+  if (worker.ok()) c.claimed = true;
   if (!worker.ok()) {
     SetCondition(c, "Ready", false, "NoFreeWorker", worker.status().message());
     if (Status s = WriteStatus(c); !s.ok()) return s;
@@ -461,6 +514,13 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
     }
   }
   if (result.ok() && from_data) result = RestoreData(c, *snap, deadline);
+  if (result.ok() && from_snapshot && !snap->node_name.empty()) {
+    // A node-local image whose fsyncs were deferred is read in full only if a reboot came between.
+    if (auto checked = snapshots_.CheckLocalForRestore(c.a.metadata.namespace_, c.a.metadata.name, snap->id);
+        !checked.ok()) {
+      result = UnrestorableOrRetry(checked.status());
+    }
+  }
   if (result.ok() && from_snapshot) {
     RestoreOptions ro;
     ro.image_dir = snap->location;
@@ -521,14 +581,7 @@ Status ActorReconciler::RestoreData(Ctx& c, const api::Snapshot& snap, std::chro
   auto verified = snap.node_name.empty()
                       ? snapshots_.VerifyCommitted(c.a.metadata.namespace_, c.a.metadata.name, snap.id)
                       : snapshots_.VerifyLocal(c.a.metadata.namespace_, c.a.metadata.name, snap.id);
-  if (!verified.ok()) {
-    // Missing or corrupt: this snapshot can never be restored (kFailedPrecondition fails the
-    // actor); a store that cannot be read right now is retried.
-    const bool gone = verified.status().reason() == "snapshot_not_found" ||
-                      verified.status().reason() == "snapshot_corrupt";
-    return Status(gone ? Code::kFailedPrecondition : Code::kUnavailable, verified.status().message(),
-                  verified.status().reason());
-  }
+  if (!verified.ok()) return UnrestorableOrRetry(verified.status());
   const std::string image = snap.node_name.empty()
                                 ? snapshots_.StorePath(c.a.metadata.namespace_, c.a.metadata.name, snap.id)
                                 : snapshots_.LocalPath(c.a.metadata.namespace_, c.a.metadata.name, snap.id);
@@ -703,7 +756,10 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   m.cuda_checkpointed = gpu;
   m.taken_at = api::FormatTime(std::chrono::floor<std::chrono::seconds>(clock_.WallNow()));
   m.duration_seconds = took;
-  auto done = snapshots_.CompleteLocal(m);
+  // A Pause's image stays on this node: its fsyncs need not hold up the PAUSED write (a crash
+  // of the agent cannot lose the page cache; a reboot can, and then the restore verifies it).
+  auto done = snapshots_.CompleteLocal(
+      m, trigger == SnapshotTrigger::kPause ? options_.pause_durability : Durability::kSynced);
   if (!done.ok()) {
     std::error_code ec;
     fs::remove_all(*dir, ec);

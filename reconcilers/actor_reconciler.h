@@ -56,6 +56,9 @@ struct ActorReconcilerOptions {
   // transiently: first retry after `retry_base`, doubling per failure up to `retry_max`.
   std::chrono::milliseconds retry_base{std::chrono::seconds(1)};
   std::chrono::milliseconds retry_max{std::chrono::minutes(5)};
+  // When a Pause snapshot's files reach the disk (--pause-snapshot-sync): kDeferred, after the
+  // PAUSED write (snapshot_store.h says why nothing is lost); kSynced, before it.
+  Durability pause_durability = Durability::kDeferred;
   // GPU actors (docs/gpu.md): the CDI spec directories read at every GPU run or restore (a
   // later directory wins), the CDI kind of the node's GPUs (devices named by UUID), and the
   // project's cuda-checkpoint helper device.
@@ -101,6 +104,13 @@ class ActorReconciler : public Reconciler {
   // rest here with nothing left on disk, or runs as wanted with its sandbox running. Otherwise
   // nullopt: decide on a quorum read.
   std::optional<ReconcileOutcome> NothingToDo(const nlohmann::json& cached, const Request& request);
+  // A transition the cached actor asks for — RUNNING to Paused/Suspended, PAUSED/SUSPENDED to
+  // Running — started without a quorum read: the first status write carries the cached
+  // resourceVersion, so it is the quorum check. nullopt when the cache cannot decide, or when
+  // that first write met a conflict (the cache was stale; nothing was written): decide on a
+  // quorum read. `claimed`: a worker was claimed before the conflict.
+  std::optional<Result<ReconcileOutcome>> StartFromCache(const nlohmann::json& cached,
+                                                         const Request& request, bool* claimed);
   RuntimeDriver* DriverFor(api::Runtime runtime) const;
   // Deletes ref's sandbox with every driver (for a sandbox whose actor, and runtime, is gone).
   Status DeleteAnyRuntime(const SandboxRef& ref);

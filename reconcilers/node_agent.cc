@@ -104,6 +104,7 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
   ro.root = o.root;
   ro.cdi_spec_dirs = o.cdi_spec_dirs;
   ro.gpu_cdi_kind = o.gpu_cdi_kind;
+  ro.pause_durability = o.pause_durability;
   ActorReconciler reconciler(ro, client, lookup, RuntimeDrivers{&driver, &microvm}, snapshots, workers, snapshot_metrics, &events);
   Controller controller("actor", reconciler, o.concurrency, &metrics);
   pinned.AddEventHandler(controller.EnqueueHandler());

@@ -9,6 +9,7 @@
 
 #include "controller/result.h"
 #include "reconcilers/runtime_driver.h"
+#include "reconcilers/snapshot_store.h"
 
 namespace stasis {
 
@@ -33,6 +34,7 @@ struct NodeAgentOptions {
   int heartbeat_period_seconds = 10;
   int heartbeat_lease_seconds = 40;
   int shutdown_grace_seconds = 30;
+  Durability pause_durability = Durability::kDeferred;  // --pause-snapshot-sync
   // The runtime driver; nullptr = runsc (RunscDriver with `runsc` and `runsc_flags`), the only
   // one `stasis node` uses. Benchmarks inject theirs here (tests/bench/noop_runtime_driver.h).
   RuntimeDriver* driver = nullptr;

@@ -214,8 +214,17 @@ Result<Digest> CopyFileHashed(const fs::path& from, const fs::path& to) {
   return digest;
 }
 
-// Writes `text` to `path` (which must not exist) and fsyncs it.
-Status WriteFileSynced(const fs::path& path, const std::string& text) {
+// The kernel's id of this boot: a page cache that was not written back is lost only across
+// a change of it. "" if unreadable (then every deferred snapshot counts as from another boot).
+std::string ThisBootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
+// Writes `text` to `path` (which must not exist), and fsyncs it if `sync`.
+Status WriteNewFile(const fs::path& path, const std::string& text, bool sync) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return Status(Code::kInternal, Errno("create " + path.string()), kIoError);
   Status status;
@@ -228,7 +237,7 @@ Status WriteFileSynced(const fs::path& path, const std::string& text) {
     }
     off += static_cast<size_t>(w);
   }
-  if (status.ok() && fsync(fd) != 0)
+  if (status.ok() && sync && fsync(fd) != 0)
     status = Status(Code::kInternal, Errno("fsync " + path.string()), kIoError);
   close(fd);
   return status;
@@ -247,7 +256,7 @@ nlohmann::json ManifestToJson(const SnapshotManifest& m) {
   nlohmann::json files = nlohmann::json::array();
   for (const auto& f : m.files)
     files.push_back({{"path", f.path}, {"size", f.size}, {"sha256", f.sha256}});
-  return {{"formatVersion", kManifestFormat},
+  nlohmann::json j = {{"formatVersion", kManifestFormat},
           {"id", m.id},
           {"namespace", m.ns},
           {"name", m.name},
@@ -259,6 +268,8 @@ nlohmann::json ManifestToJson(const SnapshotManifest& m) {
           {"durationSeconds", m.duration_seconds},
           {"totalBytes", m.total_bytes},
           {"files", files}};
+  if (!m.deferred_sync_boot_id.empty()) j["deferredSyncBootId"] = m.deferred_sync_boot_id;
+  return j;
 }
 
 Result<SnapshotManifest> ReadManifest(const fs::path& dir) {
@@ -285,6 +296,7 @@ Result<SnapshotManifest> ReadManifest(const fs::path& dir) {
     m.taken_at = j.value("takenAt", "");
     m.duration_seconds = j.value("durationSeconds", 0.0);
     m.total_bytes = j.value("totalBytes", int64_t{0});
+    m.deferred_sync_boot_id = j.value("deferredSyncBootId", "");
     for (const auto& f : j.at("files")) {
       m.files.push_back({f.at("path").get<std::string>(), f.at("size").get<int64_t>(),
                          f.at("sha256").get<std::string>()});
@@ -404,9 +416,11 @@ int RemovePartialsUnder(const std::string& root) {
 
 }  // namespace
 
-SnapshotStore::SnapshotStore(std::string local_root, std::string store_root, bool link_same_fs)
+SnapshotStore::SnapshotStore(std::string local_root, std::string store_root, bool link_same_fs,
+                             std::string boot_id)
     : local_root_(std::move(local_root)), store_root_(std::move(store_root)),
-      link_same_fs_(link_same_fs) {}
+      link_same_fs_(link_same_fs), boot_id_(boot_id.empty() ? ThisBootId() : std::move(boot_id)),
+      deferred_(std::make_unique<DeferredSync>()) {}
 
 std::string SnapshotStore::LocalPath(const std::string& ns, const std::string& name,
                                      const std::string& id) const {
@@ -440,7 +454,8 @@ Result<std::string> SnapshotStore::BeginLocal(const std::string& ns, const std::
   return partial.string();
 }
 
-Result<SnapshotManifest> SnapshotStore::CompleteLocal(SnapshotManifest manifest) {
+Result<SnapshotManifest> SnapshotStore::CompleteLocal(SnapshotManifest manifest, Durability durability) {
+  const bool sync_now = durability == Durability::kSynced;
   const auto start = Clock::now();
   if (Status s = CheckNames(manifest.ns, manifest.name, manifest.id); !s.ok()) return s;
   const fs::path parent = fs::path(local_root_) / manifest.ns / manifest.name;
@@ -475,10 +490,12 @@ Result<SnapshotManifest> SnapshotStore::CompleteLocal(SnapshotManifest manifest)
 
   manifest.files.clear();
   manifest.total_bytes = 0;
+  manifest.deferred_sync_boot_id = sync_now ? "" : boot_id_;
   // The image is fresh in the page cache: hashing reads it (CPU), fsync writes it back (disk).
   // They overlap: one thread syncs every file while this one hashes them.
   Status synced;
   std::thread syncer([&] {
+    if (!sync_now) return;
     for (const auto& rel : files) {
       if (Status s = FsyncPath(partial / rel); !s.ok()) {
         synced = s;
@@ -501,28 +518,60 @@ Result<SnapshotManifest> SnapshotStore::CompleteLocal(SnapshotManifest manifest)
   if (!synced.ok()) return synced;
   if (manifest.taken_at.empty()) manifest.taken_at = NowRfc3339();
 
-  // The manifest is the mark of completeness: written and synced before the rename.
+  // The manifest is the mark of completeness: written (and, kSynced, synced) before the rename.
   fs::remove(partial / kManifestFile, ec);
-  if (Status s = WriteFileSynced(partial / kManifestFile, ManifestToJson(manifest).dump(2) + "\n");
+  if (Status s = WriteNewFile(partial / kManifestFile, ManifestToJson(manifest).dump(2) + "\n", sync_now);
       !s.ok()) {
     return s;
   }
   // Subdirectories first, then the snapshot directory: their entries must be durable too.
+  std::vector<fs::path> dirs;
   for (const auto& rel : files) {
-    for (fs::path d = rel.parent_path(); !d.empty(); d = d.parent_path())
-      (void)FsyncPath(partial / d);
+    for (fs::path d = rel.parent_path(); !d.empty(); d = d.parent_path()) dirs.push_back(d);
   }
-  if (Status s = FsyncPath(partial); !s.ok()) return s;
+  if (sync_now) {
+    for (const auto& d : dirs) (void)FsyncPath(partial / d);
+    if (Status s = FsyncPath(partial); !s.ok()) return s;
+  }
   fs::rename(partial, complete, ec);
   if (ec)
     return Status(Code::kInternal, "rename " + partial.string() + ": " + ec.message(), kIoError);
-  if (Status s = FsyncPath(parent); !s.ok()) return s;
+  if (sync_now) {
+    if (Status s = FsyncPath(parent); !s.ok()) return s;
+  } else {
+    // The same fsyncs, in the same order, under the final name.
+    std::vector<std::string> later;
+    for (const auto& rel : files) later.push_back((complete / rel).string());
+    later.push_back((complete / kManifestFile).string());
+    for (const auto& d : dirs) later.push_back((complete / d).string());
+    later.push_back(complete.string());
+    later.push_back(parent.string());
+    deferred_->Enqueue(complete.string(), std::move(later));
+  }
   spdlog::info(
-      "component=snapshots op=complete actor={}/{} snapshot={} files={} bytes={} duration_ms={}",
+      "component=snapshots op=complete actor={}/{} snapshot={} files={} bytes={} sync={} duration_ms={}",
       manifest.ns, manifest.name, manifest.id, manifest.files.size(), manifest.total_bytes,
-      Millis(start));
+      sync_now ? "before" : "deferred", Millis(start));
   return manifest;
 }
+
+Result<SnapshotManifest> SnapshotStore::CheckLocalForRestore(const std::string& ns,
+                                                             const std::string& name,
+                                                             const std::string& id) const {
+  if (Status s = CheckNames(ns, name, id); !s.ok()) return s;
+  const fs::path dir = LocalPath(ns, name, id);
+  auto manifest = ReadManifest(dir);
+  if (!manifest.ok()) return manifest.status();
+  const bool maybe_lost = !manifest->deferred_sync_boot_id.empty() &&
+                          (manifest->deferred_sync_boot_id != boot_id_ || deferred_->Failed(dir.string()));
+  if (!maybe_lost) return manifest;
+  spdlog::info("component=snapshots op=verify actor={}/{} snapshot={} why=\"{}\"", ns, name, id,
+               manifest->deferred_sync_boot_id != boot_id_ ? "completed before a reboot, before it was synced"
+                                                           : "its background fsync failed");
+  return VerifyDir(dir, ns, name, id);
+}
+
+bool SnapshotStore::FlushDeferred(std::chrono::milliseconds timeout) { return deferred_->Flush(timeout); }
 
 Result<SnapshotManifest> SnapshotStore::Commit(const std::string& ns, const std::string& name,
                                                const std::string& id, bool just_completed) {
@@ -598,6 +647,10 @@ Result<SnapshotManifest> SnapshotStore::Commit(const std::string& ns, const std:
       // The very file CompleteLocal hashed a moment ago needs no second reading; one that has
       // rested on this node since (a paused snapshot) is read once more.
       digest = just_completed ? Result<Digest>(Digest{f.sha256, f.size}) : HashFile(to);
+      // A kDeferred snapshot's file may not be on disk yet (a no-op for one that is).
+      if (digest.ok() && !local->deferred_sync_boot_id.empty()) {
+        if (Status s = FsyncPath(to); !s.ok()) digest = s;
+      }
     } else {
       if (link) {
         spdlog::info("component=snapshots op=commit actor={}/{} snapshot={} link_failed=\"{}\" action=copy",

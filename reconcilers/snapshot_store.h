@@ -5,7 +5,12 @@
 //
 // Invariants:
 //  - A snapshot is written into <id>.partial/ and renamed to <id>/ only after its manifest
-//    (files, sizes, sha256, scope, trigger, runtime version, cuda flag) is written and fsynced.
+//    (files, sizes, sha256, scope, trigger, runtime version, cuda flag) is written. With
+//    Durability::kSynced everything is fsynced before the rename. With kDeferred (a Pause:
+//    the status write need not wait for the disk) the fsyncs run in the background after it,
+//    and the manifest records the boot it was written in: only a reboot can lose what the
+//    page cache held (a crashed or killed agent cannot), so a restore of a deferred snapshot
+//    from an earlier boot, or one whose background fsync failed, verifies every checksum first.
 //  - A committed snapshot is put into the store as <id>.partial/ — by hard link when the store
 //    is on the node root's file system, else by a copy hashed as it is read — every checksum is
 //    checked against the manifest, then it is renamed; only then is it returned as committed.
@@ -16,11 +21,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "controller/result.h"
+#include "reconcilers/deferred_sync.h"
 
 namespace stasis {
 
@@ -41,25 +48,46 @@ struct SnapshotManifest {
   double duration_seconds = 0;  // of the checkpoint that made it
   std::vector<SnapshotFile> files;
   int64_t total_bytes = 0;
+  // Durability::kDeferred: the boot (/proc/sys/kernel/random/boot_id) it was completed in,
+  // before its bytes were on disk. Empty: everything was fsynced before it was complete.
+  std::string deferred_sync_boot_id;
+};
+
+enum class Durability {
+  kSynced,    // fsynced before CompleteLocal returns
+  kDeferred,  // fsynced in the background after it returns (see the invariants above)
 };
 
 class SnapshotStore {
  public:
   // local_root: <root>/snapshots; store_root: --snapshot-store (may be empty: no store).
   // link_same_fs: commit by hard link when both are on one file system (false: always copy).
-  SnapshotStore(std::string local_root, std::string store_root, bool link_same_fs = true);
+  // boot_id: this machine's boot; "" reads /proc/sys/kernel/random/boot_id (tests pass one to
+  // play a reboot).
+  SnapshotStore(std::string local_root, std::string store_root, bool link_same_fs = true,
+                std::string boot_id = "");
 
   // Creates an empty <local>/<ns>/<name>/<id>.partial/ and returns its path.
   Result<std::string> BeginLocal(const std::string& ns, const std::string& name,
                                  const std::string& id);
-  // Hashes every file in the partial directory (fsyncing them meanwhile in a second thread),
-  // writes and fsyncs manifest.json, renames the directory to <id>/, fsyncs the parent.
-  // `manifest.files` and `total_bytes` are filled in.
-  Result<SnapshotManifest> CompleteLocal(SnapshotManifest manifest);
+  // Hashes every file in the partial directory, writes manifest.json, renames the directory
+  // to <id>/. kSynced: the files are fsynced meanwhile in a second thread, the manifest and the
+  // directories before and after the rename. kDeferred: the same fsyncs are queued after the
+  // rename. `manifest.files` and `total_bytes` are filled in.
+  Result<SnapshotManifest> CompleteLocal(SnapshotManifest manifest,
+                                         Durability durability = Durability::kSynced);
+  // A complete local snapshot as a restore may trust it without reading it: one completed with
+  // kDeferred in an earlier boot, or whose background fsync failed, is verified first
+  // (kFailedPrecondition "snapshot_corrupt" when it does not match its manifest).
+  Result<SnapshotManifest> CheckLocalForRestore(const std::string& ns, const std::string& name,
+                                                const std::string& id) const;
+  // Waits until the background fsyncs queued so far are done; false on timeout.
+  bool FlushDeferred(std::chrono::milliseconds timeout);
   // Puts a complete local snapshot into the store (hard links on one file system, else a copy
   // hashed as it is read), checks every file against the manifest, renames. `just_completed`:
   // the caller completed it in this same step (CompleteLocal hashed these very files), so a
-  // hard-linked file is not read again; a copy is always hashed.
+  // hard-linked file is not read again; a copy is always hashed. Either way every file is on
+  // disk in the store before the rename (a hard link of a kDeferred file is fsynced).
   Result<SnapshotManifest> Commit(const std::string& ns, const std::string& name,
                                   const std::string& id, bool just_completed = false);
   // Reads and verifies a complete snapshot (local or committed) against its manifest.
@@ -93,6 +121,8 @@ class SnapshotStore {
  private:
   std::string local_root_, store_root_;
   bool link_same_fs_ = true;
+  std::string boot_id_;
+  std::unique_ptr<DeferredSync> deferred_;  // kDeferred's background fsyncs
 };
 
 // A new snapshot id: sortable by time, unique on the node: "20261202T150102Z-3f9a1c".

@@ -76,6 +76,8 @@ int RunNode(const std::vector<std::string>& args) {
   f.Define("heartbeat-period", "10", "seconds between renewals of the node's heartbeat Lease");
   f.Define("heartbeat-lease-duration", "40", "seconds after the last renewal that the node counts as lost");
   f.Define("shutdown-grace", "30", "seconds in-flight reconciles get to finish on SIGTERM");
+  f.Define("pause-snapshot-sync", "deferred",
+           "when a Pause snapshot is fsynced: deferred (after the PAUSED write; verified on resume after a reboot) or before-status");
   f.Define("log-level", "info", "debug, info, warn or error");
   if (auto s = f.Parse(args); !s.ok()) return Fail("node", s);
   if (f.help_requested()) {
@@ -93,6 +95,13 @@ int RunNode(const std::vector<std::string>& args) {
   if (o.microvm_accel != "kvm" && o.microvm_accel != "tcg") {
     return Fail("node", stasis::Status(stasis::Code::kInvalidArgument,
                                        "--microvm-accel must be kvm or tcg, not \"" + o.microvm_accel + "\""));
+  }
+  if (f.Get("pause-snapshot-sync") == "before-status") {
+    o.pause_durability = stasis::Durability::kSynced;
+  } else if (f.Get("pause-snapshot-sync") != "deferred") {
+    return Fail("node", stasis::Status(stasis::Code::kInvalidArgument,
+                                       "--pause-snapshot-sync must be deferred or before-status, not \"" +
+                                           f.Get("pause-snapshot-sync") + "\""));
   }
   o.root = f.Get("root");
   o.snapshot_store = f.Get("snapshot-store");

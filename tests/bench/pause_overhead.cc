@@ -446,9 +446,9 @@ class LogTail {
 // The steps of one pause, in milliseconds, in the agent's order (actor_reconciler.cc). The
 // sandbox of a Direct checkpoint is deleted after the PAUSED write, off the measured path.
 const std::vector<std::pair<std::string, std::string>> kSteps = {
-    {"to_checkpoint", "PATCH → runsc checkpoint starts (watch event, queue, quorum GET, PAUSING write)"},
+    {"to_checkpoint", "PATCH → runsc checkpoint starts (watch event, queue, PAUSING write)"},
     {"runsc_checkpoint", "runsc checkpoint (the agent's log)"},
-    {"manifest", "snapshot manifest: sha256 + fsync + rename"},
+    {"manifest", "snapshot manifest: sha256 + rename (+ fsync if synced)"},
     {"free_worker", "worker freed (one JSON patch with test ops)"},
     {"paused_write", "status PAUSED written"},
     {"to_client", "watch event of PAUSED reaches the client"},

@@ -1,4 +1,5 @@
-// SnapshotStore: a snapshot becomes complete only by a rename after its synced manifest; commits
+// SnapshotStore: a snapshot becomes complete only by a rename after its manifest (synced, or
+// with its boot recorded for a restore to check); commits
 // are verified copies; corruption, partial leftovers, bad names and unwritable stores are errors
 // with a code and reason the reconciler can act on.
 #include "reconcilers/snapshot_store.h"
@@ -58,15 +59,23 @@ class SnapshotStoreTest : public ::testing::Test {
         store_(local_.path().string(), store_dir_.path().string()) {}
 
   // A complete local snapshot with two image files and one in a subdirectory.
-  SnapshotManifest MakeComplete(const std::string& id, const std::string& taken_at = "") {
+  SnapshotManifest MakeComplete(const std::string& id, const std::string& taken_at = "",
+                                Durability durability = Durability::kSynced) {
     auto dir = store_.BeginLocal("default", "counter", id);
     EXPECT_TRUE(dir.ok()) << dir.status().ToString();
     WriteFile(fs::path(*dir) / "checkpoint.img", "abc");
     WriteFile(fs::path(*dir) / "pages.img", std::string(100000, 'p'));
     WriteFile(fs::path(*dir) / "data" / "state.txt", "hello\n");
-    auto m = store_.CompleteLocal(Manifest(id, taken_at));
+    auto m = store_.CompleteLocal(Manifest(id, taken_at), durability);
     EXPECT_TRUE(m.ok()) << m.status().ToString();
     return m.ok() ? *m : SnapshotManifest{};
+  }
+
+  void CorruptPages(const std::string& id) {
+    std::fstream f(fs::path(store_.LocalPath("default", "counter", id)) / "pages.img",
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(7);
+    f.put('X');
   }
 
   TempDir local_, store_dir_;
@@ -245,15 +254,79 @@ TEST_F(SnapshotStoreTest, CommitOnOneFileSystemLinksAndStillVerifies) {
   EXPECT_TRUE(store_.VerifyCommitted("default", "counter", "s1").ok());
 
   MakeComplete("s2");
-  {
-    std::fstream f(fs::path(store_.LocalPath("default", "counter", "s2")) / "pages.img",
-                   std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(7);
-    f.put('X');
-  }
+  CorruptPages("s2");
   auto bad = store_.Commit("default", "counter", "s2");
   EXPECT_EQ(bad.status().reason(), "snapshot_corrupt") << bad.status().ToString();
   EXPECT_FALSE(fs::exists(store_.StorePath("default", "counter", "s2")));
+}
+
+// kDeferred (a Pause): complete at once, the fsyncs after; the manifest names the boot.
+TEST_F(SnapshotStoreTest, DeferredSnapshotIsCompleteAtOnceAndSyncedInTheBackground) {
+  SnapshotStore store(local_.path().string(), store_dir_.path().string(), true, "boot-a");
+  auto dir = store.BeginLocal("default", "counter", "s1");
+  ASSERT_TRUE(dir.ok());
+  WriteFile(fs::path(*dir) / "pages.img", std::string(100000, 'p'));
+  WriteFile(fs::path(*dir) / "data" / "state.txt", "hello\n");
+  auto m = store.CompleteLocal(Manifest("s1"), Durability::kDeferred);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->deferred_sync_boot_id, "boot-a");
+  EXPECT_FALSE(fs::exists(*dir));
+  auto j = nlohmann::json::parse(ReadFile(fs::path(store.LocalPath("default", "counter", "s1")) / "manifest.json"));
+  EXPECT_EQ(j["deferredSyncBootId"], "boot-a");
+  ASSERT_TRUE(store.FlushDeferred(std::chrono::seconds(30)));
+  auto verified = store.VerifyLocal("default", "counter", "s1");
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  EXPECT_EQ(verified->deferred_sync_boot_id, "boot-a");
+
+  // kSynced writes no boot id: its bytes were on disk before it was complete.
+  auto synced = MakeComplete("s2");
+  EXPECT_TRUE(synced.deferred_sync_boot_id.empty());
+  EXPECT_FALSE(nlohmann::json::parse(ReadFile(fs::path(store_.LocalPath("default", "counter", "s2")) /
+                                              "manifest.json"))
+                   .contains("deferredSyncBootId"));
+}
+
+// In the boot it was written in, a deferred snapshot is trusted without a reading (only a
+// reboot loses the page cache); after a reboot it is read in full, and damage is found.
+TEST_F(SnapshotStoreTest, DeferredSnapshotIsVerifiedBeforeRestoreOnlyAfterAReboot) {
+  {
+    SnapshotStore before(local_.path().string(), store_dir_.path().string(), true, "boot-a");
+    for (const std::string id : {"s1", "s2"}) {
+      auto dir = before.BeginLocal("default", "counter", id);
+      ASSERT_TRUE(dir.ok());
+      WriteFile(fs::path(*dir) / "pages.img", std::string(100000, 'p'));
+      ASSERT_TRUE(before.CompleteLocal(Manifest(id), Durability::kDeferred).ok());
+    }
+    CorruptPages("s2");  // what a crash before the write-back could leave
+    // Same boot: not read (the corruption above is one no crash of the agent can make).
+    EXPECT_TRUE(before.CheckLocalForRestore("default", "counter", "s2").ok());
+  }
+  SnapshotStore after(local_.path().string(), store_dir_.path().string(), true, "boot-b");
+  EXPECT_TRUE(after.CheckLocalForRestore("default", "counter", "s1").ok());
+  auto bad = after.CheckLocalForRestore("default", "counter", "s2");
+  EXPECT_EQ(bad.status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(bad.status().reason(), "snapshot_corrupt") << bad.status().ToString();
+
+  // A kSynced snapshot is trusted after a reboot too: it was on disk before it was complete.
+  SnapshotStore synced_view(local_.path().string(), store_dir_.path().string(), true, "boot-c");
+  MakeComplete("s3");
+  CorruptPages("s3");
+  EXPECT_TRUE(synced_view.CheckLocalForRestore("default", "counter", "s3").ok());
+  EXPECT_EQ(after.CheckLocalForRestore("default", "counter", "nope").status().reason(), "snapshot_not_found");
+}
+
+// A paused (deferred) snapshot committed later: linked, read again, fsynced into the store.
+TEST_F(SnapshotStoreTest, CommitOfADeferredSnapshotLinksAndVerifies) {
+  MakeComplete("s1", "", Durability::kDeferred);
+  auto c = store_.Commit("default", "counter", "s1");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(store_.VerifyCommitted("default", "counter", "s1").ok());
+  MakeComplete("s2", "", Durability::kDeferred);
+  CorruptPages("s2");
+  EXPECT_EQ(store_.Commit("default", "counter", "s2").status().reason(), "snapshot_corrupt");
+  // Removed before its background fsync ran, or after: either way the syncer carries on.
+  ASSERT_TRUE(store_.RemoveLocal("default", "counter", "s2").ok());
+  EXPECT_TRUE(store_.FlushDeferred(std::chrono::seconds(30)));
 }
 
 TEST_F(SnapshotStoreTest, CommitOfAnIncompleteSnapshotFails) {

@@ -1,0 +1,103 @@
+#include "reconcilers/deferred_sync.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace stasis {
+namespace {
+
+// 0, ENOENT (gone before its turn: nothing to keep), or the errno of the failure.
+int SyncPath(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? 0 : errno;
+  const int r = fsync(fd);
+  const int err = r == 0 ? 0 : errno;
+  close(fd);
+  return err;
+}
+
+}  // namespace
+
+DeferredSync::DeferredSync() : thread_([this] { Loop(); }) {}
+
+DeferredSync::~DeferredSync() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void DeferredSync::Enqueue(std::string key, std::vector<std::string> paths) {
+  {
+    std::lock_guard lock(mu_);
+    failed_.erase(key);
+    queue_.push_back(Job{std::move(key), std::move(paths)});
+  }
+  cv_.notify_one();
+}
+
+bool DeferredSync::Flush(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return idle_cv_.wait_for(lock, timeout, [&] { return queue_.empty() && !busy_; });
+}
+
+bool DeferredSync::Failed(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  return failed_.count(key) > 0;
+}
+
+void DeferredSync::Forget(const std::string& key) {
+  std::lock_guard lock(mu_);
+  failed_.erase(key);
+}
+
+uint64_t DeferredSync::synced_jobs() const {
+  std::lock_guard lock(mu_);
+  return synced_jobs_;
+}
+
+void DeferredSync::Loop() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    // Stopping drains the queue first: what was promised to disk goes there.
+    if (queue_.empty()) return;
+    Job job = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    const auto start = std::chrono::steady_clock::now();
+    int err = 0;
+    std::string failed_path;
+    for (const auto& path : job.paths) {
+      if (int e = SyncPath(path); e != 0) {
+        err = e;
+        failed_path = path;
+        break;
+      }
+    }
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    if (err != 0) {
+      spdlog::error("component=snapshots op=deferred_sync dir={} path={} result=error error=\"{}\" duration_ms={}",
+                    job.key, failed_path, std::strerror(err), ms);
+    } else {
+      spdlog::debug("component=snapshots op=deferred_sync dir={} files={} result=ok duration_ms={}",
+                    job.key, job.paths.size(), ms);
+    }
+    lock.lock();
+    if (err != 0) failed_.insert(job.key);
+    ++synced_jobs_;
+    busy_ = false;
+    if (queue_.empty()) idle_cv_.notify_all();
+  }
+}
+
+}  // namespace stasis

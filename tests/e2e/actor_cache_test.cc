@@ -1,0 +1,226 @@
+// The node agent's actor reconciler starting transitions from its cache (no quorum read): a real
+// kube-apiserver, the pinned runsc with a real sandbox running a counter, and an actor cache
+// the test fills by hand — fresh, or deliberately stale, as a watch that lags the agent's own
+// writes would leave it. A stale cache must cost a read, never a repeated or undone transition
+// and never a worker held by an actor at rest.
+#include <gtest/gtest.h>
+#include <prometheus/registry.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "api/json_mapping.h"
+#include "reconcilers/actor_reconciler.h"
+#include "reconcilers/api_resources.h"
+#include "reconcilers/node_workers.h"
+#include "reconcilers/runsc_driver.h"
+#include "reconcilers/snapshot_metrics.h"
+#include "reconcilers/snapshot_store.h"
+#include "tests/support/control_plane.h"
+#include "tests/support/sandbox.h"
+
+namespace stasis {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+using testing::ControlPlane;
+
+constexpr char kNode[] = "cache-node";
+constexpr char kActor[] = "counter";
+
+class ActorCacheTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto& cp = ControlPlane::Get();
+    auto r = cp.Kubectl({"apply", "-f", std::string(STASIS_SOURCE_DIR) + "/manifests/crd/"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = cp.Kubectl({"wait", "--for=condition=Established", "--timeout=60s", "crd/actors.stasis.dev",
+                    "crd/workers.stasis.dev"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  ActorCacheTest()
+      : client_(ControlPlane::Get().NewClient()),
+        bundle_(testing::CounterArgs()),
+        root_("stasis-cache-"),
+        driver_(testing::PinnedRunsc()),
+        snapshot_metrics_(registry_),
+        snapshots_((root_.path() / "snapshots").string(), (root_.path() / "store").string()),
+        workers_(*client_, kNode, {{}}, &snapshot_metrics_) {}
+
+  void SetUp() override {
+    ns_ = "cache-" + std::to_string(counter_++);
+    ASSERT_EQ(ControlPlane::Get().Kubectl({"create", "namespace", ns_}).exit_code, 0);
+    fs::create_directories(root_.path() / "snapshots");
+    fs::create_directories(root_.path() / "store");
+    ASSERT_TRUE(workers_.Register().ok());
+    ActorReconcilerOptions o;
+    o.node = kNode;
+    o.root = root_.path().string();
+    reconciler_ = std::make_unique<ActorReconciler>(
+        o, *client_, [this](const std::string&) { return cached_; }, driver_, snapshots_, workers_,
+        snapshot_metrics_, nullptr);
+    json a = {{"apiVersion", "stasis.dev/v1alpha1"},
+              {"kind", "Actor"},
+              {"metadata", {{"name", kActor}, {"namespace", ns_}}},
+              {"spec", {{"bundle", bundle_.dir().string()}, {"nodeName", kNode}}}};
+    ASSERT_TRUE(client_->Create(kActorType, ns_, a).ok());
+  }
+
+  void TearDown() override {
+    // The sandbox, if one is left, and the worker: the node is shared by the tests.
+    SandboxRef ref;
+    ref.id = ns_ + "_" + kActor;
+    ref.root = (root_.path() / "run" / ref.id).string();
+    (void)driver_.Delete(ref);
+    (void)workers_.Free(Ref());
+  }
+
+  api::ActorRef Ref() const { return api::ActorRef{ns_, kActor}; }
+  json Live() {
+    auto r = client_->Get(kActorType, ns_, kActor);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : json{};
+  }
+  std::string StatusOf(const json& a) { return a.value("/status/status"_json_pointer, ""); }
+  std::string SnapshotOf(const json& a) { return a.value("/status/latestSnapshot/id"_json_pointer, ""); }
+  void Cache(const json& a) { cached_ = std::make_shared<const json>(a); }
+  void Desire(const std::string& state) {
+    ASSERT_TRUE(client_->Patch(kActorType, ns_, kActor, PatchType::kMerge,
+                               {{"spec", {{"desiredState", state}}}})
+                    .ok());
+  }
+  // Reconciles from a fresh cache until the API server shows `want`.
+  void Settle(const std::string& want) {
+    for (int i = 0; i < 6 && StatusOf(Live()) != want; ++i) {
+      Cache(Live());
+      (void)reconciler_->Reconcile(Request{ns_, kActor});
+    }
+    ASSERT_EQ(StatusOf(Live()), want);
+  }
+  long Counter() {
+    auto r = driver_.Exec(SandboxRef{ns_ + "_" + kActor, (root_.path() / "run" / (ns_ + "_" + kActor)).string(), "", ""},
+                          {"cat", "/tmp/counter"}, 30s);
+    if (!r.ok() || r->exit_code != 0) return -1;
+    try {
+      return std::stol(r->out);
+    } catch (...) {
+      return -1;
+    }
+  }
+  size_t LocalSnapshots() { return snapshots_.ListLocal(ns_, kActor).size(); }
+
+  static inline int counter_ = 0;
+  std::unique_ptr<KubeClient> client_;
+  testing::Bundle bundle_;
+  testing::TempDir root_;
+  RunscDriver driver_;
+  prometheus::Registry registry_;
+  SnapshotMetrics snapshot_metrics_;
+  SnapshotStore snapshots_;
+  NodeWorkers workers_;
+  std::unique_ptr<ActorReconciler> reconciler_;
+  ObjectPtr cached_;
+  std::string ns_;
+};
+
+// The cache still shows RUNNING wanting Paused after this agent paused the actor: the
+// checkpoint it would start is refused by its first write, and the read after it finds the
+// actor at rest. One snapshot, the same one.
+TEST_F(ActorCacheTest, StalePauseIsNotCheckpointedAgain) {
+  Settle("STATUS_RUNNING");
+  Desire("Paused");
+  const json stale = Live();
+  ASSERT_EQ(StatusOf(stale), "STATUS_RUNNING");
+  Cache(stale);
+  auto r = reconciler_->Reconcile(Request{ns_, kActor});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const json paused = Live();
+  ASSERT_EQ(StatusOf(paused), "STATUS_PAUSED");
+  const std::string snapshot = SnapshotOf(paused);
+  ASSERT_FALSE(snapshot.empty());
+  EXPECT_FALSE(workers_.HeldBy(Ref()).has_value());
+
+  Cache(stale);  // the watch has not caught up
+  r = reconciler_->Reconcile(Request{ns_, kActor});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const json after = Live();
+  EXPECT_EQ(StatusOf(after), "STATUS_PAUSED");
+  EXPECT_EQ(SnapshotOf(after), snapshot);
+  EXPECT_EQ(LocalSnapshots(), 1u);
+  EXPECT_EQ(after["metadata"]["resourceVersion"], paused["metadata"]["resourceVersion"]) << "nothing written";
+  EXPECT_FALSE(workers_.HeldBy(Ref()).has_value());
+}
+
+// The cache shows PAUSED wanting Running, but the user has asked for Paused again since: the
+// resume claims a worker before its first write, which is refused; the worker goes back (an
+// actor at rest holds none), and no sandbox is started.
+TEST_F(ActorCacheTest, StaleResumeOfAnActorAtRestGivesItsWorkerBack) {
+  Settle("STATUS_RUNNING");
+  Desire("Paused");
+  Settle("STATUS_PAUSED");
+  const std::string snapshot = SnapshotOf(Live());
+  Desire("Running");
+  const json stale = Live();
+  Desire("Paused");
+
+  Cache(stale);
+  auto r = reconciler_->Reconcile(Request{ns_, kActor});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const json after = Live();
+  EXPECT_EQ(StatusOf(after), "STATUS_PAUSED");
+  EXPECT_EQ(SnapshotOf(after), snapshot);
+  EXPECT_EQ(after["status"]["observedGeneration"], after["metadata"]["generation"]);
+  EXPECT_FALSE(workers_.HeldBy(Ref()).has_value()) << "a worker held by an actor at rest";
+  EXPECT_EQ(Counter(), -1) << "a sandbox runs for a paused actor";
+}
+
+// The cache shows PAUSED wanting Running after this agent has resumed it: the worker it holds
+// stays its own, and the running sandbox is neither restored again nor restarted.
+TEST_F(ActorCacheTest, StaleResumeOfAnActorAlreadyRunningKeepsItRunning) {
+  Settle("STATUS_RUNNING");
+  Desire("Paused");
+  Settle("STATUS_PAUSED");
+  Desire("Running");
+  const json stale = Live();
+  Settle("STATUS_RUNNING");
+  const auto worker = workers_.HeldBy(Ref());
+  ASSERT_TRUE(worker.has_value());
+  long before = -1;
+  for (int i = 0; i < 50 && before < 0; ++i, std::this_thread::sleep_for(100ms)) before = Counter();
+  ASSERT_GE(before, 0);
+  const std::string rv = Live()["metadata"]["resourceVersion"];
+
+  Cache(stale);
+  auto r = reconciler_->Reconcile(Request{ns_, kActor});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const json after = Live();
+  EXPECT_EQ(StatusOf(after), "STATUS_RUNNING");
+  EXPECT_EQ(after["metadata"]["resourceVersion"], rv) << "nothing written";
+  const auto still = workers_.HeldBy(Ref());
+  ASSERT_TRUE(still.has_value());
+  EXPECT_EQ(still->metadata.name, worker->metadata.name);
+  EXPECT_GE(Counter(), before) << "the counter went back: the sandbox was restored or restarted";
+}
+
+// A fresh cache: the pause and the resume each start from it and finish.
+TEST_F(ActorCacheTest, FreshCacheStartsPauseAndResume) {
+  Settle("STATUS_RUNNING");
+  Desire("Paused");
+  Cache(Live());
+  ASSERT_TRUE(reconciler_->Reconcile(Request{ns_, kActor}).ok());
+  EXPECT_EQ(StatusOf(Live()), "STATUS_PAUSED");
+  Desire("Running");
+  Cache(Live());
+  ASSERT_TRUE(reconciler_->Reconcile(Request{ns_, kActor}).ok());
+  EXPECT_EQ(StatusOf(Live()), "STATUS_RUNNING");
+  EXPECT_TRUE(workers_.HeldBy(Ref()).has_value());
+}
+
+}  // namespace
+}  // namespace stasis
