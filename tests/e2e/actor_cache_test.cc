@@ -36,12 +36,7 @@ constexpr char kActor[] = "counter";
 class ActorCacheTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto& cp = ControlPlane::Get();
-    auto r = cp.Kubectl({"apply", "-f", std::string(STASIS_SOURCE_DIR) + "/manifests/crd/"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    r = cp.Kubectl({"wait", "--for=condition=Established", "--timeout=60s", "crd/actors.stasis.dev",
-                    "crd/workers.stasis.dev"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_EQ(ControlPlane::Get().InstallStasisApi(), "");
   }
 
   ActorCacheTest()

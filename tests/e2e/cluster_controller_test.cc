@@ -44,13 +44,7 @@ json GetJson(const std::vector<std::string>& args) {
 class ClusterControllerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto& cp = ControlPlane::Get();
-    auto r = cp.Kubectl({"apply", "-f", std::string(STASIS_SOURCE_DIR) + "/manifests/crd/"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    r = cp.Kubectl({"wait", "--for", "condition=established", "--timeout=60s", "crd/actors.stasis.dev",
-                    "crd/workers.stasis.dev"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    cp.Kubectl({"create", "namespace", "stasis-system"});
+    ASSERT_EQ(ControlPlane::Get().InstallStasisApi(), "");
   }
 
   void SetUp() override {

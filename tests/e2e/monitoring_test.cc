@@ -84,14 +84,7 @@ class MonitoringTest : public ::testing::Test {
   static void SetUpTestSuite() {
     ASSERT_TRUE(fs::exists(kStasis)) << kStasis << " is not built";
     (void)PinnedRunsc();
-    auto& cp = ControlPlane::Get();
-    auto r = cp.Kubectl({"apply", "-f", kSource + "/manifests/crd/"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    r = cp.Kubectl({"wait", "--for", "condition=established", "--timeout=60s", "crd/actors.stasis.dev",
-                    "crd/workers.stasis.dev"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    r = cp.Kubectl({"create", "namespace", "stasis-system"});
-    ASSERT_TRUE(r.success() || r.err.find("AlreadyExists") != std::string::npos) << r.err;
+    ASSERT_EQ(ControlPlane::Get().InstallStasisApi(), "");
   }
 
   MonitoringTest() : work_("stasis-e2e-mon-") {}

@@ -154,14 +154,7 @@ class NodeAgentTest : public ::testing::Test {
   static void SetUpTestSuite() {
     ASSERT_TRUE(fs::exists(kStasis)) << kStasis << " is not built";
     (void)PinnedRunsc();
-    ControlPlane& cp = ControlPlane::Get();
-    auto r = cp.Kubectl({"apply", "-f", std::string(STASIS_SOURCE_DIR) + "/manifests/crd/"});
-    ASSERT_TRUE(r.success()) << r.Summary() << "\n" << r.err;
-    r = cp.Kubectl({"wait", "--for=condition=Established", "--timeout=60s",
-                    "crd/actors.stasis.dev", "crd/workers.stasis.dev"});
-    ASSERT_TRUE(r.success()) << r.Summary() << "\n" << r.err;
-    r = cp.Kubectl({"create", "namespace", "stasis-system"});
-    ASSERT_TRUE(r.success() || r.err.find("AlreadyExists") != std::string::npos) << r.err;
+    ASSERT_EQ(ControlPlane::Get().InstallStasisApi(), "");
   }
 
   NodeAgentTest() : work_("stasis-e2e-node-") {}

@@ -90,6 +90,20 @@ CommandResult ControlPlane::Kubectl(const std::vector<std::string>& args,
   return *r;
 }
 
+std::string ControlPlane::InstallStasisApi() const {
+  auto failed = [](const std::string& step, const CommandResult& r) {
+    return step + ": " + r.Summary() + "\n" + r.err;
+  };
+  auto r = Kubectl({"apply", "-f", std::string(STASIS_SOURCE_DIR) + "/manifests/crd/"});
+  if (!r.success()) return failed("kubectl apply", r);
+  r = Kubectl({"wait", "--for=condition=Established", "--timeout=60s", "crd/actors.stasis.dev",
+               "crd/workers.stasis.dev"});
+  if (!r.success()) return failed("kubectl wait", r);
+  r = Kubectl({"create", "namespace", "stasis-system"});
+  if (!r.success() && r.err.find("AlreadyExists") == std::string::npos) return failed("kubectl create namespace", r);
+  return "";
+}
+
 void ControlPlane::RestartApiServer() {
   auto r = MustRun({kScript, "restart-apiserver", "--dir", dir_}, 180s);
   if (!r.success()) {

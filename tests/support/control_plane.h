@@ -31,6 +31,10 @@ class ControlPlane {
   CommandResult Kubectl(const std::vector<std::string>& args,
                         const std::string& stdin_data = "") const;
 
+  // stasis's API in this control plane: applies manifests/crd/, waits until both CRDs are
+  // Established, creates the namespace stasis-system. "" when done, else what failed.
+  std::string InstallStasisApi() const;
+
   // Stops and starts kube-apiserver only (etcd keeps the data): for restart tests.
   void RestartApiServer();
   void Stop();
