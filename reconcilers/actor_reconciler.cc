@@ -275,21 +275,35 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
       spdlog::info("orphan sandbox removed actor={}", key);
     }
     if (Status s = workers_.Free(api::ActorRef{request.ns, request.name}); !s.ok()) return s;
+    std::lock_guard lock(retry_mu_);
+    unsettled_claims_.erase(key);
     return ReconcileOutcome{};
+  }
+  bool unsettled_claim = false;
+  {
+    std::lock_guard lock(retry_mu_);
+    unsettled_claim = unsettled_claims_.count(key) > 0;
   }
   // An actor the cache shows at rest with nothing to do is left without a read: if the cache
   // is stale, the newer version's watch event is on its way and reconciles it again. (This is
   // most reconciles: the echo of this agent's own status write, and every actor at start-up.)
-  if (auto done = NothingToDo(*obj, request)) return *done;
-  bool claimed_from_cache = false;
-  if (auto started = StartFromCache(*obj, request, &claimed_from_cache)) return std::move(*started);
+  // A transition's start needs no read either (StartFromCache). A claim to settle needs one.
+  if (!unsettled_claim) {
+    if (auto done = NothingToDo(*obj, request)) return *done;
+    if (auto started = StartFromCache(*obj, request, &unsettled_claim)) return std::move(*started);
+  }
+  if (unsettled_claim) {
+    // Settled after the read below — or, if it fails, after the read of a later reconcile.
+    std::lock_guard lock(retry_mu_);
+    unsettled_claims_.insert(key);
+  }
   // Everything else is decided on a quorum read. A watch event may lag our own last write, and
   // acting on a stale status (an *ING this agent has already finished, a RUNNING already
   // paused) would repeat or undo a transition.
   auto live = client_.Get(kActorType, request.ns, request.name);
   if (!live.ok()) {
-    if (claimed_from_cache) (void)workers_.Free(api::ActorRef{request.ns, request.name});
-    if (live.status().code() == Code::kNotFound) return ReconcileOutcome{};  // its DELETED event follows
+    // NotFound: its DELETED event follows, and the reconcile of a deleted actor frees its worker.
+    if (live.status().code() == Code::kNotFound) return ReconcileOutcome{};
     return live.status();
   }
   auto parsed = api::ActorFromJson(*live);
@@ -297,11 +311,15 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
     spdlog::error("actor unreadable actor={} error=\"{}\"", key, parsed.status().ToString());
     return ReconcileOutcome{};  // nothing to act on until it changes
   }
-  if (claimed_from_cache && parsed->status.status != ActorState::kRunning &&
-      !api::IsTransitioning(parsed->status.status)) {
-    // The resume the stale cache asked for claimed a worker for an actor at rest, and an actor
-    // at rest holds none: give it back (the path below claims again if it still must resume).
-    if (Status s = workers_.Free(api::ActorRef{request.ns, request.name}); !s.ok()) return s;
+  if (unsettled_claim) {
+    // A resume that a stale cache asked for claimed a worker; an actor at rest holds none: give
+    // it back (the path below claims again if it still must resume). A running or transitioning
+    // actor keeps the worker it holds.
+    if (parsed->status.status != ActorState::kRunning && !api::IsTransitioning(parsed->status.status)) {
+      if (Status s = workers_.Free(api::ActorRef{request.ns, request.name}); !s.ok()) return s;
+    }
+    std::lock_guard lock(retry_mu_);
+    unsettled_claims_.erase(key);
   }
   Ctx c{*parsed, *parsed, SandboxFor(request.ns, request.name),
         api::ActorRef{request.ns, request.name}, key};

@@ -29,6 +29,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -161,6 +162,10 @@ class ActorReconciler : public Reconciler {
   void ClearRetry(const Ctx& c, RetryOp op);
   std::mutex retry_mu_;
   std::unordered_map<std::string, Retry> retries_;  // by RetryKey
+  // Actor keys whose resume, started from a stale cache, claimed a worker before its refused
+  // first write: settled (the worker freed if the actor is at rest) by the next quorum read.
+  // Guarded by retry_mu_.
+  std::set<std::string> unsettled_claims_;
 
   ActorReconcilerOptions options_;
   KubeClient& client_;

@@ -481,6 +481,17 @@ class NodeAgentTest : public ::testing::Test {
     return Entries(LocalSnapshots(a, actor));
   }
 
+  // The processes mentioning an actor's runtime dir once they are gone: after a Direct
+  // checkpoint the agent deletes the stopped sandbox (runsc delete, runsc list) after the status
+  // write, off the pause's path; polled. A sandbox that still runs is still there after 10 s.
+  std::vector<std::string> ProcessesAfterCheckpoint(const Agent& a, const std::string& actor) {
+    const auto start = Clock::now();
+    while (Clock::now() - start < 10s && !ProcessesMentioning(RunDir(a, actor)).empty()) {
+      std::this_thread::sleep_for(kPoll);
+    }
+    return ProcessesMentioning(RunDir(a, actor));
+  }
+
   // Nothing of the actor is left on that agent's node: no runtime dir, no sandbox or runsc
   // process on it, no node-local snapshot.
   void ExpectNothingLeftOnNode(const Agent& a, const std::string& actor) {
@@ -553,7 +564,7 @@ TEST_F(NodeAgentTest, PauseAndResume) {
   const std::string location = snap.value("location", "");
   EXPECT_EQ(location, LocalSnapshots(*a, "counter") + "/" + snap.value("id", ""));
   EXPECT_TRUE(fs::exists(location + "/manifest.json")) << location;
-  EXPECT_THAT(ProcessesMentioning(RunDir(*a, "counter")), ::testing::IsEmpty()) << "the paused sandbox still runs";
+  EXPECT_THAT(ProcessesAfterCheckpoint(*a, "counter"), ::testing::IsEmpty()) << "the paused sandbox still runs";
 
   Patch("counter", {{"desiredState", "Running"}});
   ASSERT_TRUE(WaitStatus("counter", "STATUS_RUNNING", 30s, &actor));
@@ -740,7 +751,7 @@ TEST_F(NodeAgentTest, SandboxKilledDuringCheckpoint) {
     EXPECT_TRUE(CondIs(x, "Ready", "False"));
     EXPECT_FALSE(StatusField(x, "workerName").is_string());
     EXPECT_FALSE(fs::exists(RunDir(*a, name))) << "sandbox root not cleaned";
-    EXPECT_THAT(ProcessesMentioning(RunDir(*a, name)), ::testing::IsEmpty());
+    EXPECT_THAT(ProcessesAfterCheckpoint(*a, name), ::testing::IsEmpty());
   }
   EXPECT_FALSE(StatusField(failed, "latestSnapshot").is_object());
   json kept = StatusField(suspended, "latestSnapshot");
@@ -990,7 +1001,7 @@ TEST_F(NodeAgentTest, AgentKilledMidCheckpoint) {
   EXPECT_EQ(StatusOf(actor), "STATUS_PAUSED");
   EXPECT_EQ(StatusField(actor, "latestSnapshot"), snap);
   EXPECT_THAT(PartialDirs(second->root), ::testing::IsEmpty());
-  EXPECT_THAT(ProcessesMentioning(RunDir(*second, "ck")), ::testing::IsEmpty());
+  EXPECT_THAT(ProcessesAfterCheckpoint(*second, "ck"), ::testing::IsEmpty());
   ExpectAllWorkersFree(second->node);
 
   Patch("ck", {{"desiredState", "Running"}});
@@ -1042,7 +1053,7 @@ TEST_F(NodeAgentTest, AgentKilledAfterOrphanedSave) {
   EXPECT_FALSE(StatusField(actor, "transitionStartTime").is_string());
   EXPECT_THAT(PartialDirs(second->root), ::testing::IsEmpty());
   EXPECT_FALSE(fs::exists(RunDir(*second, "ck")));
-  EXPECT_THAT(ProcessesMentioning(RunDir(*second, "ck")), ::testing::IsEmpty());
+  EXPECT_THAT(ProcessesAfterCheckpoint(*second, "ck"), ::testing::IsEmpty());
   ExpectAllWorkersFree(second->node);
 
   Patch("ck", {{"desiredState", "Running"}});
