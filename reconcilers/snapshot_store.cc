@@ -492,10 +492,10 @@ Result<SnapshotManifest> SnapshotStore::CompleteLocal(SnapshotManifest manifest,
   manifest.total_bytes = 0;
   manifest.deferred_sync_boot_id = sync_now ? "" : boot_id_;
   // The image is fresh in the page cache: hashing reads it (CPU), fsync writes it back (disk).
-  // They overlap: one thread syncs every file while this one hashes them.
+  // They overlap (kSynced): one thread syncs every file while this one hashes them.
   Status synced;
-  std::thread syncer([&] {
-    if (!sync_now) return;
+  std::thread syncer;
+  if (sync_now) syncer = std::thread([&] {
     for (const auto& rel : files) {
       if (Status s = FsyncPath(partial / rel); !s.ok()) {
         synced = s;
@@ -513,7 +513,7 @@ Result<SnapshotManifest> SnapshotStore::CompleteLocal(SnapshotManifest manifest,
     manifest.files.push_back({rel.string(), digest->size, digest->sha256});
     manifest.total_bytes += digest->size;
   }
-  syncer.join();
+  if (syncer.joinable()) syncer.join();
   if (!hashed.ok()) return hashed;
   if (!synced.ok()) return synced;
   if (manifest.taken_at.empty()) manifest.taken_at = NowRfc3339();
