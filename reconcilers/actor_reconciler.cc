@@ -200,44 +200,42 @@ api::Snapshot ActorReconciler::ToSnapshot(const SnapshotManifest& m, const std::
   return s;
 }
 
-std::optional<ReconcileOutcome> ActorReconciler::NothingToDo(const nlohmann::json& cached,
+std::optional<ReconcileOutcome> ActorReconciler::NothingToDo(const api::Actor& a,
                                                             const Request& request) {
-  auto a = api::ActorFromJson(cached);
-  if (!a.ok() || !OwnedHere(*a) || a->metadata.IsBeingDeleted() ||
-      !a->metadata.HasFinalizer(api::kActorFinalizer) ||
-      a->status.observed_generation != a->metadata.generation) {
+  if (!OwnedHere(a) || a.metadata.IsBeingDeleted() ||
+      !a.metadata.HasFinalizer(api::kActorFinalizer) ||
+      a.status.observed_generation != a.metadata.generation) {
     return std::nullopt;
   }
-  const DesiredState desired = a->spec.desired_state;
+  const DesiredState desired = a.spec.desired_state;
   const SandboxRef ref = SandboxFor(request.ns, request.name);
-  if (a->status.status == ActorState::kRunning && desired == DesiredState::kRunning) {
+  if (a.status.status == ActorState::kRunning && desired == DesiredState::kRunning) {
     // Running as wanted: the liveness check needs only the runtime; a sandbox found dead is
     // cleaned on the quorum-read path below.
-    RuntimeDriver* driver = DriverFor(a->spec.runtime);
+    RuntimeDriver* driver = DriverFor(a.spec.runtime);
     if (!driver) return std::nullopt;
     SandboxRef r = ref;
-    r.bundle = a->spec.bundle;
+    r.bundle = a.spec.bundle;
     auto state = driver->State(r);
     if (!state.ok() || *state != SandboxState::kRunning) return std::nullopt;
     return ReconcileOutcome{options_.liveness_period};
   }
-  const bool at_rest = (a->status.status == ActorState::kPaused && desired == DesiredState::kPaused) ||
-                       (a->status.status == ActorState::kSuspended && desired == DesiredState::kSuspended) ||
-                       a->status.status == ActorState::kFailed;  // left only by a new generation
+  const bool at_rest = (a.status.status == ActorState::kPaused && desired == DesiredState::kPaused) ||
+                       (a.status.status == ActorState::kSuspended && desired == DesiredState::kSuspended) ||
+                       a.status.status == ActorState::kFailed;  // left only by a new generation
   // A sandbox root left behind (a forced cleanup while this agent was away) is work to do.
   if (!at_rest || fs::exists(ref.root)) return std::nullopt;
   return ReconcileOutcome{};
 }
 
-std::optional<Result<ReconcileOutcome>> ActorReconciler::StartFromCache(const nlohmann::json& cached,
+std::optional<Result<ReconcileOutcome>> ActorReconciler::StartFromCache(const api::Actor& a,
                                                                         const Request& request,
                                                                         bool* claimed) {
-  auto a = api::ActorFromJson(cached);
-  if (!a.ok() || !OwnedHere(*a) || a->metadata.IsBeingDeleted() ||
-      !a->metadata.HasFinalizer(api::kActorFinalizer) || !api::ValidateActor(*a).empty()) {
+  if (!OwnedHere(a) || a.metadata.IsBeingDeleted() ||
+      !a.metadata.HasFinalizer(api::kActorFinalizer) || !api::ValidateActor(a).empty()) {
     return std::nullopt;
   }
-  Ctx c{*a, *a, SandboxFor(request.ns, request.name), api::ActorRef{request.ns, request.name},
+  Ctx c{a, a, SandboxFor(request.ns, request.name), api::ActorRef{request.ns, request.name},
         request.Key()};
   c.ref.bundle = c.a.spec.bundle;
   c.driver = DriverFor(c.a.spec.runtime);
@@ -289,8 +287,10 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
   // most reconciles: the echo of this agent's own status write, and every actor at start-up.)
   // A transition's start needs no read either (StartFromCache). A claim to settle needs one.
   if (!unsettled_claim) {
-    if (auto done = NothingToDo(*obj, request)) return *done;
-    if (auto started = StartFromCache(*obj, request, &unsettled_claim)) return std::move(*started);
+    if (auto cached = api::ActorFromJson(*obj); cached.ok()) {  // parsed once for both
+      if (auto done = NothingToDo(*cached, request)) return *done;
+      if (auto started = StartFromCache(*cached, request, &unsettled_claim)) return std::move(*started);
+    }
   }
   if (unsettled_claim) {
     // Settled after the read below — or, if it fails, after the read of a later reconcile.

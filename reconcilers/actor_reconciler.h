@@ -104,13 +104,13 @@ class ActorReconciler : public Reconciler {
   // The outcome of a reconcile that needs no read: the cached actor, its spec observed, is at
   // rest here with nothing left on disk, or runs as wanted with its sandbox running. Otherwise
   // nullopt: decide on a quorum read.
-  std::optional<ReconcileOutcome> NothingToDo(const nlohmann::json& cached, const Request& request);
+  std::optional<ReconcileOutcome> NothingToDo(const api::Actor& a, const Request& request);
   // A transition the cached actor asks for — RUNNING to Paused/Suspended, PAUSED/SUSPENDED to
   // Running — started without a quorum read: the first status write carries the cached
   // resourceVersion, so it is the quorum check. nullopt when the cache cannot decide, or when
   // that first write met a conflict (the cache was stale; nothing was written): decide on a
   // quorum read. `claimed`: a worker was claimed before the conflict.
-  std::optional<Result<ReconcileOutcome>> StartFromCache(const nlohmann::json& cached,
+  std::optional<Result<ReconcileOutcome>> StartFromCache(const api::Actor& a,
                                                          const Request& request, bool* claimed);
   RuntimeDriver* DriverFor(api::Runtime runtime) const;
   // Deletes ref's sandbox with every driver (for a sandbox whose actor, and runtime, is gone).
