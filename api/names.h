@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace stasis::api {
 
@@ -32,6 +33,15 @@ inline constexpr char kActorFieldSpecNodeName[] = "spec.nodeName";
 inline constexpr char kActorFieldStatusNodeName[] = "status.nodeName";
 inline constexpr char kWorkerFieldNodeName[] = "spec.nodeName";
 inline constexpr char kWorkerFieldPhase[] = "status.phase";
+
+// The node agent's two actor caches, disjoint: the actors pinned to `node`, and those bound to
+// it that are not pinned to it (an unpinned actor's spec.nodeName is "", which is != node).
+inline std::string PinnedActorsSelector(const std::string& node) {
+  return std::string(kActorFieldSpecNodeName) + "=" + node;
+}
+inline std::string BoundUnpinnedActorsSelector(const std::string& node) {
+  return std::string(kActorFieldStatusNodeName) + "=" + node + "," + kActorFieldSpecNodeName + "!=" + node;
+}
 
 // Schema defaults (the CRD's `default:` values).
 inline constexpr char kDefaultCudaCheckpointPath[] = "/usr/local/bin/cuda-checkpoint";

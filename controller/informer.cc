@@ -30,10 +30,9 @@ void StripForCache(json& object) {
 
 }  // namespace
 
-ObjectPtr Informer::Pooled(json object) const {
+ObjectPtr Informer::ForCache(json object) const {
   StripForCache(object);
-  auto obj = std::make_shared<const json>(std::move(object));
-  return options_.pool ? options_.pool->Intern(std::move(obj)) : obj;
+  return std::make_shared<const json>(std::move(object));
 }
 
 Status Informer::ListAndReplace() {
@@ -42,7 +41,7 @@ Status Informer::ListAndReplace() {
   lo.field_selector = options_.field_selector;
   lo.limit = options_.page_size;
   lo.drop_managed_fields = true;  // never cached (StripForCache)
-  // Page by page: each page's objects go into `fresh` (and the pool) as it arrives, so the
+  // Page by page: each page's objects go into `fresh` as it arrives, so the
   // peak is the cache plus one page, not the cache plus the whole list as one document (two
   // whole lists at once in the node agent, whose two informers list together).
   std::string rv;
@@ -54,7 +53,7 @@ Status Informer::ListAndReplace() {
     if (rv.empty()) rv = (*page)["metadata"].value("resourceVersion", "");
     if (rv.empty()) return Status(Code::kInternal, "list returned no resourceVersion");
     if (auto items = page->find("items"); items != page->end() && items->is_array()) {
-      for (auto& item : *items) fresh.push_back(Pooled(std::move(item)));
+      for (auto& item : *items) fresh.push_back(ForCache(std::move(item)));
     }
     const std::string next = page->value("/metadata/continue"_json_pointer, "");
     if (next.empty()) break;
@@ -100,7 +99,7 @@ void Informer::Apply(const std::string& type, const json& object) {
     if (!rv.empty()) resource_version_ = rv;
     return;
   }
-  ObjectPtr obj = Pooled(object);
+  ObjectPtr obj = ForCache(object);
   if (type == "ADDED" || type == "MODIFIED") {
     ObjectPtr old = store_.Upsert(obj);
     for (auto& h : handlers_) {

@@ -24,7 +24,6 @@
 
 #include "controller/clock.h"
 #include "controller/kube_client.h"
-#include "controller/object_pool.h"
 #include "controller/object_store.h"
 
 namespace stasis {
@@ -50,8 +49,6 @@ struct InformerOptions {
   // Every period, on_update(obj, obj) for every cached object; 0 = never.
   std::chrono::milliseconds resync_period{0};
   uint64_t seed = std::random_device{}();
-  // Informers that may cache the same objects share one copy of each version through a pool.
-  ObjectPool* pool = nullptr;
 };
 
 class Informer {
@@ -80,7 +77,7 @@ class Informer {
   // Returns kGone when a relist is needed, OK when the watch ended normally.
   Status WatchOnce(const std::atomic<bool>* stop);
   void Apply(const std::string& type, const nlohmann::json& object);
-  ObjectPtr Pooled(nlohmann::json object) const;
+  ObjectPtr ForCache(nlohmann::json object) const;
   void Sleep(std::chrono::milliseconds d, const std::atomic<bool>* stop);
   void MaybeResync();
 

@@ -274,29 +274,26 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
     }
     if (Status s = workers_.Free(api::ActorRef{request.ns, request.name}); !s.ok()) return s;
     std::lock_guard lock(retry_mu_);
-    unsettled_claims_.erase(key);
+    unsettled_workers_.erase(key);
     return ReconcileOutcome{};
   }
-  bool unsettled_claim = false;
+  bool unsettled = false;
   {
     std::lock_guard lock(retry_mu_);
-    unsettled_claim = unsettled_claims_.count(key) > 0;
+    unsettled = unsettled_workers_.count(key) > 0;
   }
   // An actor the cache shows at rest with nothing to do is left without a read: if the cache
   // is stale, the newer version's watch event is on its way and reconciles it again. (This is
   // most reconciles: the echo of this agent's own status write, and every actor at start-up.)
-  // A transition's start needs no read either (StartFromCache). A claim to settle needs one.
-  if (!unsettled_claim) {
+  // A transition's start needs no read either (StartFromCache). A worker to settle needs one.
+  if (!unsettled) {
     if (auto cached = api::ActorFromJson(*obj); cached.ok()) {  // parsed once for both
       if (auto done = NothingToDo(*cached, request)) return *done;
-      if (auto started = StartFromCache(*cached, request, &unsettled_claim)) return std::move(*started);
+      if (auto started = StartFromCache(*cached, request, &unsettled)) return std::move(*started);
     }
   }
-  if (unsettled_claim) {
-    // Settled after the read below — or, if it fails, after the read of a later reconcile.
-    std::lock_guard lock(retry_mu_);
-    unsettled_claims_.insert(key);
-  }
+  // Settled after the read below — or, if it fails, after the read of a later reconcile.
+  if (unsettled) MarkUnsettled(key);
   // Everything else is decided on a quorum read. A watch event may lag our own last write, and
   // acting on a stale status (an *ING this agent has already finished, a RUNNING already
   // paused) would repeat or undo a transition.
@@ -311,15 +308,15 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
     spdlog::error("actor unreadable actor={} error=\"{}\"", key, parsed.status().ToString());
     return ReconcileOutcome{};  // nothing to act on until it changes
   }
-  if (unsettled_claim) {
-    // A resume that a stale cache asked for claimed a worker; an actor at rest holds none: give
-    // it back (the path below claims again if it still must resume). A running or transitioning
-    // actor keeps the worker it holds.
+  if (unsettled) {
+    // An actor at rest holds no worker: give back what a stale resume claimed or a failed
+    // release kept (the path below claims again if it still must resume). A running or
+    // transitioning actor keeps the worker it holds.
     if (parsed->status.status != ActorState::kRunning && !api::IsTransitioning(parsed->status.status)) {
       if (Status s = workers_.Free(api::ActorRef{request.ns, request.name}); !s.ok()) return s;
     }
     std::lock_guard lock(retry_mu_);
-    unsettled_claims_.erase(key);
+    unsettled_workers_.erase(key);
   }
   Ctx c{*parsed, *parsed, SandboxFor(request.ns, request.name),
         api::ActorRef{request.ns, request.name}, key};
@@ -441,6 +438,11 @@ void ActorReconciler::NoteFailure(const Ctx& c, RetryOp op) {
 void ActorReconciler::ClearRetry(const Ctx& c, RetryOp op) {
   std::lock_guard lock(retry_mu_);
   retries_.erase(RetryKey(static_cast<int>(op), c.key));
+}
+
+void ActorReconciler::MarkUnsettled(const std::string& key) {
+  std::lock_guard lock(retry_mu_);
+  unsettled_workers_.insert(key);
 }
 
 Result<ReconcileOutcome> ActorReconciler::CheckAlive(Ctx& c) {
@@ -809,7 +811,7 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
     }
   }
 
-  if (Status s = workers_.Release(c.a.status.worker_name, c.actor_ref); !s.ok()) return s;
+  const std::string worker_name = c.a.status.worker_name;
   c.a.status.status = final_state;
   c.a.status.latest_snapshot = snap;
   c.a.status.worker_name.clear();
@@ -826,6 +828,15 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   if (Status s = WriteStatus(c); !s.ok()) return s;
   spdlog::info("actor checkpointed actor={} trigger={} scope={} snapshot={} size_bytes={} duration_s={:.3f} status={}",
                c.key, trigger_name, m.scope, id, snap.size_bytes, took, api::ToString(final_state));
+  // The worker is given back after the write that ends the transition, off the pause's path:
+  // the sandbox no longer runs (a Direct checkpoint stopped it; any other was deleted above).
+  // A failed release is settled by the next reconcile's quorum read (the actor is at rest), a
+  // crash here by restart recovery; the queue runs no other reconcile of this actor (a resume)
+  // before this one returns.
+  if (Status s = workers_.Release(worker_name, c.actor_ref); !s.ok()) {
+    MarkUnsettled(c.key);
+    return s;
+  }
 
   // Off the pause's path: nothing below decides anything a crash could lose.
   if (!delete_now) {
@@ -841,7 +852,6 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   for (const auto& old : snapshots_.ListLocal(m.ns, m.name)) {
     if (old.id != id) snapshots_.RemoveLocal(m.ns, m.name, old.id);
   }
-  workers_.RefreshGauge();
   Event(c, false, final_state == ActorState::kPaused ? "Paused" : "Suspended",
         "snapshot " + id + " (" + m.scope + "): " + std::to_string(snap.size_bytes) + " bytes, checkpoint " +
             std::to_string(took) + "s");

@@ -16,7 +16,9 @@
 //  - The worker is claimed before the sandbox starts and freed after it has stopped: a sandbox
 //    that still runs (-leave-running), is frozen (Data) or may hold a GPU is deleted first; the
 //    stopped sandbox of a Direct CPU checkpoint only after the PAUSED/SUSPENDED write, off the
-//    pause's path (what it leaves on a crash, the next reconcile deletes).
+//    pause's path (what it leaves on a crash, the next reconcile deletes). The worker is given
+//    back right after that write, also off the path: a worker an actor at rest still holds (the
+//    release failed, or the agent died) is freed by the next quorum read or restart recovery.
 //  - A Data snapshot (scope Data) archives the declared dataDirs of the frozen sandbox
 //    (data_dirs.h); a failed archive thaws it and the actor runs on. Its resume unpacks them and
 //    boots fresh from the bundle.
@@ -162,10 +164,12 @@ class ActorReconciler : public Reconciler {
   void ClearRetry(const Ctx& c, RetryOp op);
   std::mutex retry_mu_;
   std::unordered_map<std::string, Retry> retries_;  // by RetryKey
-  // Actor keys whose resume, started from a stale cache, claimed a worker before its refused
-  // first write: settled (the worker freed if the actor is at rest) by the next quorum read.
-  // Guarded by retry_mu_.
-  std::set<std::string> unsettled_claims_;
+  // Actor keys that may hold a worker they should not: a resume started from a stale cache
+  // claimed one before its refused first write, or the release after a PAUSED/SUSPENDED write
+  // failed. Settled (the worker freed if the actor is at rest) by the next quorum read; until
+  // then the actor is never decided from the cache. Guarded by retry_mu_.
+  std::set<std::string> unsettled_workers_;
+  void MarkUnsettled(const std::string& key);
 
   ActorReconcilerOptions options_;
   KubeClient& client_;

@@ -83,15 +83,15 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
   eo.host = o.node;
   KubeEventRecorder events(client, eo);
 
-  // This node's actors: pinned here (spec.nodeName) or bound here (status.nodeName).
-  // An actor both pinned and bound here is in both caches: one copy of it, through the pool.
-  ObjectPool actor_pool;
+  // This node's actors: pinned here (spec.nodeName) or bound here (status.nodeName) and not
+  // pinned here. The two caches are disjoint: an actor pinned and bound here (every pinned
+  // actor once it runs) would otherwise come down both watches, every write of it sent,
+  // parsed and cached twice.
   InformerOptions pinned_opts;
   pinned_opts.type = kActorType;
-  pinned_opts.pool = &actor_pool;
-  pinned_opts.field_selector = std::string(api::kActorFieldSpecNodeName) + "=" + o.node;
+  pinned_opts.field_selector = api::PinnedActorsSelector(o.node);
   InformerOptions bound_opts = pinned_opts;
-  bound_opts.field_selector = std::string(api::kActorFieldStatusNodeName) + "=" + o.node;
+  bound_opts.field_selector = api::BoundUnpinnedActorsSelector(o.node);
   Informer pinned(client, pinned_opts);
   Informer bound(client, bound_opts);
   ActorLookup lookup = [&](const std::string& key) {
@@ -141,7 +141,17 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
   }
   controller.Start();
   spdlog::info("node agent ready node={}", o.node);
-  while (!stop->load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The workers gauge follows this agent's own claims and frees as it writes them; a LIST now
+  // and then picks up what others changed (the cluster controller freeing a worker).
+  constexpr auto kWorkersGaugeRefresh = std::chrono::seconds(60);
+  auto next_refresh = std::chrono::steady_clock::now() + kWorkersGaugeRefresh;
+  while (!stop->load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (std::chrono::steady_clock::now() >= next_refresh) {
+      workers.RefreshGauge();
+      next_refresh = std::chrono::steady_clock::now() + kWorkersGaugeRefresh;
+    }
+  }
 
   spdlog::info("node agent stopping node={} grace_s={}", o.node, o.shutdown_grace_seconds);
   informers_stop = true;

@@ -60,12 +60,8 @@ Status NodeWorkers::Register() {
       return created.status();
     }
   }
-  if (!created_any) {
-    UpdateGauge(*existing);
-    return OkStatus();
-  }
-  auto all = List();
-  if (all.ok()) UpdateGauge(*all);
+  if (!created_any) return OkStatus();
+  auto all = List();  // the gauge, and the cache of Claim's first look, with the new ones
   return all.ok() ? OkStatus() : all.status();
 }
 
@@ -85,6 +81,7 @@ Result<std::vector<api::Worker>> NodeWorkers::List() {
   known_.clear();
   for (const auto& w : out) known_.emplace(w.metadata.name, w);
   known_valid_ = true;
+  UpdateGaugeLocked();
   return out;
 }
 
@@ -100,10 +97,10 @@ Result<std::vector<api::Worker>> NodeWorkers::Snapshot(bool cached) {
   return List();
 }
 
-void NodeWorkers::UpdateGauge(const std::vector<api::Worker>& workers) {
-  if (!metrics_) return;
+void NodeWorkers::UpdateGaugeLocked() {
+  if (!metrics_ || !known_valid_) return;
   int free = 0, held = 0;
-  for (const auto& w : workers) (w.IsFree() ? free : held)++;
+  for (const auto& [name, w] : known_) (w.IsFree() ? free : held)++;
   metrics_->SetWorkers(free, held);
 }
 
@@ -132,6 +129,7 @@ void NodeWorkers::Remember(const json& written) {
   std::lock_guard lock(known_mu_);
   if (auto w = api::WorkerFromJson(written); w.ok()) {
     known_[w->metadata.name] = *w;  // with the resourceVersion of this write
+    UpdateGaugeLocked();
   } else {
     known_valid_ = false;
   }
@@ -151,54 +149,67 @@ Result<api::Worker> NodeWorkers::Claim(const api::ActorRef& actor, size_t gpus) 
   // is a compare-and-swap on the resourceVersion seen, so a stale entry costs a 409 and a
   // LIST, never a double booking. Anything the cache cannot settle safely — the actor already
   // holding a worker (the controller may have freed it since), no suitable free worker — is
-  // decided on a LIST.
+  // decided on a LIST. Claims of this agent's own workers running at once each reserve the
+  // worker they try (claiming_), so they try different ones: without that, every concurrent
+  // claim raced for the first free worker, all but one lost with a 409, and each loss cost a
+  // LIST of the node's workers.
   for (int attempt = 0; attempt < 6; ++attempt) {
     const bool cached = attempt == 0;
-    auto all = Snapshot(cached);
-    if (!all.ok()) return all.status();
-    bool held = false;
-    for (const auto& w : *all) {
-      if (!w.IsHeldBy(actor)) continue;
-      if (!cached) return w;
-      held = true;
+    if (!cached || !KnownValid()) {
+      if (auto listed = List(); !listed.ok()) return listed.status();
     }
-    if (held) continue;
-    auto suits = [&](const api::Worker& w) { return w.spec.devices.size() >= gpus; };
-    if (cached && std::none_of(all->begin(), all->end(), [&](const api::Worker& w) { return w.IsFree() && suits(w); })) {
-      continue;
+    auto pick = Pick(actor, gpus, cached);
+    if (!pick.ok()) return pick.status();
+    if (pick->outcome == PickOutcome::kHeld) return pick->worker;
+    if (pick->outcome == PickOutcome::kAskServer) continue;
+    if (pick->outcome == PickOutcome::kNone) break;
+    const api::Worker& w = pick->worker;
+    Status s = SetHolder(w, actor);
+    {
+      std::lock_guard lock(known_mu_);
+      claiming_.erase(w.metadata.name);
     }
-    if (gpus > 0 && std::none_of(all->begin(), all->end(), suits)) {
-      return Status(Code::kInvalidArgument,
-                    "the actor asks for " + std::to_string(gpus) + " GPU(s); no worker of node " +
-                        node_ + " has that many (one worker per GPU)",
-                    "gpu_count_unavailable");
+    if (s.ok()) {
+      spdlog::info("worker claimed worker={} actor={}", w.metadata.name, actor.Key());
+      api::Worker held = w;
+      held.status.phase = api::WorkerPhase::kHeld;
+      held.status.actor_ref = actor;
+      return held;
     }
-    // A CPU actor takes a CPU slot before a GPU another actor could use.
-    std::stable_partition(all->begin(), all->end(),
-                          [](const api::Worker& w) { return w.spec.devices.empty(); });
-    bool raced = false;
-    for (const auto& w : *all) {
-      if (!w.IsFree() || !suits(w)) continue;
-      Status s = SetHolder(w, actor);
-      if (s.ok()) {
-        spdlog::info("worker claimed worker={} actor={}", w.metadata.name, actor.Key());
-        api::Worker held = w;
-        held.status.phase = api::WorkerPhase::kHeld;
-        held.status.actor_ref = actor;
-        // The gauge from the list in hand (this claim applied), not a second LIST per claim.
-        std::vector<api::Worker> after = *all;
-        for (auto& x : after) {
-          if (x.metadata.name == held.metadata.name) x = held;
-        }
-        UpdateGauge(after);
-        return held;
-      }
-      if (s.code() != Code::kAborted) return s;
-      raced = true;  // someone else claimed it first: look again
-    }
-    if (!raced && !cached) break;
+    if (s.code() != Code::kAborted) return s;
+    // Someone else (the cluster controller) changed it: look again on a LIST.
   }
   return Status(Code::kUnavailable, "no free worker on node " + node_, "no_free_worker");
+}
+
+bool NodeWorkers::KnownValid() {
+  std::lock_guard lock(known_mu_);
+  return known_valid_;
+}
+
+Result<NodeWorkers::Picked> NodeWorkers::Pick(const api::ActorRef& actor, size_t gpus, bool cached) {
+  std::lock_guard lock(known_mu_);
+  if (!known_valid_) return Picked{PickOutcome::kAskServer, {}};
+  for (const auto& [name, w] : known_) {
+    // Held already: from a LIST that is the answer; from the cache it may be stale.
+    if (w.IsHeldBy(actor)) return Picked{cached ? PickOutcome::kAskServer : PickOutcome::kHeld, w};
+  }
+  auto suits = [&](const api::Worker& w) { return w.spec.devices.size() >= gpus; };
+  if (gpus > 0 && std::none_of(known_.begin(), known_.end(), [&](const auto& kv) { return suits(kv.second); })) {
+    return Status(Code::kInvalidArgument,
+                  "the actor asks for " + std::to_string(gpus) + " GPU(s); no worker of node " +
+                      node_ + " has that many (one worker per GPU)",
+                  "gpu_count_unavailable");
+  }
+  // A CPU actor takes a CPU slot before a GPU another actor could use.
+  const api::Worker* best = nullptr;
+  for (const auto& [name, w] : known_) {
+    if (!w.IsFree() || !suits(w) || claiming_.count(name)) continue;
+    if (!best || (best->spec.devices.size() > 0 && w.spec.devices.empty())) best = &w;
+  }
+  if (!best) return Picked{cached ? PickOutcome::kAskServer : PickOutcome::kNone, {}};
+  claiming_.insert(best->metadata.name);
+  return Picked{PickOutcome::kTry, *best};
 }
 
 Status NodeWorkers::Free(const api::ActorRef& actor) {
@@ -227,13 +238,8 @@ Status NodeWorkers::FreeUnless(const std::function<bool(const api::ActorRef&)>& 
       }
       if (!s.ok()) return s;
       spdlog::info("worker freed worker={} actor={}", w.metadata.name, w.status.actor_ref->Key());
-      w.status.phase = api::WorkerPhase::kFree;  // for the gauge below
-      w.status.actor_ref.reset();
     }
-    if (!conflict) {
-      UpdateGauge(*all);  // the list in hand with the frees applied: no second LIST
-      return OkStatus();
-    }
+    if (!conflict) return OkStatus();
   }
   return Status(Code::kAborted, "workers of node " + node_ + " kept changing while freeing");
 }
@@ -259,10 +265,7 @@ Status NodeWorkers::Release(const std::string& worker_name, const api::ActorRef&
   return Free(actor);
 }
 
-void NodeWorkers::RefreshGauge() {
-  auto all = List();
-  if (all.ok()) UpdateGauge(*all);
-}
+void NodeWorkers::RefreshGauge() { (void)List(); }
 
 std::vector<std::string> NodeWorkers::DevicesOf(const std::string& worker_name) const {
   for (size_t i = 0; i < devices_.size(); ++i) {

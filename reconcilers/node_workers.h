@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,9 +38,11 @@ class NodeWorkers {
   // Frees the named worker if `actor` holds it, in one JSON patch whose `test` operations make
   // it a compare-and-swap on the holder (no read first: the fast path of a pause). Falls back
   // to Free(actor) when the patch is refused (the worker is not held by it, or is gone), so the
-  // outcome is Free's. The workers gauge is not updated here: RefreshGauge() does, later.
+  // outcome is Free's.
   Status Release(const std::string& worker_name, const api::ActorRef& actor);
-  // Lists the workers and sets the stasis_workers gauge from them.
+  // Lists the workers (and so sets the stasis_workers gauge from them). The gauge follows this
+  // agent's own claims and frees as they are written; this picks up others' changes (the
+  // cluster controller's), so the agent calls it now and then.
   void RefreshGauge();
   std::optional<api::Worker> HeldBy(const api::ActorRef& actor);
   // Frees workers whose holder `keeps(ref)` says should not hold one (restart recovery).
@@ -55,7 +58,17 @@ class NodeWorkers {
   Status SetHolder(const api::Worker& worker, const std::optional<api::ActorRef>& holder);
   // cached: the workers as last seen by this agent if it has seen them, else a LIST.
   Result<std::vector<api::Worker>> Snapshot(bool cached);
-  void UpdateGauge(const std::vector<api::Worker>& workers);
+  bool KnownValid();
+  // Claim's choice among the workers as last seen: the one held by the actor, or a free one
+  // no other claim of this agent is trying (reserved in claiming_ until its write returns).
+  enum class PickOutcome { kHeld, kTry, kAskServer, kNone };
+  struct Picked {
+    PickOutcome outcome;
+    api::Worker worker;
+  };
+  Result<Picked> Pick(const api::ActorRef& actor, size_t gpus, bool cached);
+  // stasis_workers from known_; known_mu_ held.
+  void UpdateGaugeLocked();
   // Keeps a worker as this agent's own write returned it (Claim's and Free's first look).
   void Remember(const nlohmann::json& written);
 
@@ -68,6 +81,7 @@ class NodeWorkers {
   std::mutex known_mu_;
   std::map<std::string, api::Worker> known_;
   bool known_valid_ = false;
+  std::set<std::string> claiming_;  // workers a Claim of this agent is writing now
 };
 
 }  // namespace stasis

@@ -72,12 +72,35 @@ wait_ready() {
   for _ in $(seq 3000); do curl -fs "127.0.0.1:${port}/readyz" >/dev/null 2>&1 && return 0; sleep 0.05; done
   die "the agent is not ready (log: ${work}/$1.log)"
 }
+# Where the CPU goes during a phase: cores kept busy by the API server, etcd, the agent and
+# everything else (the benchmark client among it), from /proc (clock ticks) and the wall time.
+# On a two-core machine the agent and the benchmark take CPU the API server would otherwise
+# have; the split says how much.
+ticks() { [[ -n "$1" && -r "/proc/$1/stat" ]] && awk '{print $14 + $15}' "/proc/$1/stat" || echo 0; }
+machine_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8, $5 + $6}' /proc/stat; }
+cpu_mark() {  # cpu_mark NAME: remembers the counters now
+  CPU["$1"]="$(ticks "$(cat "${STASIS_CONTROL_PLANE_DIR}/kube-apiserver.pid")") $(ticks "$(cat "${STASIS_CONTROL_PLANE_DIR}/etcd.pid")") $(ticks "${agent_pid}") $(machine_ticks) $(date +%s.%N)"
+}
+cpu_split() {  # cpu_split LABEL FROM TO: one line of cores busy per process between two marks
+  local -a a b
+  read -r -a a <<<"${CPU[$2]}"; read -r -a b <<<"${CPU[$3]}"
+  local hz wall
+  hz="$(getconf CLK_TCK)"; wall="$(echo "${b[5]} - ${a[5]}" | bc)"
+  local api etcd agent busy idle
+  api="$(calc "(${b[0]} - ${a[0]}) / ${hz} / ${wall}")"; etcd="$(calc "(${b[1]} - ${a[1]}) / ${hz} / ${wall}")"
+  agent="$(calc "(${b[2]} - ${a[2]}) / ${hz} / ${wall}")"; busy="$(calc "(${b[3]} - ${a[3]}) / ${hz} / ${wall}")"
+  idle="$(calc "(${b[4]} - ${a[4]}) / ${hz} / ${wall}")"
+  printf '%-44s %9s %9s %9s %9s %9s\n' "$1" "${api}" "${etcd}" "${agent}" "$(calc "${busy} - ${api} - ${etcd} - ${agent}")" "${idle}"
+}
+declare -A CPU
 calc() { printf '%.2f' "$(echo "scale=4; $*" | bc)"; }
 result() { sed -n "s/^RESULT .*$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); stasis $(git -C "${REPO_ROOT}" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+cpu_mark ceiling1-start
 ceiling_out="$("${bench}" ceiling --namespace ceiling --kubeconfig "${KUBECONFIG}" --actors "${actors}" \
   --threads "${concurrency}" --seconds "${ceiling_s}")"
+cpu_mark ceiling1-end
 echo "${ceiling_out}" | grep -v '^RESULT'
 ceiling1="$(result ceiling_writes_per_s "${ceiling_out}")"
 ceiling="${ceiling1}"
@@ -91,8 +114,10 @@ flip_half() {
   local w0 g0 out
   w0=$(( $(metric rest_client_requests_total) - $(metric rest_client_requests_total 'method="GET"') - $(metric rest_client_requests_total 'method="WATCH"') ))
   g0="$(metric rest_client_requests_total 'method="GET"')"
+  cpu_mark "${half}-start"
   out="$("${bench}" flip --namespace "${ns}" --kubeconfig "${KUBECONFIG}" --node "${half}-node" --bundle "${bundle}" \
     --actors "${n}" --rounds "${r}" --threads "${concurrency}")"
+  cpu_mark "${half}-end"
   echo "${out}" | grep -v '^RESULT'
   local w1 g1 t
   w1=$(( $(metric rest_client_requests_total) - $(metric rest_client_requests_total 'method="GET"') - $(metric rest_client_requests_total 'method="WATCH"') ))
@@ -142,5 +167,11 @@ printf '%-44s %14s %14s\n' "latency spec → status p50 / p99, ms" "${R[noop_p50
 printf '%-44s %14s %14s\n' "API writes per transition (agent + PATCH)" "${R[noop_writes]}" "${R[runsc_writes]}"
 printf '%-44s %14s %14s\n' "API reads per transition (agent)" "${R[noop_reads]}" "${R[runsc_reads]}"
 printf '%-44s %14s %14s\n' "ratio: writes/s achieved ÷ ceiling" "${R[noop_ratio]}" "${R[runsc_ratio]}"
+echo
+echo "CPU, cores busy (of $(nproc)) during each phase; 'rest' is everything else, the benchmark client among it:"
+printf '%-44s %9s %9s %9s %9s %9s\n' "phase" "apiserver" "etcd" "agent" "rest" "idle"
+cpu_split "ceiling (before the no-op rounds)" ceiling1-start ceiling1-end
+cpu_split "no-op driver rounds" noop-start noop-end
+cpu_split "runsc rounds" runsc-start runsc-end
 echo "target no-op ratio >= 0.70: $( [[ "$(echo "${R[noop_ratio]} >= 0.70" | bc)" == 1 ]] && echo met || echo missed)"
 echo "RESULT ceiling_writes_per_s=${ceiling} noop_tps=${R[noop_tps]} noop_p50_ms=${R[noop_p50]} noop_p99_ms=${R[noop_p99]} noop_writes_per_t=${R[noop_writes]} noop_reads_per_t=${R[noop_reads]} noop_ratio=${R[noop_ratio]} runsc_tps=${R[runsc_tps]} runsc_p50_ms=${R[runsc_p50]} runsc_p99_ms=${R[runsc_p99]} runsc_writes_per_t=${R[runsc_writes]} runsc_ratio=${R[runsc_ratio]}"

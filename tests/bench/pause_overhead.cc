@@ -444,14 +444,15 @@ class LogTail {
 };
 
 // The steps of one pause, in milliseconds, in the agent's order (actor_reconciler.cc). The
-// sandbox of a Direct checkpoint is deleted after the PAUSED write, off the measured path.
+// worker is freed and the sandbox of a Direct checkpoint deleted after the PAUSED write, off
+// the measured path (the last row: how long after the write the worker was free).
 const std::vector<std::pair<std::string, std::string>> kSteps = {
     {"to_checkpoint", "PATCH → runsc checkpoint starts (watch event, queue, PAUSING write)"},
     {"runsc_checkpoint", "runsc checkpoint (the agent's log)"},
     {"manifest", "snapshot manifest: sha256 + rename (+ fsync if synced)"},
-    {"free_worker", "worker freed (one JSON patch with test ops)"},
     {"paused_write", "status PAUSED written"},
     {"to_client", "watch event of PAUSED reaches the client"},
+    {"free_worker", "off the path: worker freed, after the PAUSED write"},
 };
 
 // Splits one pause using the lines logged between t0 and t1, or nothing when a step's line is
@@ -480,22 +481,23 @@ std::optional<std::map<std::string, double>> SplitPause(const std::vector<LogLin
   const LogLine* manifest = find([&](const std::string& t) {
     return Has(t, "component=snapshots op=complete actor=" + actor + " ");
   }, ck);
-  const LogLine* freed = find([&](const std::string& t) {
-    return Has(t, "worker freed ") && Has(t, "actor=" + actor);
-  }, ck);
   const LogLine* paused = find([&](const std::string& t) {
     return Has(t, "actor checkpointed actor=" + actor + " ");
   }, ck);
-  if (!manifest || !freed || !paused) return std::nullopt;
+  if (!manifest || !paused) return std::nullopt;
+  const LogLine* freed = find([&](const std::string& t) {
+    return Has(t, "worker freed ") && Has(t, "actor=" + actor);
+  }, paused);
+  if (!freed) return std::nullopt;
   const double ck_ms = Field(ck->text, "duration_ms").value_or(0);
   const double ck_start = static_cast<double>(ck->wall_ms) - ck_ms;
   std::map<std::string, double> s;
   s["to_checkpoint"] = ck_start - static_cast<double>(t0);
   s["runsc_checkpoint"] = ck_ms;
   s["manifest"] = static_cast<double>(manifest->wall_ms - ck->wall_ms);
-  s["free_worker"] = static_cast<double>(freed->wall_ms - manifest->wall_ms);
-  s["paused_write"] = static_cast<double>(paused->wall_ms - freed->wall_ms);
+  s["paused_write"] = static_cast<double>(paused->wall_ms - manifest->wall_ms);
   s["to_client"] = static_cast<double>(t1 - paused->wall_ms);
+  s["free_worker"] = static_cast<double>(freed->wall_ms - paused->wall_ms);
   return s;
 }
 

@@ -298,7 +298,14 @@ class MicrovmActorTest : public ::testing::Test {
     return n;
   }
 
+  // Given back right after the PAUSED/SUSPENDED write (off the pause's path): up to 10 s.
   void ExpectAllWorkersFree() {
+    for (int i = 0; i < 100; ++i) {
+      auto w = Kubectl({"get", "workers", "-l", "stasis.dev/node=" + node_, "-o",
+                        "jsonpath={.items[*].status.phase}"});
+      if (w.success() && !w.out.empty() && w.out.find("Held") == std::string::npos) break;
+      std::this_thread::sleep_for(100ms);
+    }
     auto r = Kubectl({"get", "workers", "-l", "stasis.dev/node=" + node_, "-o", "json"});
     ASSERT_TRUE(r.success()) << r.err;
     auto items = json::parse(r.out).value("items", json::array());

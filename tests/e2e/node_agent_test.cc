@@ -442,7 +442,16 @@ class NodeAgentTest : public ::testing::Test {
     return out;
   }
 
+  // The agent gives the worker back right after the write that ends a pause or suspend (off
+  // its path), so a client that saw PAUSED may look a moment before it is free: up to 10 s.
   void ExpectAllWorkersFree(const std::string& node) {
+    auto all_free = [&] {
+      auto ws = Workers(node);
+      return !ws.empty() && std::all_of(ws.begin(), ws.end(), [](const json& w) {
+        return w.value("status", json::object()).value("phase", "") == "Free";
+      });
+    };
+    for (int i = 0; i < 100 && !all_free(); ++i) std::this_thread::sleep_for(100ms);
     auto workers = Workers(node);
     EXPECT_FALSE(workers.empty()) << "node " << node << " registered no workers";
     for (const auto& w : workers) {

@@ -264,6 +264,15 @@ TEST_F(CrdTest, NodeAgentsListOnlyTheirActors) {
                "spec.nodeName=node-b,spec.desiredState=Running"});
   ASSERT_EQ(r.exit_code, 0) << Show(r);
   EXPECT_EQ(Names(r), std::vector<std::string>{"sel-b"});
+  // The node agent's two caches are disjoint: pinned here, or bound here and not pinned here
+  // (an unpinned actor has no spec.nodeName at all, and still matches !=).
+  PatchStatus("actor", "sel-b", {{"status", {{"nodeName", "node-b"}}}});
+  r = Kubectl({"get", "actors", "-A", "-o", "name", "--field-selector", PinnedActorsSelector("node-b")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_EQ(Names(r), std::vector<std::string>{"sel-b"});
+  r = Kubectl({"get", "actors", "-A", "-o", "name", "--field-selector", BoundUnpinnedActorsSelector("node-b")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_EQ(Names(r), std::vector<std::string>{"sel-free"});
   // A field that is not selectable is refused.
   r = Kubectl({"get", "actors", "-n", kNs, "--field-selector", "spec.bundle=/x"});
   EXPECT_NE(r.exit_code, 0);

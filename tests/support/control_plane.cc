@@ -66,13 +66,13 @@ ControlPlane& ControlPlane::Get() {
   return *instance;
 }
 
-std::unique_ptr<KubeClient> ControlPlane::NewClient() const {
+std::unique_ptr<KubeClient> ControlPlane::NewClient(KubeClient::Observer observe) const {
   auto config = LoadKubeconfig(kubeconfig_);
   if (!config.ok()) {
     std::cerr << "cannot load " << kubeconfig_ << ": " << config.status().ToString() << "\n";
     std::abort();
   }
-  return std::make_unique<KubeClient>(NewCpprestTransport(*config));
+  return std::make_unique<KubeClient>(NewCpprestTransport(*config), std::move(observe));
 }
 
 CommandResult ControlPlane::Kubectl(const std::vector<std::string>& args,

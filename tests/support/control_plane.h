@@ -25,7 +25,8 @@ class ControlPlane {
 
   // A REST client authenticated as the admin (its own connections each call). Aborts the test
   // binary when the kubeconfig cannot be loaded.
-  std::unique_ptr<KubeClient> NewClient() const;
+  // `observe` sees every request (method, HTTP code), as the agents' metrics do.
+  std::unique_ptr<KubeClient> NewClient(KubeClient::Observer observe = nullptr) const;
 
   // kubectl --kubeconfig=<admin> ARGS…, argv only, 60 s deadline.
   CommandResult Kubectl(const std::vector<std::string>& args,
