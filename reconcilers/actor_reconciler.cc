@@ -1045,6 +1045,10 @@ Result<ReconcileOutcome> ActorReconciler::Delete(Ctx& c) {
 Status ActorReconciler::RecoverAtStartup() {
   auto removed = snapshots_.RemovePartials();
   if (removed.ok() && *removed > 0) spdlog::info("removed partial snapshots count={}", *removed);
+  // Paused snapshots completed without checksums by an agent that stopped before computing them.
+  if (int pending = snapshots_.ResumePendingChecksums(); pending > 0) {
+    spdlog::info("pending snapshot checksums queued count={}", pending);
+  }
   // Sandboxes whose actor is gone or not ours any more.
   std::error_code ec;
   const fs::path run = options_.root + "/run";

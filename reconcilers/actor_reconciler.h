@@ -12,7 +12,8 @@
 //    its previous snapshot (STATUS_FAILED without one), with a condition quoting the runtime.
 //  - A checkpoint that fails while the sandbox lives leaves the actor RUNNING (CheckpointFailed).
 //  - A GPU preflight failure never checkpoints and never stops the actor.
-//  - Only a complete (renamed, checksummed) snapshot becomes status.latestSnapshot.
+//  - Only a complete (renamed, with its manifest) snapshot becomes status.latestSnapshot; a
+//    Pause snapshot's checksums and fsyncs may follow it in the background (snapshot_store.h).
 //  - The worker is claimed before the sandbox starts and freed after it has stopped: a sandbox
 //    that still runs (-leave-running), is frozen (Data) or may hold a GPU is deleted first; the
 //    stopped sandbox of a Direct CPU checkpoint only after the PAUSED/SUSPENDED write, off the
@@ -59,8 +60,9 @@ struct ActorReconcilerOptions {
   // transiently: first retry after `retry_base`, doubling per failure up to `retry_max`.
   std::chrono::milliseconds retry_base{std::chrono::seconds(1)};
   std::chrono::milliseconds retry_max{std::chrono::minutes(5)};
-  // When a Pause snapshot's files reach the disk (--pause-snapshot-sync): kDeferred, after the
-  // PAUSED write (snapshot_store.h says why nothing is lost); kSynced, before it.
+  // When a Pause snapshot's files reach the disk, and a Full one's are hashed
+  // (--pause-snapshot-sync): kDeferred, after the PAUSED write (snapshot_store.h says why
+  // nothing is lost); kSynced, before it.
   Durability pause_durability = Durability::kDeferred;
   // GPU actors (docs/gpu.md): the CDI spec directories read at every GPU run or restore (a
   // later directory wins), the CDI kind of the node's GPUs (devices named by UUID), and the

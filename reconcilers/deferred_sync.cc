@@ -33,11 +33,11 @@ DeferredSync::~DeferredSync() {
   thread_.join();
 }
 
-void DeferredSync::Enqueue(std::string key, std::vector<std::string> paths) {
+void DeferredSync::Enqueue(std::string key, std::vector<std::string> paths, std::function<Status()> first) {
   {
     std::lock_guard lock(mu_);
     failed_.erase(key);
-    queue_.push_back(Job{std::move(key), std::move(paths)});
+    queue_.push_back(Job{std::move(key), std::move(paths), std::move(first)});
   }
   cv_.notify_one();
 }
@@ -73,27 +73,35 @@ void DeferredSync::Loop() {
     busy_ = true;
     lock.unlock();
     const auto start = std::chrono::steady_clock::now();
-    int err = 0;
-    std::string failed_path;
+    std::string failed_path, error;
+    bool removed = false;
+    if (job.first) {
+      Status s = job.first();
+      removed = s.code() == Code::kNotFound;
+      if (!s.ok() && !removed) error = s.message();
+    }
     for (const auto& path : job.paths) {
+      if (removed || !error.empty()) break;
       if (int e = SyncPath(path); e != 0) {
-        err = e;
         failed_path = path;
+        error = std::strerror(e);
         break;
       }
     }
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::steady_clock::now() - start)
                         .count();
-    if (err != 0) {
+    if (!error.empty()) {
       spdlog::error("component=snapshots op=deferred_sync dir={} path={} result=error error=\"{}\" duration_ms={}",
-                    job.key, failed_path, std::strerror(err), ms);
+                    job.key, failed_path, error, ms);
+    } else if (removed) {
+      spdlog::debug("component=snapshots op=deferred_sync dir={} result=removed duration_ms={}", job.key, ms);
     } else {
       spdlog::debug("component=snapshots op=deferred_sync dir={} files={} result=ok duration_ms={}",
                     job.key, job.paths.size(), ms);
     }
     lock.lock();
-    if (err != 0) failed_.insert(job.key);
+    if (!error.empty()) failed_.insert(job.key);
     ++synced_jobs_;
     busy_ = false;
     if (queue_.empty()) idle_cv_.notify_all();

@@ -269,6 +269,7 @@ nlohmann::json ManifestToJson(const SnapshotManifest& m) {
           {"totalBytes", m.total_bytes},
           {"files", files}};
   if (!m.deferred_sync_boot_id.empty()) j["deferredSyncBootId"] = m.deferred_sync_boot_id;
+  if (m.checksums_pending) j["checksumsPending"] = true;
   return j;
 }
 
@@ -297,9 +298,10 @@ Result<SnapshotManifest> ReadManifest(const fs::path& dir) {
     m.duration_seconds = j.value("durationSeconds", 0.0);
     m.total_bytes = j.value("totalBytes", int64_t{0});
     m.deferred_sync_boot_id = j.value("deferredSyncBootId", "");
+    m.checksums_pending = j.value("checksumsPending", false);
     for (const auto& f : j.at("files")) {
       m.files.push_back({f.at("path").get<std::string>(), f.at("size").get<int64_t>(),
-                         f.at("sha256").get<std::string>()});
+                         m.checksums_pending ? f.value("sha256", "") : f.at("sha256").get<std::string>()});
     }
     return m;
   } catch (const std::exception& e) {
@@ -320,6 +322,10 @@ Result<SnapshotManifest> VerifyDir(const fs::path& dir, const std::string& ns,
   };
   if (manifest->id != id || manifest->ns != ns || manifest->name != name) {
     return corrupt("manifest names " + manifest->ns + "/" + manifest->name + "/" + manifest->id);
+  }
+  if (manifest->checksums_pending) {
+    return corrupt("its checksums were never computed (completed without them in boot " +
+                   manifest->deferred_sync_boot_id + "; the node rebooted before they were): unverifiable");
   }
   int64_t total = 0;
   for (const auto& f : manifest->files) {
@@ -343,6 +349,45 @@ Result<SnapshotManifest> VerifyDir(const fs::path& dir, const std::string& ns,
   }
   if (total != manifest->total_bytes) return corrupt("file sizes do not add up to totalBytes");
   return manifest;
+}
+
+// Computes the checksums a kDeferred snapshot was completed without, and rewrites its manifest
+// with them (a new file, synced, renamed over the old: a reader sees one or the other). OK at
+// once when none are pending; kNotFound when the snapshot was removed meanwhile.
+Status FillPendingChecksums(const fs::path& dir) {
+  auto manifest = ReadManifest(dir);
+  if (!manifest.ok()) return manifest.status();
+  if (!manifest->checksums_pending) return OkStatus();
+  std::error_code ec;
+  for (auto& f : manifest->files) {
+    if (!IsSafeRelativePath(f.path) || f.path == kManifestFile) {
+      return Status(Code::kFailedPrecondition,
+                    "snapshot " + dir.string() + ": manifest lists an unsafe path \"" + f.path + "\"",
+                    kSnapshotCorrupt);
+    }
+    auto digest = HashFile(dir / f.path);
+    if (!digest.ok()) {
+      if (!fs::exists(dir, ec)) return Status(Code::kNotFound, "snapshot " + dir.string() + " removed", kSnapshotNotFound);
+      return digest.status();
+    }
+    if (digest->size != f.size) {
+      return Status(Code::kFailedPrecondition,
+                    "snapshot " + dir.string() + ": " + f.path + " has " + std::to_string(digest->size) +
+                        " bytes, " + std::to_string(f.size) + " when it was completed",
+                    kSnapshotCorrupt);
+    }
+    f.sha256 = digest->sha256;
+  }
+  manifest->checksums_pending = false;
+  const fs::path tmp = dir / (std::string(kManifestFile) + ".tmp");
+  fs::remove(tmp, ec);
+  if (Status s = WriteNewFile(tmp, ManifestToJson(*manifest).dump(2) + "\n", /*sync=*/true); !s.ok()) {
+    if (!fs::exists(dir, ec)) return Status(Code::kNotFound, "snapshot " + dir.string() + " removed", kSnapshotNotFound);
+    return s;
+  }
+  fs::rename(tmp, dir / kManifestFile, ec);
+  if (ec) return Status(Code::kInternal, "rename " + tmp.string() + ": " + ec.message(), kIoError);
+  return FsyncPath(dir);
 }
 
 // Complete snapshots of one actor under `root`, oldest first (manifests read, not verified).
@@ -491,6 +536,8 @@ Result<SnapshotManifest> SnapshotStore::CompleteLocal(SnapshotManifest manifest,
   manifest.files.clear();
   manifest.total_bytes = 0;
   manifest.deferred_sync_boot_id = sync_now ? "" : boot_id_;
+  // A deferred Full image is not read here at all: its checksums come in the background job.
+  manifest.checksums_pending = !sync_now && manifest.scope == "Full";
   // The image is fresh in the page cache: hashing reads it (CPU), fsync writes it back (disk).
   // They overlap (kSynced): one thread syncs every file while this one hashes them.
   Status synced;
@@ -505,6 +552,16 @@ Result<SnapshotManifest> SnapshotStore::CompleteLocal(SnapshotManifest manifest,
   });
   Status hashed;
   for (const auto& rel : files) {
+    if (manifest.checksums_pending) {
+      const auto size = fs::file_size(partial / rel, ec);
+      if (ec) {
+        hashed = Status(Code::kInternal, "stat " + (partial / rel).string() + ": " + ec.message(), kIoError);
+        break;
+      }
+      manifest.files.push_back({rel.string(), static_cast<int64_t>(size), ""});
+      manifest.total_bytes += static_cast<int64_t>(size);
+      continue;
+    }
     auto digest = HashFile(partial / rel);
     if (!digest.ok()) {
       hashed = digest.status();
@@ -546,7 +603,7 @@ Result<SnapshotManifest> SnapshotStore::CompleteLocal(SnapshotManifest manifest,
     for (const auto& d : dirs) later.push_back((complete / d).string());
     later.push_back(complete.string());
     later.push_back(parent.string());
-    deferred_->Enqueue(complete.string(), std::move(later));
+    EnqueueDeferred(complete.string(), later);
   }
   spdlog::info(
       "component=snapshots op=complete actor={}/{} snapshot={} files={} bytes={} sync={} duration_ms={}",
@@ -573,6 +630,27 @@ Result<SnapshotManifest> SnapshotStore::CheckLocalForRestore(const std::string& 
 
 bool SnapshotStore::FlushDeferred(std::chrono::milliseconds timeout) { return deferred_->Flush(timeout); }
 
+void SnapshotStore::EnqueueDeferred(const std::string& dir, const std::vector<std::string>& files) {
+  deferred_->Enqueue(dir, files, [dir] { return FillPendingChecksums(dir); });
+}
+
+int SnapshotStore::ResumePendingChecksums() {
+  int queued = 0;
+  for (const auto& [ns, name] : LocalActors()) {
+    for (const auto& m : ListLocal(ns, name)) {
+      if (!m.checksums_pending || m.deferred_sync_boot_id != boot_id_) continue;
+      const fs::path dir = LocalPath(ns, name, m.id);
+      std::vector<std::string> later;
+      for (const auto& f : m.files) later.push_back((dir / f.path).string());
+      later.push_back((dir / kManifestFile).string());
+      later.push_back(dir.string());
+      EnqueueDeferred(dir.string(), later);
+      ++queued;
+    }
+  }
+  return queued;
+}
+
 Result<SnapshotManifest> SnapshotStore::Commit(const std::string& ns, const std::string& name,
                                                const std::string& id, bool just_completed) {
   const auto start = Clock::now();
@@ -590,6 +668,16 @@ Result<SnapshotManifest> SnapshotStore::Commit(const std::string& ns, const std:
   const fs::path source = LocalPath(ns, name, id);
   auto local = ReadManifest(source);
   if (!local.ok()) return fail(local.status());
+  if (local->checksums_pending) {
+    // A paused snapshot whose background checksums have not come yet: wait for them; if its
+    // job failed or ran in an agent that stopped, compute them here — on the boot it was
+    // written in (what VerifyDir refuses after a reboot: nothing can vouch for those bytes).
+    if (local->deferred_sync_boot_id != boot_id_) return fail(VerifyDir(source, ns, name, id).status());
+    (void)deferred_->Flush(std::chrono::minutes(10));
+    if (Status s = FillPendingChecksums(source); !s.ok()) return fail(s);
+    local = ReadManifest(source);
+    if (!local.ok()) return fail(local.status());
+  }
   if (local->id != id || local->ns != ns || local->name != name) {
     return fail(Status(Code::kFailedPrecondition,
                        "snapshot " + source.string() + ": manifest names " + local->ns + "/" +

@@ -11,6 +11,11 @@
 //    and the manifest records the boot it was written in: only a reboot can lose what the
 //    page cache held (a crashed or killed agent cannot), so a restore of a deferred snapshot
 //    from an earlier boot, or one whose background fsync failed, verifies every checksum first.
+//    A deferred Full snapshot's checksums are computed in the background too, before its
+//    fsyncs (its manifest says checksumsPending until then, and is rewritten, synced, with
+//    them): on the boot it was written in, nothing reads it but runsc, which would not look
+//    at a checksum; what needs them — a commit to the store, a restore after a reboot — waits
+//    for them, computes them, or (a reboot came first) refuses the snapshot as unverifiable.
 //  - A committed snapshot is put into the store as <id>.partial/ — by hard link when the store
 //    is on the node root's file system, else by a copy hashed as it is read — every checksum is
 //    checked against the manifest, then it is renamed; only then is it returned as committed.
@@ -51,6 +56,9 @@ struct SnapshotManifest {
   // Durability::kDeferred: the boot (/proc/sys/kernel/random/boot_id) it was completed in,
   // before its bytes were on disk. Empty: everything was fsynced before it was complete.
   std::string deferred_sync_boot_id;
+  // Durability::kDeferred, scope Full: the files' sha256 are not computed yet (files[].sha256
+  // empty); the background job fills them in.
+  bool checksums_pending = false;
 };
 
 enum class Durability {
@@ -73,7 +81,8 @@ class SnapshotStore {
   // Hashes every file in the partial directory, writes manifest.json, renames the directory
   // to <id>/. kSynced: the files are fsynced meanwhile in a second thread, the manifest and the
   // directories before and after the rename. kDeferred: the same fsyncs are queued after the
-  // rename. `manifest.files` and `total_bytes` are filled in.
+  // rename — and for scope Full the hashing too (checksums_pending; a Data snapshot is hashed
+  // here: every restore of one verifies it). `manifest.files` and `total_bytes` are filled in.
   Result<SnapshotManifest> CompleteLocal(SnapshotManifest manifest,
                                          Durability durability = Durability::kSynced);
   // A complete local snapshot as a restore may trust it without reading it: one completed with
@@ -83,6 +92,9 @@ class SnapshotStore {
                                                 const std::string& id) const;
   // Waits until the background fsyncs queued so far are done; false on timeout.
   bool FlushDeferred(std::chrono::milliseconds timeout);
+  // Queues the checksums (and fsyncs) of local snapshots of this boot whose manifest still
+  // says checksumsPending: an agent stopped before its background job ran. Returns how many.
+  int ResumePendingChecksums();
   // Puts a complete local snapshot into the store (hard links on one file system, else a copy
   // hashed as it is read), checks every file against the manifest, renames. `just_completed`:
   // the caller completed it in this same step (CompleteLocal hashed these very files), so a
@@ -122,7 +134,9 @@ class SnapshotStore {
   std::string local_root_, store_root_;
   bool link_same_fs_ = true;
   std::string boot_id_;
-  std::unique_ptr<DeferredSync> deferred_;  // kDeferred's background fsyncs
+  std::unique_ptr<DeferredSync> deferred_;  // kDeferred's background checksums and fsyncs
+  // The background job of a kDeferred snapshot in `dir`: checksums if pending, then fsyncs.
+  void EnqueueDeferred(const std::string& dir, const std::vector<std::string>& files);
 };
 
 // A new snapshot id: sortable by time, unique on the node: "20261202T150102Z-3f9a1c".

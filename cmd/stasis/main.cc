@@ -77,7 +77,7 @@ int RunNode(const std::vector<std::string>& args) {
   f.Define("heartbeat-lease-duration", "40", "seconds after the last renewal that the node counts as lost");
   f.Define("shutdown-grace", "30", "seconds in-flight reconciles get to finish on SIGTERM");
   f.Define("pause-snapshot-sync", "deferred",
-           "when a Pause snapshot is fsynced: deferred (after the PAUSED write; verified on resume after a reboot) or before-status");
+           "when a Pause snapshot is fsynced (and a Full one hashed): deferred (after the PAUSED write; verified on resume after a reboot) or before-status");
   f.Define("log-level", "info", "debug, info, warn or error");
   if (auto s = f.Parse(args); !s.ok()) return Fail("node", s);
   if (f.help_requested()) {

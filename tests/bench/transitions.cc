@@ -9,10 +9,12 @@
 //       PATCH) while one watch records when its status.status reaches the new state (t1).
 //       Prints transitions/s per round (actors ÷ first t0 → last t1), p50/p99 of t1 − t0.
 //   bench_transitions ceiling --kubeconfig K --namespace NS --actors 100 [--threads 4]
-//                             [--seconds 20]
+//                             [--seconds 20] [--watchers 0]
 //       the baseline: as many /status merge patches as --threads clients can make in a tight
 //       loop, round-robin over --actors Actors of their own (label stasis.dev/bench=ceiling,
-//       pinned to no node: nobody else writes them). Prints writes/s.
+//       pinned to no node: nobody else writes them). Prints writes/s. With --watchers W, W
+//       watches of those actors (each parsing every event, as an informer does) are open
+//       during the loop: the fan-out every write of a watched object costs the API server.
 //
 // Both end with a `RESULT k=v …` line; transitions.sh turns them into the ratio.
 #include <algorithm>
@@ -217,7 +219,35 @@ int Ceiling(const Flags& f) {
   if (!CreateAll(f, "ceiling", n, "ceiling", "", "/var/lib/stasis/bundles/none", api::DesiredState::kSuspended)) {
     return 1;
   }
-  std::atomic<long> writes{0}, errors{0}, next{0};
+  std::atomic<long> writes{0}, errors{0}, next{0}, events{0};
+  std::atomic<bool> stop_watching{false};
+  std::vector<std::thread> watchers;
+  const int watcher_count = static_cast<int>(f.Int("watchers", 0));
+  if (watcher_count > 0) {
+    auto lc = NewClient(f.Get("kubeconfig"));
+    ListOptions lo;
+    lo.limit = 1;
+    auto page = lc->ListPage(kActors, ns, lo);
+    if (!page.ok()) {
+      std::fprintf(stderr, "list: %s\n", page.status().ToString().c_str());
+      return 1;
+    }
+    const std::string rv = (*page)["metadata"].value("resourceVersion", "");
+    for (int w = 0; w < watcher_count; ++w) {
+      watchers.emplace_back([&, rv] {
+        auto wc = NewClient(f.Get("kubeconfig"));
+        WatchOptions wo;
+        wo.resource_version = rv;
+        wo.label_selector = std::string(kBenchLabel) + "=ceiling";
+        wo.timeout_seconds = 600;
+        wc->Watch(kActors, ns, wo, [&](const json&) {
+          events++;
+          return !stop_watching.load();
+        }, &stop_watching);
+      });
+    }
+    std::this_thread::sleep_for(200ms);  // established before the first write
+  }
   std::vector<std::thread> pool;
   const auto start = SteadyClock::now();
   for (int t = 0; t < threads; ++t) {
@@ -234,8 +264,12 @@ int Ceiling(const Flags& f) {
   }
   for (auto& t : pool) t.join();
   const double s = Seconds(SteadyClock::now() - start);
-  std::printf("ceiling: %ld /status merge patches on %ld actors from %d threads in %.1f s = %.1f writes/s (%ld errors)\n",
+  stop_watching = true;
+  for (auto& t : watchers) t.join();
+  std::printf("ceiling: %ld /status merge patches on %ld actors from %d threads in %.1f s = %.1f writes/s (%ld errors)",
               writes.load(), n, threads, s, writes.load() / s, errors.load());
+  if (watcher_count > 0) std::printf(", %d watches open (%ld events seen)", watcher_count, events.load());
+  std::printf("\n");
   std::printf("RESULT ceiling_writes_per_s=%.2f errors=%ld\n", writes.load() / s, errors.load());
   return errors.load() == 0 ? 0 : 1;
 }

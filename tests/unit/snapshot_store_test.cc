@@ -71,6 +71,17 @@ class SnapshotStoreTest : public ::testing::Test {
     return m.ok() ? *m : SnapshotManifest{};
   }
 
+  // Rewrites a snapshot's manifest as a deferred completion leaves it before its background job
+  // has run: no checksums yet (what a node that died, or an agent that stopped, right after
+  // the pause leaves on disk).
+  void MakePending(const SnapshotStore& store, const std::string& id) {
+    const fs::path path = fs::path(store.LocalPath("default", "counter", id)) / "manifest.json";
+    auto j = nlohmann::json::parse(ReadFile(path));
+    j["checksumsPending"] = true;
+    for (auto& f : j["files"]) f["sha256"] = "";
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << j.dump(2);
+  }
+
   void CorruptPages(const std::string& id) {
     std::fstream f(fs::path(store_.LocalPath("default", "counter", id)) / "pages.img",
                    std::ios::in | std::ios::out | std::ios::binary);
@@ -287,25 +298,34 @@ TEST_F(SnapshotStoreTest, DeferredSnapshotIsCompleteAtOnceAndSyncedInTheBackgrou
 }
 
 // In the boot it was written in, a deferred snapshot is trusted without a reading (only a
-// reboot loses the page cache); after a reboot it is read in full, and damage is found.
+// reboot loses the page cache); after a reboot it is read in full, and damage is found; one
+// the node died too early to checksum is refused as unverifiable.
 TEST_F(SnapshotStoreTest, DeferredSnapshotIsVerifiedBeforeRestoreOnlyAfterAReboot) {
   {
     SnapshotStore before(local_.path().string(), store_dir_.path().string(), true, "boot-a");
-    for (const std::string id : {"s1", "s2"}) {
+    for (const std::string id : {"s1", "s2", "s4"}) {
       auto dir = before.BeginLocal("default", "counter", id);
       ASSERT_TRUE(dir.ok());
       WriteFile(fs::path(*dir) / "pages.img", std::string(100000, 'p'));
       ASSERT_TRUE(before.CompleteLocal(Manifest(id), Durability::kDeferred).ok());
     }
-    CorruptPages("s2");  // what a crash before the write-back could leave
+    ASSERT_TRUE(before.FlushDeferred(std::chrono::seconds(30)));  // checksummed, synced
+    CorruptPages("s2");  // what a torn write-back could leave after a power loss
+    MakePending(before, "s4");  // the node died before the background job ran
     // Same boot: not read (the corruption above is one no crash of the agent can make).
     EXPECT_TRUE(before.CheckLocalForRestore("default", "counter", "s2").ok());
+    EXPECT_TRUE(before.CheckLocalForRestore("default", "counter", "s4").ok());
   }
   SnapshotStore after(local_.path().string(), store_dir_.path().string(), true, "boot-b");
   EXPECT_TRUE(after.CheckLocalForRestore("default", "counter", "s1").ok());
   auto bad = after.CheckLocalForRestore("default", "counter", "s2");
   EXPECT_EQ(bad.status().code(), Code::kFailedPrecondition);
   EXPECT_EQ(bad.status().reason(), "snapshot_corrupt") << bad.status().ToString();
+  EXPECT_EQ(after.ResumePendingChecksums(), 0) << "another boot's bytes cannot be vouched for";
+  auto unverifiable = after.CheckLocalForRestore("default", "counter", "s4");
+  EXPECT_EQ(unverifiable.status().reason(), "snapshot_corrupt");
+  EXPECT_THAT(unverifiable.status().message(), HasSubstr("unverifiable"));
+  EXPECT_EQ(after.Commit("default", "counter", "s4").status().reason(), "snapshot_corrupt");
 
   // A kSynced snapshot is trusted after a reboot too: it was on disk before it was complete.
   SnapshotStore synced_view(local_.path().string(), store_dir_.path().string(), true, "boot-c");
@@ -318,15 +338,73 @@ TEST_F(SnapshotStoreTest, DeferredSnapshotIsVerifiedBeforeRestoreOnlyAfterAReboo
 // A paused (deferred) snapshot committed later: linked, read again, fsynced into the store.
 TEST_F(SnapshotStoreTest, CommitOfADeferredSnapshotLinksAndVerifies) {
   MakeComplete("s1", "", Durability::kDeferred);
-  auto c = store_.Commit("default", "counter", "s1");
+  auto c = store_.Commit("default", "counter", "s1");  // its checksums may still be pending
   ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->checksums_pending);
   EXPECT_TRUE(store_.VerifyCommitted("default", "counter", "s1").ok());
   MakeComplete("s2", "", Durability::kDeferred);
+  ASSERT_TRUE(store_.FlushDeferred(std::chrono::seconds(30)));
   CorruptPages("s2");
   EXPECT_EQ(store_.Commit("default", "counter", "s2").status().reason(), "snapshot_corrupt");
   // Removed before its background fsync ran, or after: either way the syncer carries on.
   ASSERT_TRUE(store_.RemoveLocal("default", "counter", "s2").ok());
   EXPECT_TRUE(store_.FlushDeferred(std::chrono::seconds(30)));
+}
+
+// A deferred Full snapshot is complete without being read: sizes now, checksums from the
+// background job (then the manifest is rewritten with them). A Data snapshot is hashed at
+// once: every restore of one verifies it.
+TEST_F(SnapshotStoreTest, DeferredFullSnapshotIsChecksummedInTheBackground) {
+  auto m = MakeComplete("s1", "", Durability::kDeferred);
+  EXPECT_TRUE(m.checksums_pending);
+  ASSERT_EQ(m.files.size(), 3u);
+  EXPECT_EQ(m.total_bytes, 100009);
+  for (const auto& f : m.files) EXPECT_EQ(f.sha256, "") << f.path;
+  ASSERT_TRUE(store_.FlushDeferred(std::chrono::seconds(30)));
+  const fs::path dir = store_.LocalPath("default", "counter", "s1");
+  auto j = nlohmann::json::parse(ReadFile(dir / "manifest.json"));
+  EXPECT_FALSE(j.contains("checksumsPending")) << j.dump();
+  EXPECT_EQ(j["files"][2]["path"], "pages.img");
+  EXPECT_EQ(j["files"][2]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_FALSE(fs::exists(dir / "manifest.json.tmp"));
+  auto verified = store_.VerifyLocal("default", "counter", "s1");
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  EXPECT_FALSE(verified->checksums_pending);
+
+  auto data_dir = store_.BeginLocal("default", "counter", "d1");
+  ASSERT_TRUE(data_dir.ok());
+  WriteFile(fs::path(*data_dir) / "data-0.tar", "archive");
+  SnapshotManifest data = Manifest("d1");
+  data.scope = "Data";
+  auto d = store_.CompleteLocal(data, Durability::kDeferred);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_FALSE(d->checksums_pending);
+  EXPECT_EQ(d->files[0].sha256.size(), 64u);
+}
+
+// An agent that stopped before its background job ran, restarting in the same boot: the
+// checksums are queued again (restart recovery) — or computed by a commit that needs them.
+TEST_F(SnapshotStoreTest, PendingChecksumsAreFinishedAfterAnAgentRestart) {
+  SnapshotStore first(local_.path().string(), store_dir_.path().string(), true, "boot-a");
+  for (const std::string id : {"s1", "s2"}) {
+    auto dir = first.BeginLocal("default", "counter", id);
+    ASSERT_TRUE(dir.ok());
+    WriteFile(fs::path(*dir) / "pages.img", std::string(100000, 'p'));
+    ASSERT_TRUE(first.CompleteLocal(Manifest(id), Durability::kDeferred).ok());
+  }
+  ASSERT_TRUE(first.FlushDeferred(std::chrono::seconds(30)));
+  MakePending(first, "s1");
+  MakePending(first, "s2");
+
+  SnapshotStore restarted(local_.path().string(), store_dir_.path().string(), true, "boot-a");
+  EXPECT_FALSE(restarted.VerifyLocal("default", "counter", "s2").ok()) << "no checksums yet";
+  auto committed = restarted.Commit("default", "counter", "s1");
+  ASSERT_TRUE(committed.ok()) << committed.status().ToString();
+  EXPECT_TRUE(restarted.VerifyCommitted("default", "counter", "s1").ok());
+  EXPECT_EQ(restarted.ResumePendingChecksums(), 1);  // s2 (s1's were computed by the commit)
+  ASSERT_TRUE(restarted.FlushDeferred(std::chrono::seconds(30)));
+  EXPECT_TRUE(restarted.VerifyLocal("default", "counter", "s2").ok());
+  EXPECT_EQ(restarted.ResumePendingChecksums(), 0);
 }
 
 TEST_F(SnapshotStoreTest, CommitOfAnIncompleteSnapshotFails) {
