@@ -63,6 +63,7 @@ printf '%-52s %-22s %-30s %s\n' "scale: full resync (restart) ctl / node, s" "$(
 printf '%-52s %-22s %-30s %s\n' "transitions (no-op driver): per s" "$(get transitions noop_tps)" "ceiling $(get transitions ceiling_writes_per_s) writes/s" "-"
 printf '%-52s %-22s %-30s %s\n' "transitions (no-op): p50 / p99 ms" "$(get transitions noop_p50_ms) / $(get transitions noop_p99_ms)" "-" "-"
 printf '%-52s %-22s %-30s %s\n' "transitions (no-op): ratio to the write ceiling" "$(get transitions noop_ratio)" "$(get transitions noop_writes_per_t) writes/transition" ">= 0.70"
+printf '%-52s %-22s %-30s %s\n' "  the same, ceiling with two watches open" "$(get transitions noop_ratio_watched)" "ceiling $(get transitions ceiling_watched_writes_per_s) writes/s" "(explains)"
 printf '%-52s %-22s %-30s %s\n' "transitions (runsc): per s, p50 / p99 ms" "$(get transitions runsc_tps), $(get transitions runsc_p50_ms) / $(get transitions runsc_p99_ms)" "-" "-"
 printf '%-52s %-22s %-30s %s\n' "transitions (runsc): ratio to the write ceiling" "$(get transitions runsc_ratio)" "-" "-"
 printf '%-52s %-22s %-30s %s\n' "callgrind Ir: node_pause / node_resume" "$(get reconcile-cost node_pause_ir) / $(get reconcile-cost node_resume_ir)" "$(grep -E '^node_pause ' "${bench}/callgrind-baseline.txt" | cut -d' ' -f2) / $(grep -E '^node_resume ' "${bench}/callgrind-baseline.txt" | cut -d' ' -f2) (checked in)" "no regression > 10 %"

@@ -449,7 +449,7 @@ class LogTail {
 const std::vector<std::pair<std::string, std::string>> kSteps = {
     {"to_checkpoint", "PATCH → runsc checkpoint starts (watch event, queue, PAUSING write)"},
     {"runsc_checkpoint", "runsc checkpoint (the agent's log)"},
-    {"manifest", "snapshot manifest: sha256 + rename (+ fsync if synced)"},
+    {"manifest", "snapshot manifest + rename (sha256, fsync: deferred by default)"},
     {"paused_write", "status PAUSED written"},
     {"to_client", "watch event of PAUSED reaches the client"},
     {"free_worker", "off the path: worker freed, after the PAUSED write"},
