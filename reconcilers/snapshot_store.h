@@ -86,11 +86,12 @@ class SnapshotStore {
   Result<SnapshotManifest> CompleteLocal(SnapshotManifest manifest,
                                          Durability durability = Durability::kSynced);
   // A complete local snapshot as a restore may trust it without reading it: one completed with
-  // kDeferred in an earlier boot, or whose background fsync failed, is verified first
-  // (kFailedPrecondition "snapshot_corrupt" when it does not match its manifest).
+  // kDeferred in an earlier boot, or whose background job failed, is verified first
+  // (kFailedPrecondition "snapshot_corrupt" when it does not match its manifest, or has no
+  // checksums to match: unverifiable).
   Result<SnapshotManifest> CheckLocalForRestore(const std::string& ns, const std::string& name,
                                                 const std::string& id) const;
-  // Waits until the background fsyncs queued so far are done; false on timeout.
+  // Waits until the background jobs (checksums, fsyncs) queued so far are done; false on timeout.
   bool FlushDeferred(std::chrono::milliseconds timeout);
   // Queues the checksums (and fsyncs) of local snapshots of this boot whose manifest still
   // says checksumsPending: an agent stopped before its background job ran. Returns how many.
