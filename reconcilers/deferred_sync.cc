@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,6 +11,8 @@
 
 namespace stasis {
 namespace {
+
+constexpr int kNice = 10;
 
 // 0, ENOENT (gone before its turn: nothing to keep), or the errno of the failure.
 int SyncPath(const std::string& path) {
@@ -63,6 +67,11 @@ uint64_t DeferredSync::synced_jobs() const {
 }
 
 void DeferredSync::Loop() {
+  // Background work: on a small node it shares the CPU with the next checkpoint (runsc's own
+  // writer, the hashing here), and should yield to it. Linux applies a nice value per thread.
+  if (setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kNice) != 0) {
+    spdlog::debug("component=snapshots op=deferred_sync nice={} error=\"{}\"", kNice, std::strerror(errno));
+  }
   std::unique_lock lock(mu_);
   while (true) {
     cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
