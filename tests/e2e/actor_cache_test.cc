@@ -2,17 +2,23 @@
 // kube-apiserver, the pinned runsc with a real sandbox running a counter, and an actor cache
 // the test fills by hand — fresh, or deliberately stale, as a watch that lags the agent's own
 // writes would leave it. A stale cache must cost a read, never a repeated or undone transition
-// and never a worker held by an actor at rest.
+// and never a worker held by an actor at rest — nor may a worker release that failed after the
+// PAUSED write (a fault injected into the client's transport for that one request).
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "api/json_mapping.h"
+#include "controller/rest_config.h"
+#include "controller/transport.h"
 #include "reconcilers/actor_reconciler.h"
 #include "reconcilers/api_resources.h"
 #include "reconcilers/node_workers.h"
@@ -31,6 +37,53 @@ using json = nlohmann::json;
 using testing::ControlPlane;
 
 constexpr char kNode[] = "cache-node";
+
+// The real transport to the real API server, except that while armed, the requests `match`
+// picks fail as a dropped connection would. A failure of exactly one request at exactly one
+// moment of a reconcile cannot be produced against the server itself; everything else the
+// reconciler sends goes through.
+class FaultyTransport : public Transport {
+ public:
+  explicit FaultyTransport(std::unique_ptr<Transport> real) : real_(std::move(real)) {}
+  void Arm(std::function<bool(const HttpRequest&)> match) {
+    std::lock_guard lock(mu_);
+    match_ = std::move(match);
+  }
+  void Disarm() { Arm(nullptr); }
+  int failed() {
+    std::lock_guard lock(mu_);
+    return failed_;
+  }
+  Result<HttpResponse> Do(const HttpRequest& request) override {
+    {
+      std::lock_guard lock(mu_);
+      if (match_ && match_(request)) {
+        ++failed_;
+        return Status(Code::kUnavailable, request.method + " " + request.path + ": injected: connection reset");
+      }
+    }
+    return real_->Do(request);
+  }
+  Result<HttpResponse> Stream(const HttpRequest& request, const std::function<bool(std::string_view)>& on_line,
+                              const std::atomic<bool>* cancel) override {
+    return real_->Stream(request, on_line, cancel);
+  }
+  std::string Host() const override { return real_->Host(); }
+
+ private:
+  std::unique_ptr<Transport> real_;
+  std::mutex mu_;
+  std::function<bool(const HttpRequest&)> match_;
+  int failed_ = 0;
+};
+
+std::unique_ptr<KubeClient> FaultyClient(FaultyTransport** faults) {
+  auto config = LoadKubeconfig(ControlPlane::Get().kubeconfig());
+  if (!config.ok()) std::abort();
+  auto transport = std::make_unique<FaultyTransport>(NewCpprestTransport(*config));
+  *faults = transport.get();
+  return std::make_unique<KubeClient>(std::move(transport));
+}
 constexpr char kActor[] = "counter";
 
 class ActorCacheTest : public ::testing::Test {
@@ -40,7 +93,7 @@ class ActorCacheTest : public ::testing::Test {
   }
 
   ActorCacheTest()
-      : client_(ControlPlane::Get().NewClient()),
+      : client_(FaultyClient(&faults_)),
         bundle_(testing::CounterArgs()),
         root_("stasis-cache-"),
         driver_(testing::PinnedRunsc()),
@@ -111,6 +164,7 @@ class ActorCacheTest : public ::testing::Test {
   size_t LocalSnapshots() { return snapshots_.ListLocal(ns_, kActor).size(); }
 
   static inline int counter_ = 0;
+  FaultyTransport* faults_ = nullptr;  // owned by client_
   std::unique_ptr<KubeClient> client_;
   testing::Bundle bundle_;
   testing::TempDir root_;
@@ -215,6 +269,35 @@ TEST_F(ActorCacheTest, FreshCacheStartsPauseAndResume) {
   ASSERT_TRUE(reconciler_->Reconcile(Request{ns_, kActor}).ok());
   EXPECT_EQ(StatusOf(Live()), "STATUS_RUNNING");
   EXPECT_TRUE(workers_.HeldBy(Ref()).has_value());
+}
+
+// The worker's release after the PAUSED write fails (the API server unreachable for that
+// moment): the actor is at rest in the cache, where a reconcile neither reads nor writes — but
+// the failed release marked it, so the retry reads it and gives the worker back.
+TEST_F(ActorCacheTest, AFailedWorkerReleaseAfterThePauseIsSettledByTheRetry) {
+  Settle("STATUS_RUNNING");
+  ASSERT_TRUE(workers_.HeldBy(Ref()).has_value());
+  Desire("Paused");
+  faults_->Arm([](const HttpRequest& r) {
+    return r.method == "PATCH" && r.path.find("/workers/") != std::string::npos;
+  });
+  Cache(Live());
+  auto r = reconciler_->Reconcile(Request{ns_, kActor});
+  faults_->Disarm();
+  EXPECT_FALSE(r.ok()) << "a failed release must make the reconcile be retried";
+  EXPECT_GE(faults_->failed(), 1);
+  const json paused = Live();
+  ASSERT_EQ(StatusOf(paused), "STATUS_PAUSED") << "the pause itself completed";
+  ASSERT_TRUE(workers_.HeldBy(Ref()).has_value()) << "the injected failure should have kept the worker";
+
+  Cache(paused);  // the watch has caught up: the cache shows the actor at rest
+  r = reconciler_->Reconcile(Request{ns_, kActor});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(workers_.HeldBy(Ref()).has_value()) << "a worker held by an actor at rest";
+  const json after = Live();
+  EXPECT_EQ(StatusOf(after), "STATUS_PAUSED");
+  EXPECT_EQ(SnapshotOf(after), SnapshotOf(paused));
+  EXPECT_EQ(LocalSnapshots(), 1u);
 }
 
 }  // namespace
