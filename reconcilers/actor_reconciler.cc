@@ -830,13 +830,11 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
                c.key, trigger_name, m.scope, id, snap.size_bytes, took, api::ToString(final_state));
   // The worker is given back after the write that ends the transition, off the pause's path:
   // the sandbox no longer runs (a Direct checkpoint stopped it; any other was deleted above).
-  // A failed release is settled by the next reconcile's quorum read (the actor is at rest), a
-  // crash here by restart recovery; the queue runs no other reconcile of this actor (a resume)
-  // before this one returns.
-  if (Status s = workers_.Release(worker_name, c.actor_ref); !s.ok()) {
-    MarkUnsettled(c.key);
-    return s;
-  }
+  // A failed release is settled by the next reconcile's quorum read (the actor is at rest;
+  // the error returned below makes one), a crash here by restart recovery; the queue runs no
+  // other reconcile of this actor (a resume) before this one returns.
+  const Status released = workers_.Release(worker_name, c.actor_ref);
+  if (!released.ok()) MarkUnsettled(c.key);
 
   // Off the pause's path: nothing below decides anything a crash could lose.
   if (!delete_now) {
@@ -856,6 +854,7 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
         "snapshot " + id + " (" + m.scope + "): " + std::to_string(snap.size_bytes) + " bytes, checkpoint " +
             std::to_string(took) + "s");
   if (!commit_error.empty()) return Status(Code::kUnavailable, commit_error, "store_error");
+  if (!released.ok()) return released;
   return ReconcileOutcome{};
 }
 

@@ -289,6 +289,8 @@ TEST_F(ActorCacheTest, AFailedWorkerReleaseAfterThePauseIsSettledByTheRetry) {
   const json paused = Live();
   ASSERT_EQ(StatusOf(paused), "STATUS_PAUSED") << "the pause itself completed";
   ASSERT_TRUE(workers_.HeldBy(Ref()).has_value()) << "the injected failure should have kept the worker";
+  EXPECT_FALSE(fs::exists(root_.path() / "run" / (ns_ + "_" + kActor)))
+      << "the stopped sandbox is deleted even when the release failed";
 
   Cache(paused);  // the watch has caught up: the cache shows the actor at rest
   r = reconciler_->Reconcile(Request{ns_, kActor});
