@@ -273,15 +273,10 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
       spdlog::info("orphan sandbox removed actor={}", key);
     }
     if (Status s = workers_.Free(api::ActorRef{request.ns, request.name}); !s.ok()) return s;
-    std::lock_guard lock(retry_mu_);
-    unsettled_workers_.erase(key);
+    SetUnsettled(key, false);
     return ReconcileOutcome{};
   }
-  bool unsettled = false;
-  {
-    std::lock_guard lock(retry_mu_);
-    unsettled = unsettled_workers_.count(key) > 0;
-  }
+  bool unsettled = Unsettled(key);
   // An actor the cache shows at rest with nothing to do is left without a read: if the cache
   // is stale, the newer version's watch event is on its way and reconciles it again. (This is
   // most reconciles: the echo of this agent's own status write, and every actor at start-up.)
@@ -293,7 +288,7 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
     }
   }
   // Settled after the read below — or, if it fails, after the read of a later reconcile.
-  if (unsettled) MarkUnsettled(key);
+  if (unsettled) SetUnsettled(key, true);
   // Everything else is decided on a quorum read. A watch event may lag our own last write, and
   // acting on a stale status (an *ING this agent has already finished, a RUNNING already
   // paused) would repeat or undo a transition.
@@ -315,8 +310,7 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
     if (parsed->status.status != ActorState::kRunning && !api::IsTransitioning(parsed->status.status)) {
       if (Status s = workers_.Free(api::ActorRef{request.ns, request.name}); !s.ok()) return s;
     }
-    std::lock_guard lock(retry_mu_);
-    unsettled_workers_.erase(key);
+    SetUnsettled(key, false);
   }
   Ctx c{*parsed, *parsed, SandboxFor(request.ns, request.name),
         api::ActorRef{request.ns, request.name}, key};
@@ -440,9 +434,18 @@ void ActorReconciler::ClearRetry(const Ctx& c, RetryOp op) {
   retries_.erase(RetryKey(static_cast<int>(op), c.key));
 }
 
-void ActorReconciler::MarkUnsettled(const std::string& key) {
+bool ActorReconciler::Unsettled(const std::string& key) {
   std::lock_guard lock(retry_mu_);
-  unsettled_workers_.insert(key);
+  return unsettled_workers_.count(key) > 0;
+}
+
+void ActorReconciler::SetUnsettled(const std::string& key, bool unsettled) {
+  std::lock_guard lock(retry_mu_);
+  if (unsettled) {
+    unsettled_workers_.insert(key);
+  } else {
+    unsettled_workers_.erase(key);
+  }
 }
 
 Result<ReconcileOutcome> ActorReconciler::CheckAlive(Ctx& c) {
@@ -834,7 +837,7 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   // the error returned below makes one), a crash here by restart recovery; the queue runs no
   // other reconcile of this actor (a resume) before this one returns.
   const Status released = workers_.Release(worker_name, c.actor_ref);
-  if (!released.ok()) MarkUnsettled(c.key);
+  if (!released.ok()) SetUnsettled(c.key, true);
 
   // Off the pause's path: nothing below decides anything a crash could lose.
   if (!delete_now) {

@@ -171,7 +171,8 @@ class ActorReconciler : public Reconciler {
   // failed. Settled (the worker freed if the actor is at rest) by the next quorum read; until
   // then the actor is never decided from the cache. Guarded by retry_mu_.
   std::set<std::string> unsettled_workers_;
-  void MarkUnsettled(const std::string& key);
+  bool Unsettled(const std::string& key);
+  void SetUnsettled(const std::string& key, bool unsettled);
 
   ActorReconcilerOptions options_;
   KubeClient& client_;

@@ -154,8 +154,8 @@ Result<api::Worker> NodeWorkers::Claim(const api::ActorRef& actor, size_t gpus) 
   // claim raced for the first free worker, all but one lost with a 409, and each loss cost a
   // LIST of the node's workers.
   for (int attempt = 0; attempt < 6; ++attempt) {
-    const bool cached = attempt == 0;
-    if (!cached || !KnownValid()) {
+    const bool cached = attempt == 0;  // no cache yet: Pick asks for the LIST of attempt 1
+    if (!cached) {
       if (auto listed = List(); !listed.ok()) return listed.status();
     }
     auto pick = Pick(actor, gpus, cached);
@@ -180,11 +180,6 @@ Result<api::Worker> NodeWorkers::Claim(const api::ActorRef& actor, size_t gpus) 
     // Someone else (the cluster controller) changed it: look again on a LIST.
   }
   return Status(Code::kUnavailable, "no free worker on node " + node_, "no_free_worker");
-}
-
-bool NodeWorkers::KnownValid() {
-  std::lock_guard lock(known_mu_);
-  return known_valid_;
 }
 
 Result<NodeWorkers::Picked> NodeWorkers::Pick(const api::ActorRef& actor, size_t gpus, bool cached) {

@@ -58,7 +58,6 @@ class NodeWorkers {
   Status SetHolder(const api::Worker& worker, const std::optional<api::ActorRef>& holder);
   // cached: the workers as last seen by this agent if it has seen them, else a LIST.
   Result<std::vector<api::Worker>> Snapshot(bool cached);
-  bool KnownValid();
   // Claim's choice among the workers as last seen: the one held by the actor, or a free one
   // no other claim of this agent is trying (reserved in claiming_ until its write returns).
   enum class PickOutcome { kHeld, kTry, kAskServer, kNone };

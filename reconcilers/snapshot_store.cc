@@ -351,6 +351,16 @@ Result<SnapshotManifest> VerifyDir(const fs::path& dir, const std::string& ns,
   return manifest;
 }
 
+// The subdirectories the files of a snapshot are in, deepest first per file: their entries must
+// be durable too.
+std::vector<fs::path> SubdirectoriesOf(const std::vector<fs::path>& files) {
+  std::vector<fs::path> dirs;
+  for (const auto& rel : files) {
+    for (fs::path d = rel.parent_path(); !d.empty(); d = d.parent_path()) dirs.push_back(d);
+  }
+  return dirs;
+}
+
 // Computes the checksums a kDeferred snapshot was completed without, and rewrites its manifest
 // with them (a new file, synced, renamed over the old: a reader sees one or the other). OK at
 // once when none are pending; kNotFound when the snapshot was removed meanwhile.
@@ -582,12 +592,8 @@ Result<SnapshotManifest> SnapshotStore::CompleteLocal(SnapshotManifest manifest,
     return s;
   }
   // Subdirectories first, then the snapshot directory: their entries must be durable too.
-  std::vector<fs::path> dirs;
-  for (const auto& rel : files) {
-    for (fs::path d = rel.parent_path(); !d.empty(); d = d.parent_path()) dirs.push_back(d);
-  }
   if (sync_now) {
-    for (const auto& d : dirs) (void)FsyncPath(partial / d);
+    for (const auto& d : SubdirectoriesOf(files)) (void)FsyncPath(partial / d);
     if (Status s = FsyncPath(partial); !s.ok()) return s;
   }
   fs::rename(partial, complete, ec);
@@ -596,14 +602,7 @@ Result<SnapshotManifest> SnapshotStore::CompleteLocal(SnapshotManifest manifest,
   if (sync_now) {
     if (Status s = FsyncPath(parent); !s.ok()) return s;
   } else {
-    // The same fsyncs, in the same order, under the final name.
-    std::vector<std::string> later;
-    for (const auto& rel : files) later.push_back((complete / rel).string());
-    later.push_back((complete / kManifestFile).string());
-    for (const auto& d : dirs) later.push_back((complete / d).string());
-    later.push_back(complete.string());
-    later.push_back(parent.string());
-    EnqueueDeferred(complete.string(), later);
+    EnqueueDeferred(complete, files);
   }
   spdlog::info(
       "component=snapshots op=complete actor={}/{} snapshot={} files={} bytes={} sync={} duration_ms={}",
@@ -630,8 +629,15 @@ Result<SnapshotManifest> SnapshotStore::CheckLocalForRestore(const std::string& 
 
 bool SnapshotStore::FlushDeferred(std::chrono::milliseconds timeout) { return deferred_->Flush(timeout); }
 
-void SnapshotStore::EnqueueDeferred(const std::string& dir, const std::vector<std::string>& files) {
-  deferred_->Enqueue(dir, files, [dir] { return FillPendingChecksums(dir); });
+void SnapshotStore::EnqueueDeferred(const fs::path& dir, const std::vector<fs::path>& files) {
+  // The fsyncs of kSynced, in the same order, under the final name.
+  std::vector<std::string> paths;
+  for (const auto& rel : files) paths.push_back((dir / rel).string());
+  paths.push_back((dir / kManifestFile).string());
+  for (const auto& d : SubdirectoriesOf(files)) paths.push_back((dir / d).string());
+  paths.push_back(dir.string());
+  paths.push_back(dir.parent_path().string());
+  deferred_->Enqueue(dir.string(), std::move(paths), [dir] { return FillPendingChecksums(dir); });
 }
 
 int SnapshotStore::ResumePendingChecksums() {
@@ -639,12 +645,9 @@ int SnapshotStore::ResumePendingChecksums() {
   for (const auto& [ns, name] : LocalActors()) {
     for (const auto& m : ListLocal(ns, name)) {
       if (!m.checksums_pending || m.deferred_sync_boot_id != boot_id_) continue;
-      const fs::path dir = LocalPath(ns, name, m.id);
-      std::vector<std::string> later;
-      for (const auto& f : m.files) later.push_back((dir / f.path).string());
-      later.push_back((dir / kManifestFile).string());
-      later.push_back(dir.string());
-      EnqueueDeferred(dir.string(), later);
+      std::vector<fs::path> files;
+      for (const auto& f : m.files) files.emplace_back(f.path);
+      EnqueueDeferred(LocalPath(ns, name, m.id), files);
       ++queued;
     }
   }

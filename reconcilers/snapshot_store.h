@@ -26,6 +26,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <utility>
@@ -137,7 +138,9 @@ class SnapshotStore {
   std::string boot_id_;
   std::unique_ptr<DeferredSync> deferred_;  // kDeferred's background checksums and fsyncs
   // The background job of a kDeferred snapshot in `dir`: checksums if pending, then fsyncs.
-  void EnqueueDeferred(const std::string& dir, const std::vector<std::string>& files);
+  // `files` are relative to `dir`; they, the manifest, their subdirectories, `dir` and its
+  // parent are fsynced after the checksums.
+  void EnqueueDeferred(const std::filesystem::path& dir, const std::vector<std::filesystem::path>& files);
 };
 
 // A new snapshot id: sortable by time, unique on the node: "20261202T150102Z-3f9a1c".
