@@ -5,7 +5,8 @@
 #
 #   cache/bin/kubernetes-<v>/kube-apiserver, cache/bin/etcd-<v>/etcd   (hack/control-plane.sh's
 #                                                                      cache layout)
-#   bin/kubectl, bin/runsc (hack/runsc.sh's build), bin/stasis, bin/stasis-cuda-checkpoint
+#   bin/kubectl, bin/runsc (hack/runsc.sh's build), bin/stasis, bin/stasis-cuda-checkpoint,
+#         bin/bench_pause_overhead (issue 5's benchmark, for STASIS_GPU_E2E_MODE=pause-overhead)
 #   lib/  the shared libraries `stasis` needs beyond glibc (cpprestsdk, prometheus-cpp, spdlog,
 #         fmt, yaml-cpp, OpenSSL, libstdc++ …): the GPU machine may run another distribution;
 #         its glibc must be at least this machine's (checked there).
@@ -28,8 +29,10 @@ kubectl="$(command -v kubectl || true)"
 [[ -n "${kubectl}" ]] || kubectl="${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}/kubectl"
 [[ -x "${kubectl}" ]] || die "no kubectl (hack/build-control-plane.sh builds one where the machine has none)"
 
-cmake -S "${REPO_ROOT}" -B "${build_dir}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTASIS_BUILD_TESTS=OFF >/dev/null
-cmake --build "${build_dir}" --target stasis stasis-cuda-checkpoint
+# Tests on only for the benchmark's target (no test is built or carried).
+cmake -S "${REPO_ROOT}" -B "${build_dir}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTASIS_SANITIZE=OFF \
+  -DSTASIS_BUILD_TESTS=ON >/dev/null
+cmake --build "${build_dir}" --target stasis stasis-cuda-checkpoint bench_pause_overhead
 
 stage="$(mktemp -d)"
 trap 'rm -rf "${stage}"' EXIT
@@ -41,10 +44,11 @@ strip -o "${stage}/bin/kubectl" "$(readlink -f "${kubectl}")"
 strip -o "${stage}/bin/runsc" "${runsc}"
 strip -o "${stage}/bin/stasis" "${build_dir}/stasis"
 strip -o "${stage}/bin/stasis-cuda-checkpoint" "${build_dir}/stasis-cuda-checkpoint"
+strip -o "${stage}/bin/bench_pause_overhead" "${build_dir}/tests/bench_pause_overhead"
 
 # stasis's libraries, minus glibc itself (libc, libm, libpthread, libdl, librt, the loader):
 # those come from the GPU machine, whose glibc must be at least as new as this one's.
-ldd "${build_dir}/stasis" | awk '$3 ~ /^\// { print $3 }' | while read -r lib; do
+ldd "${build_dir}/stasis" "${build_dir}/tests/bench_pause_overhead" | awk '$3 ~ /^\// { print $3 }' | sort -u | while read -r lib; do
   case "$(basename "${lib}")" in
     libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*) continue ;;
   esac

@@ -33,6 +33,12 @@
 #      checkpoint deadline instead of leaving the actor in STATUS_SUSPENDING;
 #   6. writes a Markdown report (and every log) to $OUT, or build/gpu-e2e/results.
 #
+# STASIS_GPU_E2E_MODE=pause-overhead runs issue 5's benchmark instead of steps 4 and 5:
+# tests/bench/pause_overhead.cc (carried as bin/bench_pause_overhead) with one live CUDA actor
+# of STASIS_GPU_E2E_GIB GiB (one size) against a direct `runsc checkpoint -cuda-checkpoint-path`
+# of a second sandbox of the same bundle on the same GPU, STASIS_GPU_E2E_CYCLES cycles (default
+# 50); its report is in the Markdown report and in $OUT/pause-overhead.txt.
+#
 # STASIS_GPU_E2E_CPU=1 runs the same flow without a GPU (a shell stand-in workload, a CDI spec
 # without device nodes): a check of this script, the archive and the wiring, not of the GPU.
 # Exit status 0 when every check passed.
@@ -44,6 +50,8 @@ SIZES="${STASIS_GPU_E2E_GIB:-1 8}"
 CPU_ONLY="${STASIS_GPU_E2E_CPU:-0}"
 ARCHIVE="${STASIS_GPU_E2E_ARCHIVE:-${REPO_ROOT}/.gpu-carry/stasis-gpu-e2e.tar.xz}"
 HARD_S="${STASIS_GPU_E2E_HARD_S:-560}"   # the device tool's call limit is 600 s
+MODE="${STASIS_GPU_E2E_MODE:-e2e}"
+CYCLES="${STASIS_GPU_E2E_CYCLES:-50}"
 NS=gpu-e2e
 NODE=gpu-node
 HELPER_HOST=/usr/lib/stasis/stasis-cuda-checkpoint   # manifests/cdi's hostPath
@@ -74,7 +82,7 @@ finish() {
     kill -KILL "${p}" 2>/dev/null
   done
   if [[ -x "${RUNSC:-}" ]]; then
-    for dir in "${WORK}"/root/run/*; do
+    for dir in "${WORK}"/root/run/* "${WORK}/bench/direct-root"; do
       [[ -d "${dir}" ]] || continue
       for id in $("${RUNSC}" -root "${dir}" list -quiet 2>/dev/null); do
         timeout 60 "${RUNSC}" -root "${dir}" delete -force "${id}" >/dev/null 2>&1
@@ -122,6 +130,14 @@ finish() {
     echo "## Figures"
     echo
     printf '%s\n' "${FIGURES[@]}"
+    if [[ -s "${RESULTS}/pause-overhead.txt" ]]; then
+      echo
+      echo "## Pause overhead benchmark (STASIS_GPU_E2E_MODE=pause-overhead)"
+      echo
+      echo '```'
+      cat "${RESULTS}/pause-overhead.txt"
+      echo '```'
+    fi
     echo
     echo "## What the sentries logged (runsc -debug boot logs, by time)"
     echo
@@ -153,7 +169,7 @@ for id in $(ls "${WORK}/root/run" 2>/dev/null); do
   umount -l "${WORK}/root/run/${id}/null-netns" 2>/dev/null
 done
 rm -rf "${WORK}"
-mkdir -p "${WORK}/pkg" "${WORK}/w" "${WORK}/cdi" "${WORK}/dbg" "${RESULTS}"
+mkdir -p "${WORK}/pkg" "${WORK}/w" "${WORK}/cdi" "${WORK}/dbg" "${WORK}/bench" "${RESULTS}"
 [[ -f "${ARCHIVE}" ]] || fail_now "archive present" "${ARCHIVE} is missing: run hack/gpu-e2e-bundle.sh on the developer machine"
 if command -v xz >/dev/null; then
   xz -dc "${ARCHIVE}" | tar -C "${WORK}/pkg" -xf -
@@ -274,6 +290,13 @@ CPORT=$(free_port); NPORT=$(free_port)
 stasis controller --kubeconfig "${KUBECONFIG}" --metrics-addr "127.0.0.1:${CPORT}" > "${WORK}/controller.log" 2>&1 &
 PIDS+=($!)
 RUNSC_FLAGS="-network=none -overlay2=root:memory -debug -debug-log=${WORK}/dbg/"
+AGENT_FLAGS=()
+if [[ "${MODE}" == pause-overhead ]]; then
+  # The benchmark calls runsc with the agent's global flags: no debug logs on either side, and
+  # the agent's debug lines split each pause into its steps.
+  RUNSC_FLAGS="-network=none -overlay2=root:memory"
+  AGENT_FLAGS=(--log-level debug)
+fi
 GPUS=auto
 [[ "${CPU_ONLY}" == 1 ]] && GPUS=GPU-cpu-stand-in-0
 AGENT_PID=""
@@ -284,7 +307,7 @@ start_agent() {  # start_agent RUNSC_PATH LOGNAME [ENV...]
     --node-name "${NODE}" --runsc "${runsc_path}" --runsc-flags "${RUNSC_FLAGS}" --root "${WORK}/root" \
     --snapshot-store "${WORK}/store" --gpus "${GPUS}" --cdi-spec-dirs "${WORK}/cdi" \
     --metrics-addr "127.0.0.1:${NPORT}" --heartbeat-period 2 --heartbeat-lease-duration 10 \
-    > "${WORK}/${logname}.log" 2>&1 &
+    "${AGENT_FLAGS[@]}" > "${WORK}/${logname}.log" 2>&1 &
   AGENT_PID=$!
   PIDS+=("${AGENT_PID}")
   for _ in $(seq 300); do
@@ -356,6 +379,9 @@ wait_log() {  # wait_log ACTOR PATTERN SECONDS
 gpu_used() { [[ "${CPU_ONLY}" == 1 ]] && { echo 0; return; }; nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
 gpu_apps() { [[ "${CPU_ONLY}" == 1 ]] && return; nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader; }
 worker_phase() { kubectl get worker "${WORKER}" -o jsonpath='{.status.phase}'; }
+# The worker is given back after the PAUSED/SUSPENDED write, once the stopped sandbox (and its
+# hold on the GPU) is deleted: ~1 s later on an H200. Waits up to 15 s for it.
+wait_worker_free() { for _ in $(seq 150); do [[ "$(worker_phase)" == Free ]] && return 0; sleep 0.1; done; return 1; }
 # metric NAME LABEL…: the value of the node's /metrics series NAME{…} that has every LABEL
 # (e.g. 'operation="checkpoint"'); 0 when there is none.
 metric() {
@@ -378,6 +404,24 @@ sentry_toggle_s() {
     awk '{ v = $1; if ($2 == "ms") v /= 1000; else if ($2 == "µs") v /= 1e6; printf "%.2f", v }'
 }
 baseline_used=$(gpu_used)
+
+# ---- issue 5's benchmark on the GPU, instead of steps 4 and 5 (STASIS_GPU_E2E_MODE) ------------
+if [[ "${MODE}" == pause-overhead ]]; then
+  gib="${SIZES%% *}"
+  make_bundle "${gib}"
+  say "=== pause-overhead benchmark, ${gib} GiB, ${CYCLES} cycles"
+  # Ends early, with what it has, when the call's limit comes near (the report keeps the log).
+  timeout -s INT $((HARD_S - SECONDS - 20)) "${PKG}/bin/bench_pause_overhead" --kubeconfig "${KUBECONFIG}" \
+    --runsc "${RUNSC}" --runsc-flags "${RUNSC_FLAGS}" --bundle "${WORK}/bundle-${gib}" --node "${NODE}" \
+    --namespace "${NS}" --work-dir "${WORK}/bench" --cycles "${CYCLES}" --warmup 1 \
+    --agent-log "${WORK}/node-agent.log" --csv "${RESULTS}/pause-overhead.csv" \
+    --gpu-uuid "${want_uuid}" --cdi-spec-dirs "${WORK}/cdi" --cuda-checkpoint-path "${CKPT_PATH}" \
+    --leave-running-side=false > "${RESULTS}/pause-overhead.txt" 2> "${WORK}/bench.log"
+  rc=$?
+  check "pause-overhead benchmark, ${gib} GiB, ${CYCLES} cycles" "${rc}" \
+    "$(grep -E 'target|ratio end-to-end' "${RESULTS}/pause-overhead.txt" | one_line) $(tail -2 "${WORK}/bench.log" | one_line)"
+  exit 0
+fi
 
 # ---- 4. suspend and resume, per size ------------------------------------------------------------
 for gib in ${SIZES}; do
@@ -405,7 +449,7 @@ for gib in ${SIZES}; do
   pending_at_paused=$(checksums_pending "${ploc}")
   for _ in $(seq 1200); do [[ "$(checksums_pending "${ploc}")" == false ]] && break; sleep 0.1; done
   sums_s=$(secs "${t1}" "$(now)")
-  sleep 1
+  wait_worker_free; sleep 1
   used_paused=$(gpu_used)
   pk_s=$(delta "${pk_before}" "$(op_sum checkpoint Pause)")
   check "${gib} GiB: paused — GPU memory released, worker Free, checksums follow the PAUSED write" \
@@ -430,7 +474,7 @@ for gib in ${SIZES}; do
     check "${gib} GiB: SUSPENDED" 1 "$(jp "${a}" '{.status}')"; continue
   fi
   t1=$(now); suspend_s=$(secs "${t0}" "${t1}")
-  sleep 1
+  wait_worker_free; sleep 1
   used_suspended=$(gpu_used)
   check "${gib} GiB: suspended — GPU memory released" \
     "$([[ "${CPU_ONLY}" == 1 ]] || ((used_suspended < baseline_used + 200)); echo $?)" \

@@ -759,16 +759,22 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
 
   ClearRetry(c, RetryOp::kCheckpoint);
   // The image is safe on disk. A sandbox that still lives (-leave-running; frozen for a Data
-  // archive) or may still hold a GPU goes now, before its worker is freed. One that the
-  // checkpoint stopped holds nothing but runsc's state: it is deleted after the status write,
-  // off the pause's path (a crash before that leaves a sandbox of an actor at rest, which
-  // every later reconcile and restart recovery remove).
-  const bool delete_now = co.leave_running || data || c.a.spec.gpu.count > 0;
-  if (delete_now) {
+  // archive) goes now, before the status says the actor is at rest. One that the checkpoint
+  // stopped holds nothing but runsc's state — and, for a GPU actor, possibly its device until
+  // the sandbox is torn down (~1 s on an H200) —: it is deleted after the status write, off
+  // the pause's path, and a GPU one before its worker is given back. A crash in between
+  // leaves a sandbox of an actor at rest, which every later reconcile and restart recovery
+  // remove.
+  const bool delete_now = co.leave_running || data;
+  const bool delete_before_release = !delete_now && c.a.spec.gpu.count > 0;
+  auto delete_stopped = [&] {
     if (Status s = c.driver->Delete(c.ref); !s.ok()) {
       spdlog::warn("sandbox delete after checkpoint failed actor={} error=\"{}\"", c.key, s.message());
+      return false;
     }
-  }
+    return true;
+  };
+  if (delete_now) delete_stopped();
   SnapshotManifest m;
   m.id = id;
   m.ns = c.a.metadata.namespace_;
@@ -836,17 +842,15 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   // A failed release is settled by the next reconcile's quorum read (the actor is at rest;
   // the error returned below makes one), a crash here by restart recovery; the queue runs no
   // other reconcile of this actor (a resume) before this one returns.
+  bool deleted = delete_before_release && delete_stopped();
   const Status released = workers_.Release(worker_name, c.actor_ref);
   if (!released.ok()) SetUnsettled(c.key, true);
 
   // Off the pause's path: nothing below decides anything a crash could lose.
-  if (!delete_now) {
-    if (Status s = c.driver->Delete(c.ref); !s.ok()) {
-      spdlog::warn("sandbox delete after checkpoint failed actor={} error=\"{}\"", c.key, s.message());
-    } else {
-      std::error_code ec;
-      fs::remove_all(c.ref.root, ec);
-    }
+  if (!delete_now && !delete_before_release) deleted = delete_stopped();
+  if (deleted) {
+    std::error_code ec;
+    fs::remove_all(c.ref.root, ec);
   }
   // The local copy of a committed snapshot, and older node-local snapshots, are superseded.
   if (drop_local) snapshots_.RemoveLocal(m.ns, m.name, id);

@@ -21,6 +21,13 @@
 // With --agent-log (the agent at --log-level debug), each pause is also split into its steps
 // from the agent's log lines (their timestamps and duration_ms), to say what the overhead is.
 //
+// With --gpu-uuid, both sides are live CUDA workloads on that GPU (hack/gpu-e2e.sh's pause
+// benchmark mode, on the GPU machine): the actor asks for one GPU (the agent adds it and the
+// cuda-checkpoint helper from the node's CDI specs), and the direct sandbox runs from a bundle
+// written by the agent's own code for the same CDI devices (WriteGpuBundle), checkpointed
+// with the same -cuda-checkpoint-path. The LeaveRunningThenStop side needs a second worker and
+// is left out there (--leave-running-side=false): one GPU is one worker.
+//
 // hack/bench/pause-overhead.sh brings up the control plane and the agent and runs this.
 // Exit status: 0 when the benchmark ran (targets met or not), 1 on any error.
 #include <fcntl.h>
@@ -50,6 +57,8 @@
 #include "controller/rest_config.h"
 #include "controller/transport.h"
 #include "reconcilers/api_resources.h"
+#include "reconcilers/cdi.h"
+#include "reconcilers/gpu_bundle.h"
 #include "reconcilers/subprocess.h"
 
 namespace stasis {
@@ -89,6 +98,11 @@ double Mean(const std::vector<double>& v) {
 struct Config {
   std::string kubeconfig, runsc, bundle, node, ns, name, work_dir, agent_log, csv;
   std::vector<std::string> runsc_flags;
+  // A GPU run: the GPU both sides use, the node's CDI spec directories, the helper's path in
+  // the container. Empty gpu_uuid: no GPU.
+  std::string gpu_uuid, gpu_cdi_kind, cuda_checkpoint_path;
+  std::vector<std::string> cdi_spec_dirs;
+  bool leave_running_side = true;
   int cycles = 50;
   int warmup = 2;
   std::chrono::milliseconds settle{1000};
@@ -112,6 +126,10 @@ class ActorDriver {
                   {"spec",
                    {{"bundle", cfg_.bundle}, {"nodeName", cfg_.node}, {"desiredState", "Running"},
                     {"checkpointPolicy", policy_}}}};
+    if (!cfg_.gpu_uuid.empty()) {
+      actor["spec"]["gpu"] = {{"count", 1}, {"cudaCheckpointPath", cfg_.cuda_checkpoint_path}};
+      actor["spec"]["timeouts"] = {{"checkpointSeconds", 300}, {"restoreSeconds", 300}};
+    }
     auto r = client_.Create(kActorType, cfg_.ns, actor);
     if (!r.ok()) Die("create actor: " + r.status().ToString());
     auto running = WaitFor((*r)["metadata"]["resourceVersion"].get<std::string>(), "STATUS_RUNNING");
@@ -247,7 +265,22 @@ class DirectSandbox {
   }
 
   void Start() {
-    auto r = Runsc({"run", "-detach", "-bundle", cfg_.bundle, kId});
+    bundle_ = cfg_.bundle;
+    if (!cfg_.gpu_uuid.empty()) {
+      // The same devices, libraries and helper mount the agent gives its actor, by its code.
+      auto cdi = CdiRegistry::Load(cfg_.cdi_spec_dirs);
+      if (!cdi.ok()) Die("direct GPU bundle: " + cdi.status().ToString());
+      GpuBundleRequest request;
+      request.source_bundle = cfg_.bundle;
+      request.out_dir = (fs::path(cfg_.work_dir) / "direct-bundle").string();
+      request.gpu_uuids = {cfg_.gpu_uuid};
+      request.gpu_kind = cfg_.gpu_cdi_kind;
+      request.cuda_checkpoint_path = cfg_.cuda_checkpoint_path;
+      auto written = WriteGpuBundle(*cdi, request);
+      if (!written.ok()) Die("direct GPU bundle: " + written.status().ToString());
+      bundle_ = *written;
+    }
+    auto r = Runsc({"run", "-detach", "-bundle", bundle_, kId});
     if (!r.success()) Die("direct runsc run: " + r.Summary());
     started_ = true;
   }
@@ -272,7 +305,13 @@ class DirectSandbox {
     const fs::path image = images_ / std::to_string(++seq_);
     fs::create_directories(image);
     auto start = SteadyClock::now();
-    auto ck = Runsc({"checkpoint", "-image-path", image.string(), kId});
+    std::vector<std::string> ck_args = {"checkpoint", "-image-path", image.string()};
+    if (!cfg_.gpu_uuid.empty()) {
+      ck_args.push_back("-cuda-checkpoint-path");
+      ck_args.push_back(cfg_.cuda_checkpoint_path);
+    }
+    ck_args.push_back(kId);
+    auto ck = Runsc(ck_args);
     c.checkpoint_ms = Ms(SteadyClock::now() - start);
     if (!ck.success()) return Status(Code::kInternal, "direct runsc checkpoint: " + ck.Summary());
     // The agent's order after a checkpoint: delete, manifest (hash, fsync), drop the old image.
@@ -296,7 +335,7 @@ class DirectSandbox {
     c.remove_ms = Ms(SteadyClock::now() - start);
     last_image_ = image;
     start = SteadyClock::now();
-    auto rs = Runsc({"restore", "-detach", "-image-path", image.string(), "-bundle", cfg_.bundle, kId});
+    auto rs = Runsc({"restore", "-detach", "-image-path", image.string(), "-bundle", bundle_, kId});
     c.restore_ms = Ms(SteadyClock::now() - start);
     if (!rs.success()) return Status(Code::kInternal, "direct runsc restore: " + rs.Summary());
     return c;
@@ -375,6 +414,7 @@ class DirectSandbox {
   }
 
   const Config& cfg_;
+  std::string bundle_;  // cfg_.bundle, or the GPU bundle written from it
   fs::path root_, images_, last_image_;
   int seq_ = 0;
   bool started_ = false;
@@ -535,6 +575,13 @@ Config ParseFlags(int argc, char** argv) {
            "unmeasured wait after each resume and each direct restore, before the next checkpoint");
   f.Define("agent-log", "", "the agent's log (at --log-level debug): split each pause into steps");
   f.Define("csv", "", "write every cycle's figures to this file");
+  f.Define("gpu-uuid", "", "a GPU run: the UUID of the GPU both sides use (the agent's worker's)");
+  f.Define("cdi-spec-dirs", "/etc/cdi,/var/run/cdi", "a GPU run: the node's CDI specs, as the agent's flag");
+  f.Define("gpu-cdi-kind", "nvidia.com/gpu", "a GPU run: the CDI kind of the node's GPUs");
+  f.Define("cuda-checkpoint-path", "/opt/stasis/cuda-checkpoint",
+           "a GPU run: the helper's path inside the container (spec.gpu.cudaCheckpointPath)");
+  f.Define("leave-running-side", "true",
+           "also pause a LeaveRunningThenStop actor (needs a second worker)");
   std::vector<std::string> args(argv + 1, argv + argc);
   if (Status s = f.Parse(args); !s.ok()) Die(s.ToString());
   if (f.help_requested()) {
@@ -554,6 +601,14 @@ Config ParseFlags(int argc, char** argv) {
   c.work_dir = f.Get("work-dir");
   c.agent_log = f.Get("agent-log");
   c.csv = f.Get("csv");
+  c.gpu_uuid = f.Get("gpu-uuid");
+  c.gpu_cdi_kind = f.Get("gpu-cdi-kind");
+  c.cuda_checkpoint_path = f.Get("cuda-checkpoint-path");
+  std::istringstream dirs(f.Get("cdi-spec-dirs"));
+  for (std::string d; std::getline(dirs, d, ',');) {
+    if (!d.empty()) c.cdi_spec_dirs.push_back(d);
+  }
+  c.leave_running_side = f.GetBool("leave-running-side");
   auto cycles = f.GetInt("cycles", 1, 100000);
   auto warmup = f.GetInt("warmup", 0, 1000);
   if (!cycles.ok()) Die(cycles.status().ToString());
@@ -593,14 +648,19 @@ int Main(int argc, char** argv) {
   const std::string actor = cfg.ns + "/" + cfg.name;
 
   std::printf(
-      "pause overhead: %d cycles per side, 3 sides rotated, %d warm-up cycles, %lld ms settle\n",
-      cfg.cycles, cfg.warmup, static_cast<long long>(cfg.settle.count()));
+      "pause overhead: %d cycles per side, %d sides rotated, %d warm-up cycles, %lld ms settle\n",
+      cfg.cycles, cfg.leave_running_side ? 3 : 2, cfg.warmup,
+      static_cast<long long>(cfg.settle.count()));
   std::printf("  %s; bundle %s; node %s; host cores %u\n", RunscVersion(cfg.runsc).c_str(),
               cfg.bundle.c_str(), cfg.node.c_str(), std::thread::hardware_concurrency());
+  if (!cfg.gpu_uuid.empty()) {
+    std::printf("  GPU run: both sides on %s, checkpointed with -cuda-checkpoint-path %s\n",
+                cfg.gpu_uuid.c_str(), cfg.cuda_checkpoint_path.c_str());
+  }
   std::fflush(stdout);
 
   agent.Create();
-  leave_running.Create();
+  if (cfg.leave_running_side) leave_running.Create();
   direct.Start();
 
   Samples s;
@@ -657,8 +717,9 @@ int Main(int argc, char** argv) {
       base = *b;
       std::this_thread::sleep_for(cfg.settle);  // the same rest as the agent's sandbox gets
     };
-    // The three sides in a rotating order: none always runs right after another's checkpoint.
-    const std::vector<std::function<void()>> sides = {run_agent, run_direct, run_leave_running};
+    // The sides in a rotating order: none always runs right after another's checkpoint.
+    std::vector<std::function<void()>> sides = {run_agent, run_direct};
+    if (cfg.leave_running_side) sides.push_back(run_leave_running);
     for (size_t k = 0; k < sides.size(); ++k) sides[(k + static_cast<size_t>(i)) % sides.size()]();
     if (!measured) continue;
     const double overhead = pause.e2e_ms - pause.checkpoint_ms;
@@ -674,14 +735,18 @@ int Main(int argc, char** argv) {
     s.direct_remove.push_back(base.remove_ms);
     s.agent_image.push_back(pause.image_bytes);
     s.direct_image.push_back(base.image_bytes);
-    s.lr_pause_e2e.push_back(lr_pause.e2e_ms);
-    s.lr_checkpoint.push_back(lr_pause.checkpoint_ms);
-    s.lr_resume_e2e.push_back(lr_resume.e2e_ms);
+    if (cfg.leave_running_side) {
+      s.lr_pause_e2e.push_back(lr_pause.e2e_ms);
+      s.lr_checkpoint.push_back(lr_pause.checkpoint_ms);
+      s.lr_resume_e2e.push_back(lr_resume.e2e_ms);
+    }
     if (csv.is_open()) {
-      csv << (i - cfg.warmup) << "," << (i % 3 == 0 ? "agent-first" : i % 3 == 1 ? "direct-first" : "lr-first") << ","
+      const char* first[] = {"agent-first", "direct-first", "lr-first"};
+      csv << (i - cfg.warmup) << "," << first[static_cast<size_t>(i) % sides.size()] << ","
           << pause.e2e_ms << "," << pause.checkpoint_ms << "," << overhead << ","
           << base.checkpoint_ms << "," << base.delete_ms << "," << resume.e2e_ms << ","
           << base.restore_ms << "," << lr_pause.e2e_ms << "," << lr_pause.checkpoint_ms << "\n";
+      csv.flush();  // a run cut short keeps every cycle it finished
     }
     std::fprintf(stderr,
                  "cycle %3d: pause %7.1f ms (checkpoint %7.1f, overhead %6.1f) | direct "
@@ -691,7 +756,7 @@ int Main(int argc, char** argv) {
   }
 
   agent.Delete();
-  leave_running.Delete();
+  if (cfg.leave_running_side) leave_running.Delete();
   direct.Stop();
 
   std::printf("\n  %-46s %9s %9s %9s %9s\n", ("milliseconds (N=" + std::to_string(cfg.cycles) + ")").c_str(),
@@ -706,9 +771,11 @@ int Main(int argc, char** argv) {
   PrintRow("direct, diagnostic: remove the previous image", s.direct_remove);
   PrintRow("agent: end-to-end resume (PATCH → RUNNING)", s.resume_e2e);
   PrintRow("direct: runsc restore -detach", s.direct_restore);
-  PrintRow("leave-running: end-to-end pause", s.lr_pause_e2e);
-  PrintRow("leave-running: checkpoint -leave-running", s.lr_checkpoint);
-  PrintRow("leave-running: end-to-end resume", s.lr_resume_e2e);
+  if (cfg.leave_running_side) {
+    PrintRow("leave-running: end-to-end pause", s.lr_pause_e2e);
+    PrintRow("leave-running: checkpoint -leave-running", s.lr_checkpoint);
+    PrintRow("leave-running: end-to-end resume", s.lr_resume_e2e);
+  }
 
   const double ratio50 = Percentile(s.pause_e2e, 50) / Percentile(s.direct_checkpoint, 50);
   const double ratio99 = Percentile(s.pause_e2e, 99) / Percentile(s.direct_checkpoint, 99);
@@ -718,12 +785,14 @@ int Main(int argc, char** argv) {
               ratio99);
   std::printf("  ratio agent checkpoint / direct checkpoint (same work, should be ~1): p50 %.3f\n",
               ck_ratio);
-  std::printf(
-      "  LeaveRunningThenStop / Direct (same agent, same bundle): end-to-end pause p50 %.3f, p99 "
-      "%.3f; checkpoint p50 %.3f\n",
-      Percentile(s.lr_pause_e2e, 50) / Percentile(s.pause_e2e, 50),
-      Percentile(s.lr_pause_e2e, 99) / Percentile(s.pause_e2e, 99),
-      Percentile(s.lr_checkpoint, 50) / Percentile(s.agent_checkpoint, 50));
+  if (cfg.leave_running_side) {
+    std::printf(
+        "  LeaveRunningThenStop / Direct (same agent, same bundle): end-to-end pause p50 %.3f, "
+        "p99 %.3f; checkpoint p50 %.3f\n",
+        Percentile(s.lr_pause_e2e, 50) / Percentile(s.pause_e2e, 50),
+        Percentile(s.lr_pause_e2e, 99) / Percentile(s.pause_e2e, 99),
+        Percentile(s.lr_checkpoint, 50) / Percentile(s.agent_checkpoint, 50));
+  }
   std::printf("  checkpoint image, p50: agent %.0f bytes, direct %.0f bytes\n",
               Percentile(s.agent_image, 50), Percentile(s.direct_image, 50));
 

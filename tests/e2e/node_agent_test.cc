@@ -915,6 +915,20 @@ TEST_F(NodeAgentTest, GpuActorGetsItsDevicesFromCdi) {
   ASSERT_TRUE(WaitStatus("gpu", "STATUS_PAUSED", 60s, &actor));
   EXPECT_TRUE(CondIs(actor, "CudaCheckpointReady", "True")) << actor["status"].dump(2);
   ExpectAllWorkersFree(a->node);
+  // A stopped GPU sandbox may hold its device until it is torn down: deleted after the PAUSED
+  // write, but before the worker goes back. The agent's log has one thread's lines in order.
+  const std::string log = ReadFile(a->proc->log_path());
+  const size_t checkpointed = log.find("component=runsc op=checkpoint sandbox=" + Id("gpu") + " result=ok");
+  ASSERT_NE(checkpointed, std::string::npos) << AgentLogs();
+  const size_t deleted = log.find("component=runsc op=delete sandbox=" + Id("gpu") + " result=ok", checkpointed);
+  const size_t freed = log.find("worker freed worker=" + worker + " actor=" + ns_ + "/gpu", checkpointed);
+  ASSERT_NE(deleted, std::string::npos) << AgentLogs();
+  ASSERT_NE(freed, std::string::npos) << AgentLogs();
+  EXPECT_LT(deleted, freed) << "the GPU sandbox was deleted after its worker was given back\n" << AgentLogs();
+  // ... and after the PAUSED write: the teardown (~1 s on an H200) is off the pause's path.
+  const size_t paused = log.find("actor checkpointed actor=" + ns_ + "/gpu ", checkpointed);
+  ASSERT_NE(paused, std::string::npos) << AgentLogs();
+  EXPECT_LT(paused, deleted) << "the GPU sandbox was deleted before the PAUSED write\n" << AgentLogs();
   auto checkpoints = InjectCalls("checkpoint", "gpu");
   ASSERT_EQ(checkpoints.size(), 1u) << ReadFile(InjectLog());
   EXPECT_THAT(checkpoints[0], HasSubstr("-cuda-checkpoint-path /opt/cuda/cuda-checkpoint "));
