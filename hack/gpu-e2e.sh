@@ -411,7 +411,7 @@ if [[ "${MODE}" == pause-overhead ]]; then
   make_bundle "${gib}"
   say "=== pause-overhead benchmark, ${gib} GiB, ${CYCLES} cycles"
   # Ends early, with what it has, when the call's limit comes near (the report keeps the log).
-  timeout -s INT $((HARD_S - SECONDS - 20)) "${PKG}/bin/bench_pause_overhead" --kubeconfig "${KUBECONFIG}" \
+  LD_LIBRARY_PATH="${PKG}/lib" timeout -s INT $((HARD_S - SECONDS - 20)) "${PKG}/bin/bench_pause_overhead" --kubeconfig "${KUBECONFIG}" \
     --runsc "${RUNSC}" --runsc-flags "${RUNSC_FLAGS}" --bundle "${WORK}/bundle-${gib}" --node "${NODE}" \
     --namespace "${NS}" --work-dir "${WORK}/bench" --cycles "${CYCLES}" --warmup 1 \
     --agent-log "${WORK}/node-agent.log" --csv "${RESULTS}/pause-overhead.csv" \
