@@ -4,9 +4,9 @@
 // cpprest's U() macro collides with GoogleTest and others; keep it out of the project.
 #define _TURN_OFF_PLATFORM_STRING
 #include <cpprest/http_client.h>
-#include <cpprest/rawptrstream.h>
 #include <cpprest/streams.h>
 
+#include <algorithm>
 #include <boost/asio/ssl.hpp>
 #include <map>
 #include <mutex>
@@ -20,6 +20,30 @@ namespace {
 namespace http = web::http;
 using web::http::client::http_client;
 using web::http::client::http_client_config;
+using Body = concurrency::streams::streambuf<uint8_t>;
+
+// A watch is long-lived and each event must reach on_line as soon as its bytes have arrived.
+// The response body is a producer_consumer_buffer that the asio client fills chunk by chunk and
+// never syncs, so getn(n) completes only once n bytes are buffered (or the body ends), and
+// read_line costs a pplx task per line. So: take what is buffered, at most kReadChunk, and
+// while nothing is, wait for one byte with getc() (which leaves it in the buffer). A getn() of
+// no more than in_avail() completes inline: one task hop per wait for data, not per line.
+constexpr size_t kReadChunk = 64 * 1024;
+
+// Appends what has arrived (at least one byte) to `to`; false at the end of the body. Throws
+// what the connection failed with.
+bool ReadAvailable(Body& body, std::string& to) {
+  size_t n = body.in_avail();
+  if (n == 0) {
+    if (body.getc().get() == Body::traits::eof()) return false;
+    n = body.in_avail();
+  }
+  n = std::min(n, kReadChunk);
+  const size_t old = to.size();
+  to.resize(old + n);
+  to.resize(old + body.getn(reinterpret_cast<uint8_t*>(to.data() + old), n).get());
+  return true;
+}
 
 class CpprestTransport : public Transport {
  public:
@@ -73,16 +97,29 @@ class CpprestTransport : public Transport {
         out.body = response.extract_utf8string(true).get();
         return finish(out);
       }
-      auto body = response.body();
-      std::string line;
-      while (!(cancel && cancel->load())) {
-        concurrency::streams::container_buffer<std::string> buf;
-        size_t n = body.read_line(buf).get();
-        if (n == 0 && body.is_eof()) break;
-        line = std::move(buf.collection());
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (line.empty()) continue;
-        if (!on_line(line)) break;
+      Body body = response.body().streambuf();
+      auto cancelled = [&] { return cancel && cancel->load(); };
+      // False when the stream should stop.
+      auto deliver = [&](std::string_view line) {
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        return line.empty() || on_line(line);
+      };
+      std::string pending;  // received bytes not yet delivered: a line still incomplete
+      while (!cancelled()) {
+        const size_t kept = pending.size();  // holds no newline
+        if (!ReadAvailable(body, pending)) {
+          if (!pending.empty()) deliver(pending);  // a last line without a newline
+          break;
+        }
+        size_t start = 0;
+        for (size_t nl = pending.find('\n', kept); nl != std::string::npos;
+             nl = pending.find('\n', start)) {
+          if (cancelled() || !deliver(std::string_view(pending).substr(start, nl - start))) {
+            return finish(out);
+          }
+          start = nl + 1;
+        }
+        pending.erase(0, start);
       }
       return finish(out);
     } catch (const pplx::task_canceled&) {
