@@ -12,9 +12,13 @@
 #
 # ratio = (transitions/s × API writes per transition) ÷ ceiling writes/s, where the writes per
 # transition are counted (the agent's from its /metrics, plus the benchmark's spec PATCH) and the
-# ceiling is the higher of two measurements, before and after the no-op rounds. A third ceiling,
-# with two watches of the written actors open (as the agent's informer and the benchmark's watch
-# are during the flip), and the CPU each process used in each phase, say what limits the ratio.
+# ceiling is the higher of two measurements, before and after the no-op rounds. Two more
+# ceilings say what the ratio is made of: the same loop writing the agent's own status patches
+# (the RUNNING and PAUSED statuses the agent wrote in the no-op rounds, diffed by its code: the
+# issue's "same writes" in size and shape), and the loop with two watches of the written actors
+# open (as the agent's informer and the benchmark's watch are during the flip). The CPU each
+# process used and the API server's own mean latency per kind of request (from its /metrics) in
+# each phase say where the time goes.
 # Root is needed for the runsc half. Everything is torn down at exit. Last line: RESULT k=v ….
 source "$(dirname "$0")/../lib.sh"
 source "${HACK_DIR}/bench/lib.sh"
@@ -80,7 +84,9 @@ wait_ready() {
 # have; the split says how much.
 ticks() { [[ -n "$1" && -r "/proc/$1/stat" ]] && awk '{print $14 + $15}' "/proc/$1/stat" || echo 0; }
 machine_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8, $5 + $6}' /proc/stat; }
-cpu_mark() {  # cpu_mark NAME: remembers the counters now
+cpu_mark() {  # cpu_mark NAME: remembers the counters now (and the API server's request metrics)
+  kubectl get --raw /metrics 2>/dev/null | grep -E '^apiserver_request_duration_seconds_(sum|count)|^etcd_request_duration_seconds_(sum|count)|^apiserver_watch_events_total' \
+    >"${work}/apiserver-metrics-$1.txt"
   CPU["$1"]="$(ticks "$(cat "${STASIS_CONTROL_PLANE_DIR}/kube-apiserver.pid")") $(ticks "$(cat "${STASIS_CONTROL_PLANE_DIR}/etcd.pid")") $(ticks "${agent_pid}") $(machine_ticks) $(date +%s.%N)"
 }
 cpu_split() {  # cpu_split LABEL FROM TO: one line of cores busy per process between two marks
@@ -96,6 +102,44 @@ cpu_split() {  # cpu_split LABEL FROM TO: one line of cores busy per process bet
 }
 declare -A CPU
 calc() { printf '%.2f' "$(echo "scale=4; $*" | bc)"; }
+# api_split LABEL FROM TO: the API server's mean latency per request kind between two marks, as
+# it measures itself (apiserver_request_duration_seconds; etcd_request_duration_seconds is its
+# wait on etcd), and the watch events it sent. A request that waits longer here waited on the
+# API server, not on the client.
+api_split() {
+  python3 - "$1" "${work}/apiserver-metrics-$2.txt" "${work}/apiserver-metrics-$3.txt" <<'PY'
+import re, sys
+label, a_path, b_path = sys.argv[1:4]
+def load(path):
+    d = {}
+    for line in open(path):
+        m = re.match(r'(\S+?)\{(.*)\} (\S+)', line)
+        if not m:
+            continue
+        name, labels, v = m.groups()
+        lab = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        if name.startswith('apiserver_request_duration'):
+            key = (name.rsplit('_', 1)[1], lab.get('verb', '') + ' ' + lab.get('resource', '') + ('/' + lab['subresource'] if lab.get('subresource') else ''))
+        elif name.startswith('etcd_request_duration'):
+            key = (name.rsplit('_', 1)[1], 'etcd ' + lab.get('operation', ''))
+        else:
+            key = ('count', 'watch events sent')
+        d[key] = d.get(key, 0.0) + float(v)
+    return d
+a, b = load(a_path), load(b_path)
+rows = []
+for (kind, what), v in b.items():
+    if kind != 'count':
+        continue
+    n = v - a.get((kind, what), 0.0)
+    if n < 20 or what.startswith(('WATCH', 'LIST', 'GET ')):
+        continue
+    total = b.get(('sum', what), 0.0) - a.get(('sum', what), 0.0)
+    rows.append((n, what, '' if what == 'watch events sent' else '%.1f ms' % (total / n * 1000)))
+rows.sort(reverse=True)
+print('  %s: %s' % (label, '; '.join('%s %d%s' % (w, n, (' × ' + ms) if ms else '') for n, w, ms in rows[:7])))
+PY
+}
 result() { sed -n "s/^RESULT .*$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); stasis $(git -C "${REPO_ROOT}" rev-parse --short HEAD 2>/dev/null || echo unknown)"
@@ -118,7 +162,7 @@ flip_half() {
   g0="$(metric rest_client_requests_total 'method="GET"')"
   cpu_mark "${half}-start"
   out="$("${bench}" flip --namespace "${ns}" --kubeconfig "${KUBECONFIG}" --node "${half}-node" --bundle "${bundle}" \
-    --actors "${n}" --rounds "${r}" --threads "${concurrency}")"
+    --actors "${n}" --rounds "${r}" --threads "${concurrency}" --save-statuses "${work}/${half}-statuses.json")"
   cpu_mark "${half}-end"
   echo "${out}" | grep -v '^RESULT'
   local w1 g1 t
@@ -149,6 +193,15 @@ echo "${ceiling_out}" | grep -v '^RESULT'
 ceiling2="$(result ceiling_writes_per_s "${ceiling_out}")"
 ceiling="$(echo "if (${ceiling1} > ${ceiling2}) ${ceiling1} else ${ceiling2}" | bc)"
 R[noop_ratio]="$(calc "${R[noop_tps]} * ${R[noop_writes]} / ${ceiling}")"
+# The same loop writing what the agent writes: its RUNNING and PAUSED statuses from the rounds
+# above, each write the patch its own code computes between them.
+cpu_mark shaped-start
+shaped_out="$("${bench}" ceiling --namespace ceiling --kubeconfig "${KUBECONFIG}" --actors "${actors}" \
+  --threads "${concurrency}" --seconds "${ceiling_s}" --statuses "${work}/noop-statuses.json")"
+cpu_mark shaped-end
+echo "${shaped_out}" | grep -v '^RESULT'
+ceiling_shaped="$(result ceiling_writes_per_s "${shaped_out}")"
+R[noop_ratio_shaped]="$(calc "${R[noop_tps]} * ${R[noop_writes]} / ${ceiling_shaped}")"
 # Not the target's baseline, an explanation of it: the same loop while two watches of the
 # written actors are open, as during the flip (the agent's informer and the benchmark's own
 # watch each receive every status write of an actor). What the fan-out costs the API server.
@@ -178,7 +231,9 @@ printf '%-44s %14s %14s\n' "transitions/s" "${R[noop_tps]}" "${R[runsc_tps]}"
 printf '%-44s %14s %14s\n' "latency spec → status p50 / p99, ms" "${R[noop_p50]} / ${R[noop_p99]}" "${R[runsc_p50]} / ${R[runsc_p99]}"
 printf '%-44s %14s %14s\n' "API writes per transition (agent + PATCH)" "${R[noop_writes]}" "${R[runsc_writes]}"
 printf '%-44s %14s %14s\n' "API reads per transition (agent)" "${R[noop_reads]}" "${R[runsc_reads]}"
-printf '%-44s %14s %14s\n' "ratio: writes/s achieved ÷ ceiling" "${R[noop_ratio]}" "${R[runsc_ratio]}"
+printf '%-44s %14s %14s\n' "ratio: writes/s achieved ÷ one-field ceiling" "${R[noop_ratio]}" "${R[runsc_ratio]}"
+echo "the ceiling for the same writes: the loop writing the agent's own status patches (RUNNING ↔ PAUSED, as its code diffs them):"
+echo "  ${ceiling_shaped} writes/s; the no-op driver's writes/s ÷ it: ${R[noop_ratio_shaped]}"
 echo "explanation, not the target: the ceiling with two watches of the written actors open (as in the flip):"
 echo "  ${ceiling_watched} writes/s; the no-op driver's writes/s ÷ it: ${R[noop_ratio_watched]}"
 echo
@@ -186,7 +241,18 @@ echo "CPU, cores busy (of $(nproc)) during each phase; 'rest' is everything else
 printf '%-44s %9s %9s %9s %9s %9s\n' "phase" "apiserver" "etcd" "agent" "rest" "idle"
 cpu_split "ceiling (before the no-op rounds)" ceiling1-start ceiling1-end
 cpu_split "no-op driver rounds" noop-start noop-end
+cpu_split "ceiling, the agent's status patches" shaped-start shaped-end
 cpu_split "ceiling with two watches open" watched-start watched-end
 cpu_split "runsc rounds" runsc-start runsc-end
-echo "target no-op ratio >= 0.70: $( [[ "$(echo "${R[noop_ratio]} >= 0.70" | bc)" == 1 ]] && echo met || echo missed)"
-echo "RESULT ceiling_writes_per_s=${ceiling} noop_tps=${R[noop_tps]} noop_p50_ms=${R[noop_p50]} noop_p99_ms=${R[noop_p99]} noop_writes_per_t=${R[noop_writes]} noop_reads_per_t=${R[noop_reads]} noop_ratio=${R[noop_ratio]} ceiling_watched_writes_per_s=${ceiling_watched} noop_ratio_watched=${R[noop_ratio_watched]} runsc_tps=${R[runsc_tps]} runsc_p50_ms=${R[runsc_p50]} runsc_p99_ms=${R[runsc_p99]} runsc_writes_per_t=${R[runsc_writes]} runsc_ratio=${R[runsc_ratio]}"
+echo
+echo "The API server's own mean latency per request (count × mean), and the watch events it sent:"
+api_split "ceiling (before the no-op rounds)" ceiling1-start ceiling1-end
+api_split "no-op driver rounds" noop-start noop-end
+api_split "ceiling, the agent's status patches" shaped-start shaped-end
+api_split "ceiling with two watches open" watched-start watched-end
+# The issue measures the ratio against "the API server's own ceiling for the same writes": the
+# loop writing the agent's own status patches is that; the one-field loop stays beside it.
+verdict() { [[ "$(echo "$1 >= 0.70" | bc)" == 1 ]] && echo met || echo missed; }
+echo "target no-op ratio >= 0.70 against the ceiling for the same writes (the agent's status patches): $(verdict "${R[noop_ratio_shaped]}") (${R[noop_ratio_shaped]});" \
+  "against the one-field patch loop: $(verdict "${R[noop_ratio]}") (${R[noop_ratio]})"
+echo "RESULT ceiling_writes_per_s=${ceiling} noop_tps=${R[noop_tps]} noop_p50_ms=${R[noop_p50]} noop_p99_ms=${R[noop_p99]} noop_writes_per_t=${R[noop_writes]} noop_reads_per_t=${R[noop_reads]} noop_ratio=${R[noop_ratio]} ceiling_watched_writes_per_s=${ceiling_watched} noop_ratio_watched=${R[noop_ratio_watched]} ceiling_shaped_writes_per_s=${ceiling_shaped} noop_ratio_shaped=${R[noop_ratio_shaped]} runsc_tps=${R[runsc_tps]} runsc_p50_ms=${R[runsc_p50]} runsc_p99_ms=${R[runsc_p99]} runsc_writes_per_t=${R[runsc_writes]} runsc_ratio=${R[runsc_ratio]}"

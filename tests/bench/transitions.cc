@@ -2,25 +2,32 @@
 // not a test; hack/bench/transitions.sh brings up the control plane and the node agent):
 //
 //   bench_transitions flip --kubeconfig K --namespace NS --node N --bundle DIR --actors 100
-//                          [--rounds 4] [--threads 4] [--timeout-s 300]
+//                          [--rounds 4] [--threads 4] [--timeout-s 300] [--save-statuses FILE]
 //       creates --actors Actors pinned to N (label stasis.dev/bench=flip), waits until all are
 //       STATUS_RUNNING, then flips them all Paused, Running, … (--rounds times): every round
 //       patches spec.desiredState of each actor from --threads threads (t0 just before its
 //       PATCH) while one watch records when its status.status reaches the new state (t1).
 //       Prints transitions/s per round (actors ÷ first t0 → last t1), p50/p99 of t1 − t0.
+//       --save-statuses: writes the status the agent wrote on reaching each state (the last
+//       actor of each round to arrive), for the ceiling's --statuses.
 //   bench_transitions ceiling --kubeconfig K --namespace NS --actors 100 [--threads 4]
-//                             [--seconds 20] [--watchers 0]
+//                             [--seconds 20] [--watchers 0] [--statuses FILE]
 //       the baseline: as many /status merge patches as --threads clients can make in a tight
 //       loop, round-robin over --actors Actors of their own (label stasis.dev/bench=ceiling,
 //       pinned to no node: nobody else writes them). Prints writes/s. With --watchers W, W
 //       watches of those actors (each parsing every event, as an informer does) are open
 //       during the loop: the fan-out every write of a watched object costs the API server.
+//       With --statuses (a file flip --save-statuses wrote), each client alternates its actors
+//       between the agent's own RUNNING and PAUSED statuses, each write the merge patch the
+//       agent's code computes between them (api::ActorStatusMergePatch): the writes the agent
+//       makes, in size and shape, instead of one small field.
 //
 // Both end with a `RESULT k=v …` line; transitions.sh turns them into the ratio.
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -120,6 +127,7 @@ int Flip(const Flags& f) {
   std::printf("flip: %ld actors STATUS_RUNNING after %.1f s\n", n, Seconds(SteadyClock::now() - boot));
 
   std::vector<double> latencies_ms;
+  json saved_statuses = json::object();
   double total_s = 0;
   long total = 0, failures = 0;
   for (long r = 0; r < rounds; ++r) {
@@ -127,6 +135,7 @@ int Flip(const Flags& f) {
     const std::string target = pause ? "STATUS_PAUSED" : "STATUS_RUNNING";
     std::vector<SteadyClock::time_point> t0(n), t1(n);
     std::vector<char> sent(n, 0), done(n, 0);
+    json last_status;  // of the last actor to arrive: the agent's status at the target state
     std::mutex mu;
     std::condition_variable cv;
     long remaining = n;
@@ -149,6 +158,7 @@ int Flip(const Flags& f) {
           if (sent[i] && !done[i]) {
             done[i] = 1;
             t1[i] = now;
+            last_status = obj.value("status", json::object());
             if (--remaining == 0) cv.notify_all();
           }
           return !cancel.load();
@@ -200,15 +210,44 @@ int Flip(const Flags& f) {
                 target.c_str(), round_ms.size(), s, round_ms.size() / s, Percentile(round_ms, 50),
                 Percentile(round_ms, 99));
     total_s += s;
+    saved_statuses[target] = last_status;
     total += static_cast<long>(round_ms.size());
     latencies_ms.insert(latencies_ms.end(), round_ms.begin(), round_ms.end());
   }
   if (rounds == 0) return 0;  // boot only (transitions.sh counts the agent's requests after it)
+  if (const std::string path = f.Get("save-statuses"); !path.empty()) {
+    std::ofstream(path) << saved_statuses.dump(2) << "\n";
+  }
   std::printf("flip: %ld transitions, %.1f/s; latency spec change → status p50 %.0f ms, p99 %.0f ms (nearest rank)\n",
               total, total / total_s, Percentile(latencies_ms, 50), Percentile(latencies_ms, 99));
   std::printf("RESULT transitions=%ld transitions_per_s=%.2f p50_ms=%.1f p99_ms=%.1f patch_failures=%ld\n", total,
               total / total_s, Percentile(latencies_ms, 50), Percentile(latencies_ms, 99), failures);
   return failures == 0 ? 0 : 1;
+}
+
+// The merge patches RUNNING → PAUSED and PAUSED → RUNNING between the statuses the agent wrote
+// (flip --save-statuses), as the agent's status writes compute them.
+Result<std::vector<json>> ShapedPatches(const std::string& path) {
+  std::ifstream in(path);
+  const json saved = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!saved.is_object() || !saved.contains("STATUS_RUNNING") || !saved.contains("STATUS_PAUSED")) {
+    return Status(Code::kInvalidArgument, path + ": no RUNNING and PAUSED statuses (flip --save-statuses)");
+  }
+  auto actor_with = [](const json& status) {
+    return api::ActorFromJson({{"apiVersion", api::kApiVersion},
+                               {"kind", api::kActorKind},
+                               {"metadata", {{"name", "shape"}, {"namespace", "shape"}}},
+                               {"spec", {{"bundle", "/var/lib/stasis/bundles/none"}}},
+                               {"status", status}});
+  };
+  auto running = actor_with(saved["STATUS_RUNNING"]);
+  auto paused = actor_with(saved["STATUS_PAUSED"]);
+  if (!running.ok()) return running.status();
+  if (!paused.ok()) return paused.status();
+  auto to_paused = api::ActorStatusMergePatch(*running, *paused);
+  auto to_running = api::ActorStatusMergePatch(*paused, *running);
+  if (!to_paused || !to_running) return Status(Code::kInvalidArgument, path + ": the two statuses are equal");
+  return std::vector<json>{*to_paused, *to_running};
 }
 
 int Ceiling(const Flags& f) {
@@ -248,6 +287,16 @@ int Ceiling(const Flags& f) {
     }
     std::this_thread::sleep_for(200ms);  // established before the first write
   }
+  // With --statuses: the agent's two statuses, and the patches its own code makes between them.
+  std::vector<json> shaped;
+  if (const std::string path = f.Get("statuses"); !path.empty()) {
+    auto statuses = ShapedPatches(path);
+    if (!statuses.ok()) {
+      std::fprintf(stderr, "ceiling: %s\n", statuses.status().ToString().c_str());
+      return 1;
+    }
+    shaped = std::move(*statuses);
+  }
   std::vector<std::thread> pool;
   const auto start = SteadyClock::now();
   for (int t = 0; t < threads; ++t) {
@@ -255,8 +304,10 @@ int Ceiling(const Flags& f) {
       auto c = NewClient(f.Get("kubeconfig"));
       while (Seconds(SteadyClock::now() - start) < seconds) {
         const long k = next++;
-        // A status write of the agent's kind: a /status merge patch that changes a field.
-        json patch = {{"status", {{"sandboxID", "bench-" + std::to_string(k)}}}};
+        // Without --statuses: a /status merge patch that changes one small field. With it:
+        // actor k % n's next write in its RUNNING → PAUSED → RUNNING … cycle (round k / n).
+        json patch = shaped.empty() ? json{{"status", {{"sandboxID", "bench-" + std::to_string(k)}}}}
+                                    : shaped[static_cast<size_t>(k / n) % shaped.size()];
         auto r = c->Patch(kActors, ns, Numbered("ceiling", k % n), PatchType::kMerge, patch, "status");
         (r.ok() ? writes : errors)++;
       }
