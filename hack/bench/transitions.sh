@@ -197,11 +197,16 @@ R[noop_ratio]="$(calc "${R[noop_tps]} * ${R[noop_writes]} / ${ceiling}")"
 # above, each write the patch its own code computes between them.
 cpu_mark shaped-start
 shaped_out="$("${bench}" ceiling --namespace ceiling --kubeconfig "${KUBECONFIG}" --actors "${actors}" \
-  --threads "${concurrency}" --seconds "${ceiling_s}" --statuses "${work}/noop-statuses.json")"
+  --threads "${concurrency}" --seconds "${ceiling_s}" --statuses "${work}/noop-statuses.json")" || true
 cpu_mark shaped-end
 echo "${shaped_out}" | grep -v '^RESULT'
 ceiling_shaped="$(result ceiling_writes_per_s "${shaped_out}")"
-R[noop_ratio_shaped]="$(calc "${R[noop_tps]} * ${R[noop_writes]} / ${ceiling_shaped}")"
+# (With --rounds 1 the agent wrote no RUNNING status after a pause: nothing to replay, n/a.)
+if [[ -n "${ceiling_shaped}" ]]; then
+  R[noop_ratio_shaped]="$(calc "${R[noop_tps]} * ${R[noop_writes]} / ${ceiling_shaped}")"
+else
+  ceiling_shaped="n/a" R[noop_ratio_shaped]=0
+fi
 # Not the target's baseline, an explanation of it: the same loop while two watches of the
 # written actors are open, as during the flip (the agent's informer and the benchmark's own
 # watch each receive every status write of an actor). What the fan-out costs the API server.
