@@ -774,7 +774,7 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
     }
     return true;
   };
-  if (delete_now) delete_stopped();
+  bool deleted = delete_now && delete_stopped();
   SnapshotManifest m;
   m.id = id;
   m.ns = c.a.metadata.namespace_;
@@ -842,13 +842,14 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   // A failed release is settled by the next reconcile's quorum read (the actor is at rest;
   // the error returned below makes one), a crash here by restart recovery; the queue runs no
   // other reconcile of this actor (a resume) before this one returns.
-  bool deleted = delete_before_release && delete_stopped();
+  if (delete_before_release) deleted = delete_stopped();
   const Status released = workers_.Release(worker_name, c.actor_ref);
   if (!released.ok()) SetUnsettled(c.key, true);
 
   // Off the pause's path: nothing below decides anything a crash could lose.
   if (!delete_now && !delete_before_release) deleted = delete_stopped();
   if (deleted) {
+    // Left behind, the root would make the next reconcile ask runsc about a sandbox that is gone.
     std::error_code ec;
     fs::remove_all(c.ref.root, ec);
   }

@@ -584,6 +584,40 @@ TEST_F(NodeAgentTest, PauseAndResume) {
   EXPECT_THAT(CondMessage(actor, "Ready"), HasSubstr(snap.value("id", "")));
 }
 
+// checkpointPolicy LeaveRunningThenStop: the save leaves the sandbox running, so it is deleted
+// before the PAUSED write (the status never says "at rest" while the workload still runs), and
+// nothing of it is left afterwards; the resume continues the counter.
+TEST_F(NodeAgentTest, LeaveRunningThenStopPausesAndResumes) {
+  Agent* a = StartAgent(Node("a"), PinnedRunsc());
+  ASSERT_NE(a, nullptr);
+  json spec = CounterSpec(a->node);
+  spec["checkpointPolicy"] = "LeaveRunningThenStop";
+  CreateActor("lr", spec);
+  json actor;
+  ASSERT_TRUE(WaitStatus("lr", "STATUS_RUNNING", 30s, &actor));
+  const long before = WaitCounter(*a, "lr", 5);
+
+  Patch("lr", {{"desiredState", "Paused"}});
+  ASSERT_TRUE(WaitStatus("lr", "STATUS_PAUSED", 30s, &actor));
+  ExpectAllWorkersFree(a->node);
+  const std::string log = ReadFile(a->proc->log_path());
+  const size_t checkpointed = log.find("component=runsc op=checkpoint sandbox=" + Id("lr") + " result=ok");
+  ASSERT_NE(checkpointed, std::string::npos) << AgentLogs();
+  const size_t deleted = log.find("component=runsc op=delete sandbox=" + Id("lr") + " result=ok", checkpointed);
+  const size_t paused = log.find("actor checkpointed actor=" + ns_ + "/lr ", checkpointed);
+  ASSERT_NE(deleted, std::string::npos) << AgentLogs();
+  ASSERT_NE(paused, std::string::npos) << AgentLogs();
+  EXPECT_LT(deleted, paused) << "the still-running sandbox was deleted after the PAUSED write\n" << AgentLogs();
+  // The sandbox's runsc root goes with it (polled: the reconcile ends after the write).
+  for (int i = 0; i < 100 && fs::exists(RunDir(*a, "lr")); ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(fs::exists(RunDir(*a, "lr"))) << "the paused actor's runsc root is left";
+
+  Patch("lr", {{"desiredState", "Running"}});
+  ASSERT_TRUE(WaitStatus("lr", "STATUS_RUNNING", 30s, &actor));
+  const long after = WaitCounter(*a, "lr", before);
+  EXPECT_GE(after, before) << "the counter restarted instead of continuing";
+}
+
 // A Pause snapshot is complete before its fsyncs (--pause-snapshot-sync deferred): its manifest
 // names this boot. One that names another boot (as after a reboot that could have torn it) is
 // read in full before the restore: intact, it resumes; damaged, the actor fails with the
