@@ -765,16 +765,20 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   // the pause's path, and a GPU one before its worker is given back. A crash in between
   // leaves a sandbox of an actor at rest, which every later reconcile and restart recovery
   // remove.
-  const bool delete_now = co.leave_running || data;
-  const bool delete_before_release = !delete_now && c.a.spec.gpu.count > 0;
-  auto delete_stopped = [&] {
+  enum class DeleteAt { kBeforeWrite, kBeforeRelease, kAfterRelease };
+  const DeleteAt delete_at = co.leave_running || data     ? DeleteAt::kBeforeWrite
+                             : c.a.spec.gpu.count > 0 ? DeleteAt::kBeforeRelease
+                                                      : DeleteAt::kAfterRelease;
+  bool deleted = false;
+  auto delete_if_at = [&](DeleteAt step) {
+    if (step != delete_at) return;
     if (Status s = c.driver->Delete(c.ref); !s.ok()) {
       spdlog::warn("sandbox delete after checkpoint failed actor={} error=\"{}\"", c.key, s.message());
-      return false;
+      return;
     }
-    return true;
+    deleted = true;
   };
-  bool deleted = delete_now && delete_stopped();
+  delete_if_at(DeleteAt::kBeforeWrite);
   SnapshotManifest m;
   m.id = id;
   m.ns = c.a.metadata.namespace_;
@@ -842,12 +846,12 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   // A failed release is settled by the next reconcile's quorum read (the actor is at rest;
   // the error returned below makes one), a crash here by restart recovery; the queue runs no
   // other reconcile of this actor (a resume) before this one returns.
-  if (delete_before_release) deleted = delete_stopped();
+  delete_if_at(DeleteAt::kBeforeRelease);
   const Status released = workers_.Release(worker_name, c.actor_ref);
   if (!released.ok()) SetUnsettled(c.key, true);
 
   // Off the pause's path: nothing below decides anything a crash could lose.
-  if (!delete_now && !delete_before_release) deleted = delete_stopped();
+  delete_if_at(DeleteAt::kAfterRelease);
   if (deleted) {
     // Left behind, the root would make the next reconcile ask runsc about a sandbox that is gone.
     std::error_code ec;

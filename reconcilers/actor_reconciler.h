@@ -15,15 +15,18 @@
 //  - Only a complete (renamed, with its manifest) snapshot becomes status.latestSnapshot; a
 //    Pause snapshot's checksums and fsyncs may follow it in the background (snapshot_store.h).
 //  - The worker is claimed before the sandbox starts and freed after it has stopped: a sandbox
-//    that still runs (-leave-running), is frozen (Data) or may hold a GPU is deleted first; the
-//    stopped sandbox of a Direct CPU checkpoint only after the PAUSED/SUSPENDED write, off the
-//    pause's path (what it leaves on a crash, the next reconcile deletes). The worker is given
+//    that still runs (-leave-running) or is frozen (Data) is deleted before the PAUSED/SUSPENDED
+//    write; the stopped sandbox of a Direct checkpoint after it, off the pause's path — a GPU
+//    one before the worker is given back (it may hold the device until torn down), a CPU one
+//    after (what either leaves on a crash, the next reconcile deletes). The worker is given
 //    back right after that write, also off the path: a worker an actor at rest still holds (the
 //    release failed, or the agent died) is freed by the next quorum read or restart recovery.
 //  - A Data snapshot (scope Data) archives the declared dataDirs of the frozen sandbox
 //    (data_dirs.h); a failed archive thaws it and the actor runs on. Its resume unpacks them and
 //    boots fresh from the bundle.
-//  - Decisions are made on a quorum read of the actor, never on the (possibly stale) cache.
+//  - Decisions are made on a quorum read of the actor, or — a pause or resume started from the
+//    informer's copy — on the cache with its resourceVersion as the first write's precondition,
+//    so a stale copy costs a 409 and a quorum read, never a wrong transition.
 //  - Status is written as a merge patch carrying the resourceVersion read: a concurrent writer
 //    (the cluster controller's forced cleanup) makes it fail with 409 rather than be overwritten.
 #pragma once

@@ -311,6 +311,19 @@ Result<SnapshotManifest> ReadManifest(const fs::path& dir) {
   }
 }
 
+// Every path a manifest lists stays inside its snapshot and is not the manifest itself: it is
+// read from disk, and a tampered one must not make the agent hash, copy or link outside.
+Status CheckManifestPaths(const fs::path& dir, const SnapshotManifest& m) {
+  for (const auto& f : m.files) {
+    if (!IsSafeRelativePath(f.path) || f.path == kManifestFile) {
+      return Status(Code::kFailedPrecondition,
+                    "snapshot " + dir.string() + ": manifest lists an unsafe path \"" + f.path + "\"",
+                    kSnapshotCorrupt);
+    }
+  }
+  return OkStatus();
+}
+
 // Checks every file the manifest lists: present, same size, same sha256.
 Result<SnapshotManifest> VerifyDir(const fs::path& dir, const std::string& ns,
                                    const std::string& name, const std::string& id) {
@@ -327,11 +340,9 @@ Result<SnapshotManifest> VerifyDir(const fs::path& dir, const std::string& ns,
     return corrupt("its checksums were never computed (completed without them in boot " +
                    manifest->deferred_sync_boot_id + "; the node rebooted before they were): unverifiable");
   }
+  if (Status s = CheckManifestPaths(dir, *manifest); !s.ok()) return s;
   int64_t total = 0;
   for (const auto& f : manifest->files) {
-    if (!IsSafeRelativePath(f.path) || f.path == kManifestFile) {
-      return corrupt("manifest lists an unsafe path \"" + f.path + "\"");
-    }
     const fs::path file = dir / f.path;
     std::error_code ec;
     if (!fs::is_regular_file(fs::symlink_status(file, ec))) return corrupt(f.path + " is missing");
@@ -368,18 +379,15 @@ Status FillPendingChecksums(const fs::path& dir) {
   auto manifest = ReadManifest(dir);
   if (!manifest.ok()) return manifest.status();
   if (!manifest->checksums_pending) return OkStatus();
+  if (Status s = CheckManifestPaths(dir, *manifest); !s.ok()) return s;
   std::error_code ec;
+  // A failure because the snapshot was removed meanwhile (a resume, a delete) is not an error.
+  auto removed_or = [&](Status s) {
+    return fs::exists(dir, ec) ? s : Status(Code::kNotFound, "snapshot " + dir.string() + " removed", kSnapshotNotFound);
+  };
   for (auto& f : manifest->files) {
-    if (!IsSafeRelativePath(f.path) || f.path == kManifestFile) {
-      return Status(Code::kFailedPrecondition,
-                    "snapshot " + dir.string() + ": manifest lists an unsafe path \"" + f.path + "\"",
-                    kSnapshotCorrupt);
-    }
     auto digest = HashFile(dir / f.path);
-    if (!digest.ok()) {
-      if (!fs::exists(dir, ec)) return Status(Code::kNotFound, "snapshot " + dir.string() + " removed", kSnapshotNotFound);
-      return digest.status();
-    }
+    if (!digest.ok()) return removed_or(digest.status());
     if (digest->size != f.size) {
       return Status(Code::kFailedPrecondition,
                     "snapshot " + dir.string() + ": " + f.path + " has " + std::to_string(digest->size) +
@@ -392,8 +400,7 @@ Status FillPendingChecksums(const fs::path& dir) {
   const fs::path tmp = dir / (std::string(kManifestFile) + ".tmp");
   fs::remove(tmp, ec);
   if (Status s = WriteNewFile(tmp, ManifestToJson(*manifest).dump(2) + "\n", /*sync=*/true); !s.ok()) {
-    if (!fs::exists(dir, ec)) return Status(Code::kNotFound, "snapshot " + dir.string() + " removed", kSnapshotNotFound);
-    return s;
+    return removed_or(s);
   }
   fs::rename(tmp, dir / kManifestFile, ec);
   if (ec) return Status(Code::kInternal, "rename " + tmp.string() + ": " + ec.message(), kIoError);
@@ -687,13 +694,7 @@ Result<SnapshotManifest> SnapshotStore::Commit(const std::string& ns, const std:
                            local->name + "/" + local->id,
                        kSnapshotCorrupt));
   }
-  for (const auto& f : local->files) {
-    if (!IsSafeRelativePath(f.path)) {
-      return fail(Status(Code::kFailedPrecondition,
-                         "snapshot " + source.string() + ": unsafe path \"" + f.path + "\"",
-                         kSnapshotCorrupt));
-    }
-  }
+  if (Status s = CheckManifestPaths(source, *local); !s.ok()) return fail(s);
 
   const fs::path parent = fs::path(store_root_) / ns / name;
   const fs::path partial = parent / (id + kPartialSuffix);
