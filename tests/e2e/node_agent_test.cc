@@ -951,11 +951,17 @@ TEST_F(NodeAgentTest, GpuActorGetsItsDevicesFromCdi) {
   ExpectAllWorkersFree(a->node);
   // A stopped GPU sandbox may hold its device until it is torn down: deleted after the PAUSED
   // write, but before the worker goes back. The agent's log has one thread's lines in order.
-  const std::string log = ReadFile(a->proc->log_path());
+  // "worker freed" follows the release's response, which the Workers above may show first.
+  const std::string freed_line = "worker freed worker=" + worker + " actor=" + ns_ + "/gpu";
+  std::string log = ReadFile(a->proc->log_path());
+  for (int i = 0; i < 100 && log.find(freed_line) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(50ms);
+    log = ReadFile(a->proc->log_path());
+  }
   const size_t checkpointed = log.find("component=runsc op=checkpoint sandbox=" + Id("gpu") + " result=ok");
   ASSERT_NE(checkpointed, std::string::npos) << AgentLogs();
   const size_t deleted = log.find("component=runsc op=delete sandbox=" + Id("gpu") + " result=ok", checkpointed);
-  const size_t freed = log.find("worker freed worker=" + worker + " actor=" + ns_ + "/gpu", checkpointed);
+  const size_t freed = log.find(freed_line, checkpointed);
   ASSERT_NE(deleted, std::string::npos) << AgentLogs();
   ASSERT_NE(freed, std::string::npos) << AgentLogs();
   EXPECT_LT(deleted, freed) << "the GPU sandbox was deleted after its worker was given back\n" << AgentLogs();
