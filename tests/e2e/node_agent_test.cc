@@ -1406,16 +1406,30 @@ TEST_F(DataSnapshotTest, FailedArchiveThawsAndKeepsRunning) {
   ASSERT_TRUE(WaitStatus("fa", "STATUS_RUNNING", 30s, &x));
   const long before = WaitCounter(*a, "fa", 5);
   Patch("fa", {{"desiredState", "Paused"}});
-  ASSERT_TRUE(WaitActor("fa", [](const json& y) { return CondIs(y, "CheckpointFailed", "True"); }, 30s,
-                        "CheckpointFailed", &x));
-  EXPECT_EQ(StatusOf(x), "STATUS_RUNNING");
+  // Back to RUNNING with the condition after each failed attempt, and retried with backoff
+  // (1 s, 2 s, …): a poll may first meet a retry's PAUSING, which still carries the condition.
+  ASSERT_TRUE(WaitActor(
+      "fa",
+      [](const json& y) { return CondIs(y, "CheckpointFailed", "True") && StatusOf(y) == "STATUS_RUNNING"; },
+      30s, "RUNNING with CheckpointFailed", &x));
   EXPECT_EQ(CondReason(x, "CheckpointFailed"), "DataArchiveFailed");
   EXPECT_THAT(CondMessage(x, "CheckpointFailed"), HasSubstr("tar"));
   EXPECT_FALSE(StatusField(x, "latestSnapshot").is_object());
   ExpectHeldBy(a->node, "fa", x);
+  // The user gives up on the pause. Once the agent has seen that, no retry is in flight or to
+  // come, so what a failed attempt left behind can be checked without racing the next one.
+  Patch("fa", {{"desiredState", "Running"}});
+  ASSERT_TRUE(WaitActor(
+      "fa",
+      [](const json& y) {
+        return StatusOf(y) == "STATUS_RUNNING" && y.contains("status") &&
+               y["status"].value("observedGeneration", 0L) == y["metadata"].value("generation", -1L);
+      },
+      30s, "RUNNING at the new generation", &x));
   WaitCounter(*a, "fa", before + 10);  // thawed: it counts on
   EXPECT_THAT(PartialDirs(root / "snapshots"), ::testing::IsEmpty());
   EXPECT_THAT(Entries(LocalSnapshots(*a, "fa")), ::testing::IsEmpty());
+  ExpectHeldBy(a->node, "fa", x);
 }
 
 // A dataDir in the container's own root filesystem (no bind mount) cannot be kept by a fresh
