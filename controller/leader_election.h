@@ -50,8 +50,9 @@ struct LeaderElectionConfig {
   // Called on the elector's thread. on_started_leading when this process acquires the Lease;
   // on_stopped_leading when it *loses* it (renewal failed until the renew deadline): the
   // process should then stop its guarded work and exit, as controller-runtime does. A planned
-  // Stop() does not call it. on_new_leader whenever the observed holder changes ("" when the
-  // Lease was released).
+  // Stop() does not call it; one that lands while the Lease is being acquired hands it back
+  // without calling on_started_leading (the guarded work never starts). on_new_leader
+  // whenever the observed holder changes ("" when the Lease was released).
   std::function<void()> on_started_leading;
   std::function<void()> on_stopped_leading;
   std::function<void(const std::string& identity)> on_new_leader;
