@@ -336,6 +336,45 @@ class NodeAgentTest : public ::testing::Test {
     return out;
   }
 
+  // Where the agent logged the steps that follow an actor's successful checkpoint (one
+  // reconcile's lines are in order): its sandbox's delete, "actor checkpointed" (after the
+  // PAUSED/SUSPENDED write) and "worker freed" (and which worker); npos for a step not logged.
+  // "worker freed" follows the release's response, which a test's Workers poll may see first:
+  // waited for (5 s).
+  struct StepsAfterCheckpoint {
+    size_t deleted = std::string::npos, written = std::string::npos, freed = std::string::npos;
+    std::string freed_worker;
+  };
+  StepsAfterCheckpoint StepsAfterCheckpointInLog(const Agent& a, const std::string& name) {
+    auto find_freed = [&](const std::string& log, size_t from) {
+      const std::string step = "worker freed worker=", tail = " actor=" + ns_ + "/" + name;
+      for (size_t at = log.find(step, from); at != std::string::npos; at = log.find(step, at + 1)) {
+        const size_t end = log.find('\n', at);
+        if (std::string_view(log).substr(at, end == std::string::npos ? end : end - at).ends_with(tail)) return at;
+      }
+      return std::string::npos;
+    };
+    StepsAfterCheckpoint steps;
+    std::string log = ReadFile(a.proc->log_path());
+    const size_t checkpointed = log.find("component=runsc op=checkpoint sandbox=" + Id(name) + " result=ok");
+    if (checkpointed == std::string::npos) {
+      ADD_FAILURE() << "no successful checkpoint of " << name << " in the agent's log\n" << AgentLogs();
+      return steps;
+    }
+    for (int i = 0; i < 100 && find_freed(log, checkpointed) == std::string::npos; ++i) {
+      std::this_thread::sleep_for(50ms);
+      log = ReadFile(a.proc->log_path());
+    }
+    steps.deleted = log.find("component=runsc op=delete sandbox=" + Id(name) + " result=ok", checkpointed);
+    steps.written = log.find("actor checkpointed actor=" + ns_ + "/" + name + " ", checkpointed);
+    steps.freed = find_freed(log, checkpointed);
+    if (steps.freed != std::string::npos) {
+      const size_t name_at = steps.freed + std::string("worker freed worker=").size();
+      steps.freed_worker = log.substr(name_at, log.find(' ', name_at) - name_at);
+    }
+    return steps;
+  }
+
   void CreateActor(const std::string& name, json spec) {
     if (!spec.contains("timeouts")) spec["timeouts"] = {{"checkpointSeconds", 60}, {"restoreSeconds", 60}};
     json actor = {{"apiVersion", "stasis.dev/v1alpha1"},
@@ -600,14 +639,10 @@ TEST_F(NodeAgentTest, LeaveRunningThenStopPausesAndResumes) {
   Patch("lr", {{"desiredState", "Paused"}});
   ASSERT_TRUE(WaitStatus("lr", "STATUS_PAUSED", 30s, &actor));
   ExpectAllWorkersFree(a->node);
-  const std::string log = ReadFile(a->proc->log_path());
-  const size_t checkpointed = log.find("component=runsc op=checkpoint sandbox=" + Id("lr") + " result=ok");
-  ASSERT_NE(checkpointed, std::string::npos) << AgentLogs();
-  const size_t deleted = log.find("component=runsc op=delete sandbox=" + Id("lr") + " result=ok", checkpointed);
-  const size_t paused = log.find("actor checkpointed actor=" + ns_ + "/lr ", checkpointed);
-  ASSERT_NE(deleted, std::string::npos) << AgentLogs();
-  ASSERT_NE(paused, std::string::npos) << AgentLogs();
-  EXPECT_LT(deleted, paused) << "the still-running sandbox was deleted after the PAUSED write\n" << AgentLogs();
+  const auto steps = StepsAfterCheckpointInLog(*a, "lr");
+  ASSERT_NE(steps.deleted, std::string::npos) << AgentLogs();
+  ASSERT_NE(steps.written, std::string::npos) << AgentLogs();
+  EXPECT_LT(steps.deleted, steps.written) << "the still-running sandbox was deleted after the PAUSED write\n" << AgentLogs();
   // The sandbox's runsc root goes with it (polled: the reconcile ends after the write).
   for (int i = 0; i < 100 && fs::exists(RunDir(*a, "lr")); ++i) std::this_thread::sleep_for(100ms);
   EXPECT_FALSE(fs::exists(RunDir(*a, "lr"))) << "the paused actor's runsc root is left";
@@ -950,25 +985,15 @@ TEST_F(NodeAgentTest, GpuActorGetsItsDevicesFromCdi) {
   EXPECT_TRUE(CondIs(actor, "CudaCheckpointReady", "True")) << actor["status"].dump(2);
   ExpectAllWorkersFree(a->node);
   // A stopped GPU sandbox may hold its device until it is torn down: deleted after the PAUSED
-  // write, but before the worker goes back. The agent's log has one thread's lines in order.
-  // "worker freed" follows the release's response, which the Workers above may show first.
-  const std::string freed_line = "worker freed worker=" + worker + " actor=" + ns_ + "/gpu";
-  std::string log = ReadFile(a->proc->log_path());
-  for (int i = 0; i < 100 && log.find(freed_line) == std::string::npos; ++i) {
-    std::this_thread::sleep_for(50ms);
-    log = ReadFile(a->proc->log_path());
-  }
-  const size_t checkpointed = log.find("component=runsc op=checkpoint sandbox=" + Id("gpu") + " result=ok");
-  ASSERT_NE(checkpointed, std::string::npos) << AgentLogs();
-  const size_t deleted = log.find("component=runsc op=delete sandbox=" + Id("gpu") + " result=ok", checkpointed);
-  const size_t freed = log.find(freed_line, checkpointed);
-  ASSERT_NE(deleted, std::string::npos) << AgentLogs();
-  ASSERT_NE(freed, std::string::npos) << AgentLogs();
-  EXPECT_LT(deleted, freed) << "the GPU sandbox was deleted after its worker was given back\n" << AgentLogs();
+  // write, but before the worker goes back.
+  const auto steps = StepsAfterCheckpointInLog(*a, "gpu");
+  ASSERT_NE(steps.deleted, std::string::npos) << AgentLogs();
+  ASSERT_NE(steps.freed, std::string::npos) << AgentLogs();
+  EXPECT_EQ(steps.freed_worker, worker);
+  EXPECT_LT(steps.deleted, steps.freed) << "the GPU sandbox was deleted after its worker was given back\n" << AgentLogs();
   // ... and after the PAUSED write: the teardown (~1 s on an H200) is off the pause's path.
-  const size_t paused = log.find("actor checkpointed actor=" + ns_ + "/gpu ", checkpointed);
-  ASSERT_NE(paused, std::string::npos) << AgentLogs();
-  EXPECT_LT(paused, deleted) << "the GPU sandbox was deleted before the PAUSED write\n" << AgentLogs();
+  ASSERT_NE(steps.written, std::string::npos) << AgentLogs();
+  EXPECT_LT(steps.written, steps.deleted) << "the GPU sandbox was deleted before the PAUSED write\n" << AgentLogs();
   auto checkpoints = InjectCalls("checkpoint", "gpu");
   ASSERT_EQ(checkpoints.size(), 1u) << ReadFile(InjectLog());
   EXPECT_THAT(checkpoints[0], HasSubstr("-cuda-checkpoint-path /opt/cuda/cuda-checkpoint "));

@@ -31,10 +31,8 @@ json Counter(const std::string& name) {
 class ConflictTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ns_ = "conflict-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::transform(ns_.begin(), ns_.end(), ns_.begin(), [](unsigned char c) { return std::tolower(c); });
-    auto r = ControlPlane::Get().Kubectl({"create", "namespace", ns_});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ns_ = ControlPlane::Get().CreateTestNamespace("conflict");
+    ASSERT_FALSE(ns_.empty());
     client_ = NewClient();
   }
   std::string ns_;

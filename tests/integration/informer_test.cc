@@ -78,10 +78,8 @@ void ExpectCacheMatchesList(KubeClient& client, const Informer& informer, const 
 class InformerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ns_ = "informer-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    for (auto& c : ns_) c = static_cast<char>(std::tolower(c));
-    auto r = ControlPlane::Get().Kubectl({"create", "namespace", ns_});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ns_ = ControlPlane::Get().CreateTestNamespace("informer");
+    ASSERT_FALSE(ns_.empty());
     client_ = NewClient();
   }
   void Start(Informer& informer) {

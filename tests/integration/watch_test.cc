@@ -95,10 +95,8 @@ std::string Filler(int seed) {
 class WatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ns_ = "watch-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    for (auto& c : ns_) c = static_cast<char>(std::tolower(c));
-    auto r = ControlPlane::Get().Kubectl({"create", "namespace", ns_});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ns_ = ControlPlane::Get().CreateTestNamespace("watch");
+    ASSERT_FALSE(ns_.empty());
     client_ = ControlPlane::Get().NewClient();
     auto list = client_->List(kConfigMaps, ns_);
     ASSERT_TRUE(list.ok()) << list.status().ToString();

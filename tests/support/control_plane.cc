@@ -4,6 +4,10 @@
 
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -88,6 +92,17 @@ CommandResult ControlPlane::Kubectl(const std::vector<std::string>& args,
     return failed;
   }
   return *r;
+}
+
+std::string ControlPlane::CreateTestNamespace(const std::string& prefix) const {
+  std::string ns = prefix + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::transform(ns.begin(), ns.end(), ns.begin(), [](unsigned char c) { return std::tolower(c); });
+  auto r = Kubectl({"create", "namespace", ns});
+  if (r.exit_code != 0) {
+    ADD_FAILURE() << "create namespace " << ns << ": " << r.err;
+    return "";
+  }
+  return ns;
 }
 
 std::string ControlPlane::InstallStasisApi() const {

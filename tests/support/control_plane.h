@@ -32,6 +32,10 @@ class ControlPlane {
   CommandResult Kubectl(const std::vector<std::string>& args,
                         const std::string& stdin_data = "") const;
 
+  // Creates a namespace of the running test's own, "<prefix>-<test name in lower case>", and
+  // returns its name; "" (with the test failed) when kubectl could not.
+  std::string CreateTestNamespace(const std::string& prefix) const;
+
   // stasis's API in this control plane: applies manifests/crd/, waits until both CRDs are
   // Established, creates the namespace stasis-system. "" when done, else what failed.
   std::string InstallStasisApi() const;
