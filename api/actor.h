@@ -16,7 +16,7 @@
 #include "api/conditions.h"
 #include "api/names.h"
 #include "api/object_meta.h"
-#include "api/rfc3339.h"
+#include "base/time.h"
 
 namespace stasis::api {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "api/rfc3339.h"
+#include "base/time.h"
 
 namespace stasis::api {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "controller/result.h"
+#include "base/status.h"
 
 namespace stasis::api {
 

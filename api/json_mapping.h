@@ -20,7 +20,7 @@
 
 #include "api/actor.h"
 #include "api/worker.h"
-#include "controller/result.h"
+#include "base/status.h"
 
 namespace stasis::api {
 

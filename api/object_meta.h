@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "api/rfc3339.h"
+#include "base/time.h"
 
 namespace stasis::api {
 

@@ -16,7 +16,8 @@
 #include "api/defaults.h"
 #include "api/json_mapping.h"
 #include "api/names.h"
-#include "api/rfc3339.h"
+#include "base/names.h"
+#include "base/time.h"
 
 namespace stasis::api {
 namespace {
@@ -137,25 +138,6 @@ bool NoDotDotSegment(const json& self) {
                                    (end == std::string::npos ? s.size() : end) - start);
     if (segment == "..") return false;
     if (end == std::string::npos) return true;
-    start = end + 1;
-  }
-}
-
-// ^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$
-bool IsDnsSubdomain(std::string_view s) {
-  if (s.empty()) return false;
-  size_t start = 0;
-  while (true) {
-    const size_t end = s.find('.', start);
-    const std::string_view label =
-        s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    if (label.empty()) return false;
-    auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-    if (!alnum(label.front()) || !alnum(label.back())) return false;
-    for (char c : label) {
-      if (!alnum(c) && c != '-') return false;
-    }
-    if (end == std::string_view::npos) return true;
     start = end + 1;
   }
 }

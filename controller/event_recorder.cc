@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "controller/api_time.h"
+#include "base/time.h"
 
 namespace stasis {
 namespace {
@@ -245,7 +245,7 @@ void KubeEventRecorder::Send(const Pending& event) {
   }
 
   std::string key = AggregationKey(event);
-  std::string timestamp = FormatApiTime(event.when);
+  std::string timestamp = FormatTime(event.when);
 
   // A repeat within the window: count it on the Event already written.
   if (auto it = aggregates_.find(key);

@@ -24,7 +24,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "controller/clock.h"
+#include "base/clock.h"
 #include "controller/kube_client.h"
 
 namespace stasis {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/result.h"
+#include "base/status.h"
 
 namespace stasis {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "controller/result.h"
+#include "base/status.h"
 
 namespace stasis {
 

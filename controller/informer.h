@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/clock.h"
+#include "base/clock.h"
 #include "controller/kube_client.h"
 #include "controller/object_store.h"
 

@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "controller/result.h"
+#include "base/status.h"
 #include "controller/transport.h"
 
 namespace stasis {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "controller/api_time.h"
+#include "base/time.h"
 
 namespace stasis {
 namespace {
@@ -218,7 +218,7 @@ json LeaderElector::LeaseWith(const Record& r) const {
 
 bool LeaderElector::TryAcquireOrRenew() {
   auto now = clock_.Now();
-  std::string wall = FormatApiMicroTime(clock_.WallNow());
+  std::string wall = FormatMicroTime(clock_.WallNow());
   Record record;
   record.holder = config_.identity;
   record.lease_duration_seconds = static_cast<int>(
@@ -314,7 +314,7 @@ bool LeaderElector::TryAcquireOrRenew() {
 
 void LeaderElector::Release() {
   if (!lease_ || !ObservedIsUs()) return;
-  std::string wall = FormatApiMicroTime(clock_.WallNow());
+  std::string wall = FormatMicroTime(clock_.WallNow());
   Record record;
   record.holder = "";
   record.lease_duration_seconds = 1;  // client-go: the Lease is free again almost at once

@@ -23,10 +23,10 @@
 #include <string>
 #include <thread>
 
-#include "controller/clock.h"
+#include "base/clock.h"
 #include "controller/kube_client.h"
 #include "controller/metrics.h"
-#include "controller/result.h"
+#include "base/status.h"
 
 namespace stasis {
 

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <string>
 
-#include "controller/result.h"
+#include "base/status.h"
 
 namespace stasis {
 

@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-#include "controller/result.h"
+#include "base/status.h"
 
 namespace stasis {
 

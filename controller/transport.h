@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "controller/result.h"
+#include "base/status.h"
 #include "controller/rest_config.h"
 
 namespace stasis {

@@ -27,7 +27,7 @@
 #include <unordered_set>
 #include <utility>
 
-#include "controller/clock.h"
+#include "base/clock.h"
 
 namespace stasis {
 

@@ -1,5 +1,9 @@
-// The ResourceTypes of the stasis API and the built-ins the reconcilers use, in one place.
+// What both roles know of the API: the ResourceTypes of the stasis API and the built-ins the
+// reconcilers use, and the name of a node's heartbeat Lease (written by the node agent, read by
+// the cluster controller).
 #pragma once
+
+#include <string>
 
 #include "api/names.h"
 #include "controller/kube_client.h"
@@ -9,5 +13,8 @@ namespace stasis {
 inline const ResourceType kActorType{api::kGroup, api::kVersion, api::kActorResource, true};
 inline const ResourceType kWorkerType{api::kGroup, api::kVersion, api::kWorkerResource, false};
 inline const ResourceType kLeaseType{"coordination.k8s.io", "v1", "leases", true};
+
+// The coordination.k8s.io/v1 Lease a node agent renews while it lives.
+inline std::string NodeLeaseName(const std::string& node) { return "stasis-node-" + node; }
 
 }  // namespace stasis

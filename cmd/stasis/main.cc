@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "controller/flags.h"
-#include "reconcilers/cluster_controller.h"
-#include "reconcilers/gpu_discovery.h"
-#include "reconcilers/node_agent.h"
+#include "reconcilers/cluster/cluster_controller.h"
+#include "runtimes/gpu/gpu_discovery.h"
+#include "reconcilers/node/node_agent.h"
 
 namespace {
 

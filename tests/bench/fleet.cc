@@ -50,7 +50,7 @@ json SuspendedActor(const std::string& ns, const std::string& name, const std::s
 }
 
 json SuspendedStatus(const std::string& ns, const std::string& name, const std::string& node) {
-  const api::Time now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+  const Time now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
   api::Actor a;
   a.metadata.generation = 1;
   a.status.status = api::ActorState::kSuspended;

@@ -26,8 +26,8 @@
 #include <thread>
 #include <vector>
 
-#include "reconcilers/qemu_microvm_driver.h"
-#include "reconcilers/runsc_driver.h"
+#include "runtimes/qemu_microvm_driver.h"
+#include "runtimes/runsc_driver.h"
 #include "tests/support/microvm.h"
 #include "tests/support/sandbox.h"
 

@@ -11,7 +11,7 @@
 #include <atomic>
 #include <cstdio>
 
-#include "reconcilers/node_agent.h"
+#include "reconcilers/node/node_agent.h"
 #include "tests/bench/bench_common.h"
 #include "tests/bench/noop_runtime_driver.h"
 

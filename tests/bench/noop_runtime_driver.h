@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "reconcilers/runtime_driver.h"
+#include "runtimes/runtime_driver.h"
 
 namespace stasis::bench {
 

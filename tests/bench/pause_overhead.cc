@@ -57,9 +57,9 @@
 #include "controller/rest_config.h"
 #include "controller/transport.h"
 #include "reconcilers/api_resources.h"
-#include "reconcilers/cdi.h"
-#include "reconcilers/gpu_bundle.h"
-#include "reconcilers/subprocess.h"
+#include "runtimes/gpu/cdi.h"
+#include "runtimes/gpu/gpu_bundle.h"
+#include "base/subprocess.h"
 
 namespace stasis {
 namespace {

@@ -30,7 +30,7 @@
 #include <sstream>
 #include <thread>
 
-#include "reconcilers/subprocess.h"
+#include "base/subprocess.h"
 #include "tests/support/background_process.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/grafana_dashboard.h"

@@ -32,7 +32,7 @@
 #include <thread>
 #include <vector>
 
-#include "reconcilers/subprocess.h"
+#include "base/subprocess.h"
 #include "tests/support/background_process.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/sandbox.h"

@@ -4,7 +4,7 @@
 // in the same boot), a second driver instance finding the VM (an agent restart), a QEMU killed
 // mid-snapshot (classified container_stopped, then cleaned by Delete), and restore refusals.
 // Every test deletes its VMs; the fixture checks that no QEMU of its root is left.
-#include "reconcilers/qemu_microvm_driver.h"
+#include "runtimes/qemu_microvm_driver.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // runtime_driver.h produced for real — except the nvproxy save error, which needs a GPU and is
 // produced by the labelled fault wrapper tests/support/runsc-nvproxy-fault.sh beside the real
 // runsc; the retry after it goes to the real runsc.
-#include "reconcilers/runsc_driver.h"
+#include "runtimes/runsc_driver.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // outage) must not get a live node's actors force-cleaned, and a replica that has just become
 // leader gives every node a whole lease duration before it counts as lost. The same actors are
 // cleaned once the Lease the API server holds really has expired.
-#include "reconcilers/cluster_reconciler.h"
+#include "reconcilers/cluster/cluster_reconciler.h"
 
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
@@ -12,9 +12,9 @@
 #include <string>
 
 #include "api/json_mapping.h"
-#include "controller/api_time.h"
+#include "base/time.h"
 #include "reconcilers/api_resources.h"
-#include "reconcilers/node_heartbeat.h"
+#include "reconcilers/node/node_heartbeat.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/fake_clock.h"
 
@@ -67,7 +67,7 @@ class ClusterReconcilerTest : public ::testing::Test {
             {"spec",
              {{"holderIdentity", node},
               {"leaseDurationSeconds", 10},
-              {"renewTime", FormatApiMicroTime(renew)}}}};
+              {"renewTime", FormatMicroTime(renew)}}}};
   }
 
   // The node's heartbeat Lease as the API server holds it, renewed at `renew`.

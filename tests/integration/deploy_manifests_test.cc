@@ -21,7 +21,7 @@
 
 #include "api/actor.h"
 #include "api/names.h"
-#include "controller/api_time.h"
+#include "base/time.h"
 #include "tests/support/background_process.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/sandbox.h"
@@ -584,7 +584,7 @@ json HeartbeatLease(const std::string& node, std::chrono::system_clock::time_poi
           {"spec",
            {{"holderIdentity", node},
             {"leaseDurationSeconds", duration_seconds},
-            {"renewTime", FormatApiMicroTime(renewed)}}}};
+            {"renewTime", FormatMicroTime(renewed)}}}};
 }
 
 // True once the API server answers NotFound (not on any other failure of kubectl).
@@ -700,7 +700,7 @@ TEST_F(DeployManifestsTest, ControllerWorksWithOnlyItsServiceAccount) {
                 {{"status", api::ToString(api::ActorState::kSuspending)},
                  {"nodeName", dead},
                  {"workerName", dead + "-slot0"},
-                 {"transitionStartTime", FormatApiTime(now)}}}});
+                 {"transitionStartTime", FormatTime(now)}}}});
   PatchStatus(
       "worker", dead + "-slot0", "",
       {{"status",

@@ -17,8 +17,8 @@
 
 #include "api/json_mapping.h"
 #include "reconcilers/api_resources.h"
-#include "reconcilers/node_workers.h"
-#include "reconcilers/snapshot_metrics.h"
+#include "reconcilers/node/node_workers.h"
+#include "reconcilers/node/snapshot_metrics.h"
 #include "tests/support/control_plane.h"
 
 namespace stasis {

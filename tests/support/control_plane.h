@@ -9,7 +9,7 @@
 
 #include "controller/kube_client.h"
 
-#include "reconcilers/subprocess.h"
+#include "base/subprocess.h"
 
 namespace stasis::testing {
 

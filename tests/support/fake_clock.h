@@ -13,7 +13,7 @@
 #include <mutex>
 #include <set>
 
-#include "controller/clock.h"
+#include "base/clock.h"
 
 namespace stasis::testing {
 

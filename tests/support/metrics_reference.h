@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/result.h"
+#include "base/status.h"
 
 namespace stasis::testing {
 

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "reconcilers/subprocess.h"
+#include "base/subprocess.h"
 
 namespace stasis::testing {
 

@@ -12,7 +12,7 @@
 #include <iostream>
 #include <thread>
 
-#include "reconcilers/subprocess.h"
+#include "base/subprocess.h"
 
 namespace stasis::testing {
 namespace {

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "controller/result.h"
+#include "base/status.h"
 #include "tests/support/background_process.h"
 
 namespace stasis::testing {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "reconcilers/subprocess.h"
+#include "base/subprocess.h"
 
 namespace stasis::testing {
 

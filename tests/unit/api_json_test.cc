@@ -9,7 +9,7 @@
 #include "api/json_mapping.h"
 #include "api/merge_patch.h"
 #include "api/names.h"
-#include "api/rfc3339.h"
+#include "base/time.h"
 #include "api/worker.h"
 #include "tests/support/bad_actors.h"
 

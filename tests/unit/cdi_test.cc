@@ -4,7 +4,7 @@
 // land in config.json. Device nodes are read from the host for real (/dev/null is 1:3 on
 // every Linux); the project's own manifests/cdi/stasis-cuda-checkpoint.yaml is parsed as
 // shipped.
-#include "reconcilers/cdi.h"
+#include "runtimes/gpu/cdi.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "reconcilers/gpu_bundle.h"
-#include "reconcilers/gpu_discovery.h"
+#include "runtimes/gpu/gpu_bundle.h"
+#include "runtimes/gpu/gpu_discovery.h"
 #include "tests/support/sandbox.h"
 
 namespace stasis {

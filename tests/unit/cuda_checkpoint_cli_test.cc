@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "api/names.h"
-#include "reconcilers/subprocess.h"
+#include "base/subprocess.h"
 
 namespace stasis {
 namespace {

@@ -1,7 +1,7 @@
 // data_dirs: a dataDir maps to a host directory only through a bind mount of the bundle, never
 // outside that mount's source; archives made with the real tar restore the directory exactly
 // (contents replaced, not merged).
-#include "reconcilers/data_dirs.h"
+#include "snapshots/data_dirs.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -14,8 +14,8 @@
 #include <string>
 
 #include "controller/metrics.h"
-#include "reconcilers/cluster_metrics.h"
-#include "reconcilers/snapshot_metrics.h"
+#include "reconcilers/cluster/cluster_metrics.h"
+#include "reconcilers/node/snapshot_metrics.h"
 #include "tests/support/grafana_dashboard.h"
 #include "tests/support/metrics_reference.h"
 #include "tests/support/sandbox.h"

@@ -1,6 +1,6 @@
 // microvm.json validation: the fields that reach QEMU's argv, and paths confined under the
 // bundle directory (a '..', an absolute path or a symlink out of it is refused).
-#include "reconcilers/microvm_bundle.h"
+#include "runtimes/microvm_bundle.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -14,7 +14,7 @@
 #include <set>
 #include <string>
 
-#include "reconcilers/subprocess.h"
+#include "base/subprocess.h"
 #include "tests/support/grafana_dashboard.h"
 #include "tests/support/sandbox.h"
 

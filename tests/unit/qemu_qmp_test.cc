@@ -2,7 +2,7 @@
 // events interleaved with answers, errors, a descriptor passed with a command, a server that
 // goes silent (deadline) or hangs up (closed). The real QEMU is in
 // tests/e2e/qemu_microvm_driver_test.cc.
-#include "reconcilers/qemu_qmp.h"
+#include "runtimes/qemu_qmp.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // RunscDriver's pure parts: the failure classification on runsc's exact texts, the bundle check,
 // and the argv it builds (recorded by a stand-in script; the real runsc is exercised in
 // tests/e2e/runsc_driver_test.cc).
-#include "reconcilers/runsc_driver.h"
+#include "runtimes/runsc_driver.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // SnapshotMetrics: the series dashboards and alerts take rate() of exist at zero from the start
 // (a series born at 1 hides its first increment from rate()), and a snapshot's throughput is its
 // size over its checkpoint's duration, observed with the size.
-#include "reconcilers/snapshot_metrics.h"
+#include "reconcilers/node/snapshot_metrics.h"
 
 #include <gtest/gtest.h>
 

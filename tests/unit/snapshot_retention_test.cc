@@ -1,7 +1,7 @@
 // Snapshot retention: which committed snapshots go (pure selection, hand-made fixtures), and
 // deletion for real in a snapshot-store directory built by SnapshotStore itself, with the actor
 // as the API server would return it injected through the reader.
-#include "reconcilers/snapshot_retention.h"
+#include "reconcilers/cluster/snapshot_retention.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -88,7 +88,7 @@ TEST(ProtectedSnapshotsTest, HandsOffDuringATransitionOrADeletion) {
     EXPECT_FALSE(ProtectedSnapshots(ActorIn(s, "s2"))) << api::ToString(s);
   }
   auto deleted = ActorIn(ActorState::kSuspended, "s2");
-  deleted.metadata.deletion_timestamp = api::Time(std::chrono::seconds(1'800'000'000));
+  deleted.metadata.deletion_timestamp = Time(std::chrono::seconds(1'800'000'000));
   EXPECT_FALSE(ProtectedSnapshots(deleted));
 }
 
@@ -257,7 +257,7 @@ TEST_F(SnapshotRetentionTest, AGoneActorOrAFailedReadDeletesNothing) {
 TEST_F(SnapshotRetentionTest, ADeletedActorIsLeftToItsDeletion) {
   CommitFive();
   auto a = ActorIn(ActorState::kSuspended, "s5");
-  a.metadata.deletion_timestamp = api::Time(std::chrono::seconds(1'800'000'000));
+  a.metadata.deletion_timestamp = Time(std::chrono::seconds(1'800'000'000));
   SnapshotRetention retention(controller_view_, 1, Returns(a));
   auto r = retention.Prune("default", "counter");
   ASSERT_TRUE(r.ok());

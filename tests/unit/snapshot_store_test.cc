@@ -2,7 +2,7 @@
 // with its boot recorded for a restore to check); commits
 // are verified copies; corruption, partial leftovers, bad names and unwritable stores are errors
 // with a code and reason the reconciler can act on.
-#include "reconcilers/snapshot_store.h"
+#include "snapshots/snapshot_store.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>

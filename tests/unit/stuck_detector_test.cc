@@ -1,5 +1,5 @@
 // Stuck detection, with hand-made times: no clock, no sleeping.
-#include "reconcilers/stuck_detector.h"
+#include "reconcilers/cluster/stuck_detector.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@ namespace {
 using namespace std::chrono_literals;
 using api::ActorState;
 
-api::Time T(int seconds) { return api::Time(std::chrono::seconds(1'800'000'000 + seconds)); }
+Time T(int seconds) { return Time(std::chrono::seconds(1'800'000'000 + seconds)); }
 
 api::Actor InState(ActorState s, std::optional<int> started = std::nullopt) {
   api::Actor a;

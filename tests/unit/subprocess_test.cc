@@ -1,5 +1,5 @@
 // RunCommand: argv only, deadlines that kill the whole process group, stderr kept.
-#include "reconcilers/subprocess.h"
+#include "base/subprocess.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

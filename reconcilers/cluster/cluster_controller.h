@@ -1,0 +1,32 @@
+// `stasis controller`, assembled: informers on Actors, Workers and the node heartbeat Leases;
+// the cluster reconciler behind leader election (only the leader reconciles; a standby keeps
+// its caches warm); the cluster gauges; metrics and health endpoints.
+#pragma once
+
+#include <atomic>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+
+namespace stasis {
+
+struct ClusterControllerOptions {
+  std::string kubeconfig;
+  std::string metrics_addr = ":8080";
+  bool leader_elect = true;
+  std::string namespace_ = "stasis-system";  // its Lease, and the nodes' heartbeat Leases
+  double lease_duration_s = 15, renew_deadline_s = 10, retry_period_s = 2;
+  int grace_seconds = 30;
+  int concurrency = 4;
+  std::string identity;  // "" = hostname_uuid
+  // The snapshot store as mounted here ("" = not mounted): the directory every node agent's
+  // --snapshot-store names. Retention and the removal of deleted actors' committed snapshots
+  // need it; it must exist.
+  std::string snapshot_store;
+  std::optional<int> retain;  // committed snapshots kept per actor; nullopt = all. Needs the store.
+};
+
+Status RunClusterController(const ClusterControllerOptions& options, const std::atomic<bool>* stop);
+
+}  // namespace stasis

@@ -1,0 +1,38 @@
+#include "reconcilers/cluster/cluster_metrics.h"
+
+namespace stasis {
+namespace {
+constexpr const char* kStatuses[] = {"STATUS_UNSPECIFIED", "STATUS_RESUMING", "STATUS_RUNNING",
+                                     "STATUS_SUSPENDING",  "STATUS_SUSPENDED", "STATUS_PAUSING",
+                                     "STATUS_PAUSED",      "STATUS_FAILED"};
+}  // namespace
+
+ClusterMetrics::ClusterMetrics(prometheus::Registry& registry)
+    : forced_cleanups_(prometheus::BuildCounter()
+                           .Name("stasis_forced_cleanups_total")
+                           .Help("Actors cleaned up by force: sandbox removed, worker freed")
+                           .Register(registry)),
+      actors_(prometheus::BuildGauge().Name("stasis_actors").Help("Actors by status").Register(registry)),
+      stuck_(prometheus::BuildGauge()
+                 .Name("stasis_actors_stuck")
+                 .Help("Actors stuck in a status past its deadline or on a lost node")
+                 .Register(registry)) {
+  for (const char* r : {"deadline", "node_lost", "deleted"}) forced_cleanups_.Add({{"reason", r}});
+  SetActors({}, {});
+}
+
+void ClusterMetrics::CountForcedCleanup(const std::string& reason) {
+  forced_cleanups_.Add({{"reason", reason}}).Increment();
+}
+
+void ClusterMetrics::SetActors(const std::map<std::string, int>& by_status,
+                               const std::map<std::string, int>& stuck_by_status) {
+  for (const char* s : kStatuses) {
+    auto a = by_status.find(s);
+    actors_.Add({{"status", s}}).Set(a == by_status.end() ? 0 : a->second);
+    auto b = stuck_by_status.find(s);
+    stuck_.Add({{"status", s}}).Set(b == stuck_by_status.end() ? 0 : b->second);
+  }
+}
+
+}  // namespace stasis

@@ -1,0 +1,394 @@
+#include "reconcilers/cluster/cluster_reconciler.h"
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+
+#include "api/json_mapping.h"
+#include "api/worker.h"
+#include "base/time.h"
+#include "reconcilers/api_resources.h"
+#include "reconcilers/cluster/stuck_detector.h"
+
+namespace stasis {
+
+using api::ActorState;
+
+ClusterReconciler::ClusterReconciler(ClusterReconcilerOptions options, KubeClient& client,
+                                     const ObjectStore& actors, const ObjectStore& workers,
+                                     const ObjectStore& leases, ClusterMetrics& metrics,
+                                     EventRecorder* events, Clock& clock, SnapshotStore* store)
+    : options_(std::move(options)), client_(client), actors_(actors), workers_(workers),
+      leases_(leases), metrics_(metrics), events_(events), clock_(clock), store_(store),
+      leading_since_(clock.Now()) {
+  if (store_ && options_.retain) {
+    retention_.emplace(*store_, *options_.retain,
+                       [this](const std::string& ns, const std::string& name) -> Result<api::Actor> {
+                         auto live = client_.Get(kActorType, ns, name);
+                         if (!live.ok()) return live.status();
+                         return api::ActorFromJson(*live);
+                       });
+  }
+}
+
+Time ClusterReconciler::Now() const {
+  return std::chrono::floor<std::chrono::seconds>(clock_.WallNow());
+}
+
+namespace {
+
+// Whether a heartbeat Lease is unexpired at `now`, and its duration.
+std::pair<bool, std::chrono::seconds> LeaseState(const json& lease, Clock::SystemTimePoint now) {
+  const json spec = lease.value("spec", json::object());
+  const std::chrono::seconds duration(spec.value("leaseDurationSeconds", 40));
+  auto renew = ParseTime(spec.value("renewTime", ""));
+  if (!renew.ok()) return {false, duration};
+  return {now < *renew + duration, duration};
+}
+
+}  // namespace
+
+std::optional<bool> ClusterReconciler::NodeAlive(const std::string& node) const {
+  if (node.empty()) return std::nullopt;
+  ObjectPtr lease = leases_.Get(options_.lease_namespace + "/" + NodeLeaseName(node));
+  if (!lease) return std::nullopt;
+  return LeaseState(*lease, clock_.WallNow()).first;
+}
+
+void ClusterReconciler::StartedLeading() { leading_since_ = clock_.Now(); }
+
+bool ClusterReconciler::NodeLossConfirmed(const std::string& node) {
+  auto lease = client_.Get(kLeaseType, options_.lease_namespace, NodeLeaseName(node));
+  if (!lease.ok()) {
+    spdlog::warn("node loss not confirmed node={} error=\"{}\"", node, lease.status().ToString());
+    return false;
+  }
+  const auto [alive, duration] = LeaseState(*lease, clock_.WallNow());
+  if (alive) {
+    spdlog::info("node heartbeat fresher than the cache node={} action=none", node);
+    return false;
+  }
+  if (clock_.Now() - leading_since_.load() < duration) {
+    spdlog::info("node heartbeat expired but this replica leads since less than its lease node={} "
+                 "lease_s={} action=wait", node, duration.count());
+    return false;
+  }
+  return true;
+}
+
+Status ClusterReconciler::FreeWorkersOf(const api::Actor& a) {
+  const api::ActorRef ref{a.metadata.namespace_, a.metadata.name};
+  for (const auto& obj : workers_.List()) {
+    auto w = api::WorkerFromJson(*obj);
+    if (!w.ok() || !w->IsHeldBy(ref)) continue;
+    // Compare-and-swap on the worker: if its agent changed it meanwhile, look again later.
+    json patch = {{"metadata", {{"resourceVersion", w->metadata.resource_version}}},
+                  {"status", {{"phase", "Free"}, {"actorRef", nullptr}}}};
+    auto r = client_.Patch(kWorkerType, "", w->metadata.name, PatchType::kMerge, patch, "status");
+    if (!r.ok()) return r.status();
+    spdlog::info("worker freed by controller worker={} actor={}", w->metadata.name, ref.Key());
+  }
+  return OkStatus();
+}
+
+Status ClusterReconciler::RemoveFinalizer(const api::Actor& a) {
+  api::Actor after = a;
+  if (!after.metadata.RemoveFinalizer(api::kActorFinalizer)) return OkStatus();
+  json patch = {{"metadata",
+                 {{"finalizers", after.metadata.finalizers},
+                  {"resourceVersion", a.metadata.resource_version}}}};
+  auto r = client_.Patch(kActorType, a.metadata.namespace_, a.metadata.name, PatchType::kMerge, patch);
+  if (!r.ok() && r.status().code() != Code::kNotFound) return r.status();
+  return OkStatus();
+}
+
+void ClusterReconciler::RemoveCommittedSnapshots(const api::Actor& a) {
+  if (!store_) return;
+  // Best effort, as the agent's own deletion does: a broken store must not block a deletion.
+  for (const auto& m : store_->ListCommitted(a.metadata.namespace_, a.metadata.name)) {
+    if (Status s = store_->RemoveCommitted(m.ns, m.name, m.id); !s.ok()) {
+      spdlog::warn("committed snapshot not removed actor={} snapshot={} error=\"{}\"",
+                   a.metadata.Key(), m.id, s.message());
+    }
+  }
+}
+
+namespace {
+// Committed snapshots appear only with a new latestSnapshot (a suspend) or a new location of
+// the same one (a paused snapshot committed): retention once per such value is enough.
+std::string RetentionMark(const api::Actor& a) {
+  return a.status.latest_snapshot ? a.status.latest_snapshot->id + "@" + a.status.latest_snapshot->location : "";
+}
+}  // namespace
+
+bool ClusterReconciler::PrunePending(const api::Actor& a) {
+  if (!retention_) return false;
+  std::lock_guard lock(pruned_mu_);
+  auto it = pruned_for_.find(a.metadata.Key());
+  return it == pruned_for_.end() || it->second != RetentionMark(a);
+}
+
+bool ClusterReconciler::MaybePrune(const api::Actor& a) {
+  if (!retention_) return true;
+  const std::string key = a.metadata.Key();
+  const std::string latest = RetentionMark(a);
+  if (!PrunePending(a)) return true;
+  auto pruned = retention_->Prune(a.metadata.namespace_, a.metadata.name);
+  if (!pruned.ok()) {
+    spdlog::warn("retention failed actor={} error=\"{}\"", key, pruned.status().ToString());
+    return false;
+  }
+  if (pruned->skipped) return true;  // in a transition now: its end changes the status again
+  std::lock_guard lock(pruned_mu_);
+  pruned_for_[key] = latest;
+  return true;
+}
+
+Result<ReconcileOutcome> ClusterReconciler::Reconcile(const Request& request) {
+  ObjectPtr obj = actors_.Get(request.Key());
+  if (!obj) {
+    std::lock_guard lock(pruned_mu_);
+    pruned_for_.erase(request.Key());
+    return ReconcileOutcome{};
+  }
+  // Most actors are at rest most of the time: decide those from the cache. Anything to write
+  // is decided on a quorum read (the controller's writes race with the node agent's).
+  if (auto cached = api::ActorFromJson(*obj); cached.ok()) {
+    if (auto quiet = QuietOutcome(*cached)) return *quiet;
+  }
+  auto live = client_.Get(kActorType, request.ns, request.name);
+  if (!live.ok()) {
+    return live.status().code() == Code::kNotFound ? Result<ReconcileOutcome>(ReconcileOutcome{})
+                                                   : Result<ReconcileOutcome>(live.status());
+  }
+  auto parsed = api::ActorFromJson(*live);
+  if (!parsed.ok()) return ReconcileOutcome{};
+  api::Actor a = *parsed;
+  const std::string node = a.spec.node_name.empty() ? a.status.node_name : a.spec.node_name;
+  const std::optional<bool> alive = NodeAlive(node);
+
+  if (a.metadata.IsBeingDeleted()) {
+    if (!a.metadata.HasFinalizer(api::kActorFinalizer)) return ReconcileOutcome{};
+    if (node.empty() || (alive == std::optional<bool>(false) && NodeLossConfirmed(node))) {
+      if (Status s = FreeWorkersOf(a); !s.ok()) return s;
+      RemoveCommittedSnapshots(a);
+      if (Status s = RemoveFinalizer(a); !s.ok()) return s;
+      metrics_.CountForcedCleanup("deleted");
+      spdlog::info("actor deletion completed by controller actor={} node={} reason=node_lost",
+                   request.Key(), node);
+      return ReconcileOutcome{};
+    }
+    return ReconcileOutcome{options_.recheck};  // its live agent finishes the deletion
+  }
+
+  if (auto verdict = DetectStuck(a, Now(), options_.grace, alive)) {
+    if (verdict->reason != "node_lost" || NodeLossConfirmed(node)) {
+      return ForceClean(a, verdict->reason, verdict->message);
+    }
+    return ReconcileOutcome{options_.recheck};
+  }
+
+  // Retention waits for the end of a transition (its status write brings the actor back).
+  const bool pruned = api::IsTransitioning(a.status.status) || MaybePrune(a);
+  if (IsBindCandidate(a)) return Bind(a);
+  // Transitions and running actors on nodes are looked at again until they settle; a failed
+  // retention rides on that recheck, or has its own for an actor at rest.
+  if (api::IsTransitioning(a.status.status) || a.status.status == ActorState::kRunning) {
+    return ReconcileOutcome{options_.recheck};
+  }
+  if (!pruned) return ReconcileOutcome{options_.retention_retry};
+  return ReconcileOutcome{};
+}
+
+std::optional<ReconcileOutcome> ClusterReconciler::QuietOutcome(const api::Actor& a) {
+  const std::string node = a.spec.node_name.empty() ? a.status.node_name : a.spec.node_name;
+  const std::optional<bool> alive = NodeAlive(node);
+  // Mirrors Reconcile's decisions; every branch that may write returns nullopt.
+  if (a.metadata.IsBeingDeleted()) {
+    if (!a.metadata.HasFinalizer(api::kActorFinalizer)) return ReconcileOutcome{};
+    if (node.empty() || alive == std::optional<bool>(false)) return std::nullopt;
+    return ReconcileOutcome{options_.recheck};
+  }
+  if (DetectStuck(a, Now(), options_.grace, alive)) return std::nullopt;
+  if (IsBindCandidate(a)) return std::nullopt;
+  if (!api::IsTransitioning(a.status.status) && PrunePending(a)) return std::nullopt;
+  if (api::IsTransitioning(a.status.status) || a.status.status == ActorState::kRunning) {
+    return ReconcileOutcome{options_.recheck};
+  }
+  return ReconcileOutcome{};
+}
+
+Result<ReconcileOutcome> ClusterReconciler::ForceClean(api::Actor& a, const std::string& reason,
+                                                       const std::string& message) {
+  const api::Actor before = a;
+  if (Status s = FreeWorkersOf(a); !s.ok()) return s;
+  const ActorState was = a.status.status;
+  a.status.status = a.status.latest_snapshot ? ActorState::kSuspended : ActorState::kFailed;
+  a.status.worker_name.clear();
+  a.status.sandbox_id.clear();
+  a.status.transition_start_time.reset();
+  a.status.observed_generation = a.metadata.generation;
+  const std::string cond_reason = reason == "deadline" ? "DeadlineExceeded" : "NodeLost";
+  const Time now = Now();
+  api::SetCondition(a.status.conditions,
+                    api::Condition{"Stuck", api::ConditionStatus::kTrue, a.metadata.generation, {},
+                                   cond_reason, message},
+                    now);
+  api::SetCondition(a.status.conditions,
+                    api::Condition{"Ready", api::ConditionStatus::kFalse, a.metadata.generation, {},
+                                   cond_reason,
+                                   "cleaned by the cluster controller: " + message},
+                    now);
+  api::SetCondition(a.status.conditions,
+                    api::Condition{"Progressing", api::ConditionStatus::kFalse,
+                                   a.metadata.generation, {}, cond_reason, "cleaned up"},
+                    now);
+  auto patch = api::ActorStatusMergePatch(before, a);
+  if (patch) {
+    (*patch)["metadata"]["resourceVersion"] = before.metadata.resource_version;
+    auto r = client_.Patch(kActorType, a.metadata.namespace_, a.metadata.name, PatchType::kMerge,
+                           *patch, "status");
+    if (!r.ok()) return r.status();
+  }
+  metrics_.CountForcedCleanup(reason);
+  if (events_) {
+    ObjectReference ref{api::kApiVersion, api::kActorKind, a.metadata.namespace_, a.metadata.name,
+                        a.metadata.uid, "", ""};
+    events_->Event(ref, EventType::kWarning, "ForcedCleanup", message);
+  }
+  spdlog::warn("actor force-cleaned by controller actor={}/{} reason={} was={} now={} message=\"{}\"",
+               a.metadata.namespace_, a.metadata.name, reason, api::ToString(was),
+               api::ToString(a.status.status), message);
+  return ReconcileOutcome{};
+}
+
+bool IsBindCandidate(const api::Actor& a) {
+  return a.spec.desired_state == api::DesiredState::kRunning && a.spec.node_name.empty() &&
+         a.status.status != ActorState::kRunning && !api::IsTransitioning(a.status.status) &&
+         a.status.status != ActorState::kFailed;
+}
+
+IndexFunc IndexBindCandidates() {
+  // Runs on every actor event and over every actor at a relist: reads the four fields
+  // IsBindCandidate needs instead of parsing the whole actor. Absent fields take the API's
+  // defaults (desiredState Running, status unspecified).
+  return [](const json& o) -> std::vector<std::string> {
+    auto str = [&](const char* pointer, const char* def) {
+      const json::json_pointer p(pointer);
+      return o.contains(p) && o.at(p).is_string() ? o.at(p).get<std::string>() : std::string(def);
+    };
+    api::Actor a;
+    auto desired = api::ParseDesiredState(str("/spec/desiredState", "Running"));
+    auto state = str("/status/status", "");
+    auto parsed_state = state.empty() ? std::optional(ActorState::kUnspecified) : api::ParseActorState(state);
+    if (!desired || !parsed_state) return {};
+    a.spec.desired_state = *desired;
+    a.spec.node_name = str("/spec/nodeName", "");
+    a.status.status = *parsed_state;
+    if (!IsBindCandidate(a)) return {};
+    return {kBindCandidate};
+  };
+}
+
+bool WorkerSuits(const api::Worker& w, const api::Actor& a) {
+  // A GPU actor needs a worker with as many GPUs (one worker is one GPU with --gpus); a CPU
+  // actor takes a CPU slot, never a GPU another actor could use.
+  if (a.spec.gpu.count > 0) return w.spec.devices.size() >= static_cast<size_t>(a.spec.gpu.count);
+  return w.spec.devices.empty();
+}
+
+Result<ReconcileOutcome> ClusterReconciler::Bind(api::Actor& a) {
+  const auto& snap = a.status.latest_snapshot;
+  const bool snapshot_local = snap && !snap->node_name.empty();
+  const bool waiting = [&] {
+    const api::Condition* ready = api::FindCondition(a.status.conditions, "Ready");
+    return ready && ready->reason == "NoFreeWorker";
+  }();
+  const std::optional<bool> current_alive = NodeAlive(a.status.node_name);
+  const bool needs_node = a.status.node_name.empty() || current_alive != std::optional<bool>(true) ||
+                          (waiting && !snapshot_local);
+  if (!needs_node) return ReconcileOutcome{};
+
+  std::string target;
+  if (snapshot_local) {
+    if (NodeAlive(snap->node_name) != std::optional<bool>(true)) return ReconcileOutcome{options_.recheck};
+    target = snap->node_name;
+  } else {
+    // Free workers that suit this actor per live node, minus actors of the same kind already
+    // bound there and not yet holding one.
+    std::map<std::string, int> free;
+    for (const auto& obj : workers_.List()) {
+      auto w = api::WorkerFromJson(*obj);
+      if (w.ok() && w->IsFree() && WorkerSuits(*w, a) &&
+          NodeAlive(w->spec.node_name) == std::optional<bool>(true)) {
+        free[w->spec.node_name]++;
+      }
+    }
+    for (const auto& obj : actors_.List()) {
+      auto o = api::ActorFromJson(*obj);
+      if (!o.ok() || o->status.node_name.empty() || !o->status.worker_name.empty()) continue;
+      if (o->metadata.Key() == a.metadata.Key()) continue;
+      if ((o->spec.gpu.count > 0) != (a.spec.gpu.count > 0)) continue;
+      if (o->spec.desired_state == api::DesiredState::kRunning &&
+          o->status.status != ActorState::kRunning && free.count(o->status.node_name)) {
+        free[o->status.node_name]--;
+      }
+    }
+    int best = 0;
+    for (const auto& [n, count] : free) {
+      if (count > best && !(waiting && n == a.status.node_name)) {
+        best = count;
+        target = n;
+      }
+    }
+  }
+  if (target.empty() || target == a.status.node_name) return ReconcileOutcome{options_.recheck};
+
+  // The label first (main endpoint), then status.nodeName (which hands it to the agent).
+  auto labeled = client_.Patch(kActorType, a.metadata.namespace_, a.metadata.name, PatchType::kMerge,
+                               {{"metadata", {{"labels", {{api::kNodeLabel, target}}}}}});
+  if (!labeled.ok()) return labeled.status();
+  auto fresh = api::ActorFromJson(*labeled);
+  if (!fresh.ok()) return fresh.status();
+  json patch = {{"metadata", {{"resourceVersion", fresh->metadata.resource_version}}},
+                {"status", {{"nodeName", target}}}};
+  auto bound = client_.Patch(kActorType, a.metadata.namespace_, a.metadata.name, PatchType::kMerge,
+                             patch, "status");
+  if (!bound.ok()) return bound.status();
+  spdlog::info("actor bound actor={}/{} node={} previous={}", a.metadata.namespace_,
+               a.metadata.name, target, a.status.node_name);
+  return ReconcileOutcome{options_.recheck};
+}
+
+void ClusterReconciler::UpdateGauges() {
+  std::map<std::string, int> by_status, stuck;
+  const Time now = Now();
+  auto string_at = [](const json& o, const char* key) -> std::string {
+    auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : "";
+  };
+  for (const auto& obj : actors_.List()) {
+    // Only an actor that occupies a node can be stuck (DetectStuck); the rest — most of a
+    // fleet, at rest — are counted from their status string, without parsing the whole actor
+    // (every 5 s, for every actor).
+    const auto st = obj->find("status");
+    const bool has_status = st != obj->end() && st->is_object();
+    const std::string state = has_status ? string_at(*st, "status") : "";
+    const auto parsed = state.empty() ? std::optional(ActorState::kUnspecified) : api::ParseActorState(state);
+    if (!parsed) continue;
+    if (*parsed != ActorState::kRunning && !api::IsTransitioning(*parsed) &&
+        (!has_status || string_at(*st, "workerName").empty())) {
+      by_status[api::ToString(*parsed)]++;
+      continue;
+    }
+    auto a = api::ActorFromJson(*obj);
+    if (!a.ok()) continue;
+    const std::string s = api::ToString(a->status.status);
+    by_status[s]++;
+    const std::string node = a->spec.node_name.empty() ? a->status.node_name : a->spec.node_name;
+    if (DetectStuck(*a, now, options_.grace, NodeAlive(node))) stuck[s]++;
+  }
+  metrics_.SetActors(by_status, stuck);
+}
+
+}  // namespace stasis

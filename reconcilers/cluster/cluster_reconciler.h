@@ -1,0 +1,126 @@
+// The cluster controller's reconciler (one Actor key at a time): guarantees that no actor stays
+// stuck and no worker stays held, even when a node agent is dead, and binds actors that want
+// to run to a node with a free worker.
+//
+//  - Stuck (DetectStuck: deadline overrun, or the node's heartbeat expired while the actor
+//    occupied it): free the worker first (a CAS on the Worker), then move the actor to
+//    STATUS_SUSPENDED with its last good snapshot (STATUS_FAILED without one), condition
+//    Stuck=True with the reason, an Event, stasis_forced_cleanups_total{reason}. The node agent,
+//    when it returns, removes the leftover sandbox of an actor it finds at rest.
+//  - Deletion: when the actor's node is lost (or it never had one), the finalizer is removed
+//    here, after freeing the worker; the returning agent deletes what it finds of it.
+//  - Binding: an unpinned actor that wants Running and has no node (or a lost one, or waits
+//    for a worker on a full node) gets status.nodeName and the label stasis.dev/node: a paused
+//    actor only to the node that holds its snapshot, others to the live node with the most
+//    free workers. Workers are claimed by the node agent (CAS), so a worker is never
+//    double-booked, also across a leader failover.
+//  - Retention (with the snapshot store mounted and --retain N): once per new
+//    latestSnapshot of an actor that is not in a transition, its committed snapshots beyond
+//    the newest N are deleted (SnapshotRetention: never latestSnapshot). A deletion the
+//    controller completes also removes the actor's committed snapshots, as the agent would.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "api/actor.h"
+#include "api/worker.h"
+#include "base/clock.h"
+#include "controller/event_recorder.h"
+#include "controller/object_store.h"
+#include "controller/reconciler.h"
+#include "reconcilers/cluster/cluster_metrics.h"
+#include "reconcilers/cluster/snapshot_retention.h"
+#include "snapshots/snapshot_store.h"
+
+namespace stasis {
+
+struct ClusterReconcilerOptions {
+  std::chrono::seconds grace{30};
+  std::string lease_namespace = "stasis-system";
+  // How often actors that could become stuck are looked at again.
+  std::chrono::milliseconds recheck{std::chrono::seconds(5)};
+  // Committed snapshots kept per actor; nullopt = keep every one. Needs a snapshot store.
+  std::optional<int> retain;
+  // How soon retention that failed (an unreachable store) is tried again for an actor at rest.
+  std::chrono::milliseconds retention_retry{std::chrono::minutes(1)};
+};
+
+// Whether a free worker can run this actor: GPU actors need that many GPUs on the worker,
+// CPU actors take CPU slots only.
+bool WorkerSuits(const api::Worker& w, const api::Actor& a);
+
+// Whether Bind may act on this actor: it wants Running, is not pinned, and is at rest (not
+// running, not in a transition, not failed).
+bool IsBindCandidate(const api::Actor& a);
+// An actor-store index holding the bind candidates under kBindCandidate, so that a worker
+// event requeues the actors waiting for one instead of every actor.
+inline constexpr char kBindCandidateIndex[] = "bind-candidate";
+inline constexpr char kBindCandidate[] = "yes";
+IndexFunc IndexBindCandidates();
+
+class ClusterReconciler : public Reconciler {
+ public:
+  // store: the snapshot store as mounted where the controller runs, or nullptr when it is not
+  // (then there is no retention, and committed snapshots of actors whose deletion the
+  // controller completes stay in the store).
+  ClusterReconciler(ClusterReconcilerOptions options, KubeClient& client, const ObjectStore& actors,
+                    const ObjectStore& workers, const ObjectStore& leases, ClusterMetrics& metrics,
+                    EventRecorder* events, Clock& clock = RealClock::Get(),
+                    SnapshotStore* store = nullptr);
+  Result<ReconcileOutcome> Reconcile(const Request& request) override;
+
+  // nullopt when the node has never had a heartbeat Lease. From the cache: may be stale.
+  std::optional<bool> NodeAlive(const std::string& node) const;
+  // Called when this replica starts leading: no node counts as lost before this replica has
+  // had a whole lease duration to see it renew (after an API-server outage long enough to cost
+  // the leader its lease, every heartbeat looks expired until the agents reach the server).
+  void StartedLeading();
+  // Recomputes stasis_actors{status} and stasis_actors_stuck{status} from the cache.
+  void UpdateGauges();
+
+ private:
+  // The outcome when the cached copy says there is nothing to write (a recheck at most), so
+  // that no quorum read is made; nullopt when the cache suggests an action, which is then
+  // decided again on a quorum read. A stale cache cannot hide work: the newer version's watch
+  // event queues the key again.
+  std::optional<ReconcileOutcome> QuietOutcome(const api::Actor& cached);
+  // Whether retention has still to run for this actor's latestSnapshot.
+  bool PrunePending(const api::Actor& a);
+  Result<ReconcileOutcome> ForceClean(api::Actor& a, const std::string& reason,
+                                      const std::string& message);
+  Result<ReconcileOutcome> Bind(api::Actor& a);
+  // Whether a node the cache says is lost really is: its Lease read from the API server (the
+  // cache lags an outage by the informer's reconnect backoff) has expired, and this replica
+  // has been leading for at least that lease's duration.
+  bool NodeLossConfirmed(const std::string& node);
+  Status FreeWorkersOf(const api::Actor& a);
+  Status RemoveFinalizer(const api::Actor& a);
+  void RemoveCommittedSnapshots(const api::Actor& a);
+  // Retention for one actor, at most once per latestSnapshot id; false when it failed.
+  bool MaybePrune(const api::Actor& a);
+  Time Now() const;
+
+  ClusterReconcilerOptions options_;
+  KubeClient& client_;
+  const ObjectStore& actors_;
+  const ObjectStore& workers_;
+  const ObjectStore& leases_;
+  ClusterMetrics& metrics_;
+  EventRecorder* events_;
+  Clock& clock_;
+  SnapshotStore* store_;
+  std::atomic<Clock::TimePoint> leading_since_;
+  std::optional<SnapshotRetention> retention_;
+  // Actor key → the latestSnapshot id retention last ran for (a key is reconciled by one
+  // worker at a time, but different keys concurrently).
+  std::mutex pruned_mu_;
+  std::unordered_map<std::string, std::string> pruned_for_;
+};
+
+}  // namespace stasis

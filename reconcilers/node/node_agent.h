@@ -1,0 +1,46 @@
+// `stasis node`, assembled: the Actor informers (this node's actors only), the actor
+// reconciler and its controller, the node's Workers, the heartbeat Lease, the metrics and
+// health endpoints. cmd/stasis parses flags into NodeAgentOptions and calls Run.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "runtimes/runtime_driver.h"
+#include "snapshots/snapshot_store.h"
+
+namespace stasis {
+
+struct NodeAgentOptions {
+  std::string kubeconfig;  // "" = $KUBECONFIG or in-cluster
+  std::string node;
+  std::string runsc = "runsc";
+  std::vector<std::string> runsc_flags = {"-network=none"};
+  // runtime: microvm actors (docs/microvm.md): the QEMU binary and its accelerator (kvm|tcg).
+  std::string qemu = "qemu-system-x86_64";
+  std::string microvm_accel = "kvm";
+  std::string root = "/var/lib/stasis";
+  std::string snapshot_store;  // "" = <root>/store (a node-local store)
+  // One entry per worker: empty = a CPU slot, else the GPU UUIDs it holds.
+  std::vector<std::vector<std::string>> workers;
+  // GPU actors' devices come from CDI specs in these directories (docs/gpu.md).
+  std::vector<std::string> cdi_spec_dirs = {"/etc/cdi", "/var/run/cdi"};
+  std::string gpu_cdi_kind = "nvidia.com/gpu";
+  std::string metrics_addr = ":8080";
+  std::string lease_namespace = "stasis-system";
+  int concurrency = 4;
+  int heartbeat_period_seconds = 10;
+  int heartbeat_lease_seconds = 40;
+  int shutdown_grace_seconds = 30;
+  Durability pause_durability = Durability::kDeferred;  // --pause-snapshot-sync
+  // The runtime driver; nullptr = runsc (RunscDriver with `runsc` and `runsc_flags`), the only
+  // one `stasis node` uses. Benchmarks inject theirs here (tests/bench/noop_runtime_driver.h).
+  RuntimeDriver* driver = nullptr;
+};
+
+// Runs until *stop becomes true (SIGTERM); returns the reason it could not start or run.
+Status RunNodeAgent(const NodeAgentOptions& options, const std::atomic<bool>* stop);
+
+}  // namespace stasis

@@ -1,0 +1,137 @@
+#include "reconcilers/node/snapshot_metrics.h"
+
+namespace stasis {
+namespace {
+
+// 64 KiB … 256 GiB in powers of 4: a CPU counter is a few hundred KiB, an 80 GiB GPU's memory
+// image lands in the top buckets.
+prometheus::Histogram::BucketBoundaries SizeBuckets() {
+  prometheus::Histogram::BucketBoundaries b;
+  for (double v = 64 * 1024; v <= 256.0 * (1ull << 30); v *= 4) b.push_back(v);
+  return b;
+}
+
+// 64 KiB/s … 64 GiB/s in powers of 2: a small CPU image, whose checkpoint time is mostly fixed
+// cost, lands between a few hundred KiB/s (a loaded machine) and a few MiB/s; a GPU image moved
+// to host memory at GB/s.
+prometheus::Histogram::BucketBoundaries ThroughputBuckets() {
+  prometheus::Histogram::BucketBoundaries b;
+  for (double v = 64 * 1024; v <= 64.0 * (1ull << 30); v *= 2) b.push_back(v);
+  return b;
+}
+
+// 5 ms … 30 min: committing a small CPU snapshot takes milliseconds, a CPU pause well under a
+// second, a large GPU suspend minutes.
+prometheus::Histogram::BucketBoundaries DurationBuckets() {
+  return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800};
+}
+
+const char* Bool(bool b) { return b ? "true" : "false"; }
+
+// The failure classes a runtime driver names (runtime_driver.h's table), plus the node agent's
+// own for a scope it cannot take; and those of a commit (snapshot_store.cc's reasons, and the
+// agent's "store_error" for a store failure without one).
+constexpr const char* kDriverReasons[] = {"nvproxy_live_clients", "container_stopped",
+                                          "version_mismatch",     "timeout",
+                                          "not_found",            "bad_bundle",
+                                          "runtime_error"};
+constexpr const char* kCommitReasons[] = {"store_error",       "invalid_name",       "snapshot_not_found",
+                                          "snapshot_corrupt",  "store_not_writable", "no_store",
+                                          "io_error"};
+
+}  // namespace
+
+SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
+    : size_(prometheus::BuildHistogram()
+                .Name("stasis_snapshot_size_bytes")
+                .Help("Size of complete snapshots: the sum of the image's regular files")
+                .Register(registry)),
+      throughput_(prometheus::BuildHistogram()
+                      .Name("stasis_checkpoint_throughput_bytes_per_second")
+                      .Help("Bytes of a complete snapshot per second of the checkpoint that wrote it")
+                      .Register(registry)),
+      duration_(prometheus::BuildHistogram()
+                    .Name("stasis_snapshot_duration_seconds")
+                    .Help("Duration of snapshot operations: checkpoint, restore, commit")
+                    .Register(registry)),
+      operations_(prometheus::BuildCounter()
+                      .Name("stasis_snapshot_operations_total")
+                      .Help("Snapshot operations by result and failure reason")
+                      .Register(registry)),
+      forced_cleanups_(prometheus::BuildCounter()
+                           .Name("stasis_forced_cleanups_total")
+                           .Help("Actors cleaned up by force: sandbox removed, worker freed")
+                           .Register(registry)),
+      workers_(prometheus::BuildGauge()
+                   .Name("stasis_workers")
+                   .Help("Workers of this node by state")
+                   .Register(registry)) {
+  // Series that dashboards and alerts take rate() of exist from the start, at zero (header).
+  for (const char* op : {"checkpoint", "restore", "commit"}) {
+    operations_.Add({{"operation", op}, {"result", "success"}, {"reason", ""}});
+  }
+  for (const char* op : {"checkpoint", "restore"}) {
+    for (const char* r : kDriverReasons) operations_.Add({{"operation", op}, {"result", "error"}, {"reason", r}});
+  }
+  // Data snapshots (data_dirs.h): refused, archive or restore failures, a bad image.
+  for (const char* r : {"data_dir_unusable", "data_archive_failed"}) {
+    operations_.Add({{"operation", "checkpoint"}, {"result", "error"}, {"reason", r}});
+  }
+  for (const char* r : {"data_dir_unusable", "data_restore_failed", "snapshot_corrupt", "snapshot_not_found"}) {
+    operations_.Add({{"operation", "restore"}, {"result", "error"}, {"reason", r}});
+  }
+  for (const char* r : kCommitReasons) {
+    operations_.Add({{"operation", "commit"}, {"result", "error"}, {"reason", r}});
+  }
+  for (const char* r : {"deadline", "sandbox_died", "node_lost", "deleted"}) {
+    forced_cleanups_.Add({{"reason", r}});
+  }
+  // Successful operations' histograms (commits are always of a Suspend).
+  for (bool gpu : {false, true}) {
+    for (const char* trigger : {"Pause", "Suspend"}) {
+      for (const char* scope : {"Full", "Data"}) {
+        size_.Add({{"trigger", trigger}, {"scope", scope}, {"gpu", Bool(gpu)}}, SizeBuckets());
+      }
+      throughput_.Add({{"trigger", trigger}, {"gpu", Bool(gpu)}}, ThroughputBuckets());
+      for (const char* op : {"checkpoint", "restore"}) {
+        duration_.Add({{"operation", op}, {"trigger", trigger}, {"gpu", Bool(gpu)}, {"result", "success"}},
+                      DurationBuckets());
+      }
+    }
+    duration_.Add({{"operation", "commit"}, {"trigger", "Suspend"}, {"gpu", Bool(gpu)}, {"result", "success"}},
+                  DurationBuckets());
+  }
+}
+
+void SnapshotMetrics::ObserveSnapshot(const std::string& trigger, const std::string& scope, bool gpu,
+                                      double bytes, double checkpoint_seconds) {
+  size_.Add({{"trigger", trigger}, {"scope", scope}, {"gpu", Bool(gpu)}}, SizeBuckets()).Observe(bytes);
+  if (checkpoint_seconds > 0) {
+    throughput_.Add({{"trigger", trigger}, {"gpu", Bool(gpu)}}, ThroughputBuckets())
+        .Observe(bytes / checkpoint_seconds);
+  }
+}
+
+void SnapshotMetrics::ObserveDuration(const std::string& operation, const std::string& trigger,
+                                      bool gpu, const std::string& result, double seconds) {
+  duration_
+      .Add({{"operation", operation}, {"trigger", trigger}, {"gpu", Bool(gpu)}, {"result", result}},
+           DurationBuckets())
+      .Observe(seconds);
+}
+
+void SnapshotMetrics::CountOperation(const std::string& operation, const std::string& result,
+                                     const std::string& reason) {
+  operations_.Add({{"operation", operation}, {"result", result}, {"reason", reason}}).Increment();
+}
+
+void SnapshotMetrics::CountForcedCleanup(const std::string& reason) {
+  forced_cleanups_.Add({{"reason", reason}}).Increment();
+}
+
+void SnapshotMetrics::SetWorkers(int free, int held) {
+  workers_.Add({{"state", "free"}}).Set(free);
+  workers_.Add({{"state", "held"}}).Set(held);
+}
+
+}  // namespace stasis

@@ -1,0 +1,70 @@
+#include "runtimes/gpu/gpu_bundle.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+namespace stasis {
+namespace {
+namespace fs = std::filesystem;
+}  // namespace
+
+Result<std::string> WriteGpuBundle(const CdiRegistry& cdi, const GpuBundleRequest& request) {
+  auto bad_bundle = [&](const std::string& why) {
+    return Status(Code::kInvalidArgument, "bad bundle " + request.source_bundle + ": " + why,
+                  "bad_bundle");
+  };
+  if (request.gpu_uuids.empty()) {
+    return Status(Code::kInvalidArgument, "a GPU actor needs a worker with a GPU; this worker has none",
+                  "no_gpu_on_worker");
+  }
+  const fs::path source_config = fs::path(request.source_bundle) / "config.json";
+  std::ifstream in(source_config);
+  if (!in) return bad_bundle("cannot read config.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json spec = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (spec.is_discarded() || !spec.is_object()) return bad_bundle("config.json is not a JSON object");
+  if (!spec.contains("root") || !spec["root"].contains("path") || !spec["root"]["path"].is_string()) {
+    return bad_bundle("config.json has no root.path");
+  }
+  fs::path rootfs = spec["root"]["path"].get<std::string>();
+  if (rootfs.is_relative()) rootfs = fs::absolute(fs::path(request.source_bundle) / rootfs);
+  spec["root"]["path"] = rootfs.lexically_normal().string();
+
+  std::vector<std::string> gpus;
+  for (const auto& uuid : request.gpu_uuids) gpus.push_back(request.gpu_kind + "=" + uuid);
+  auto edits = cdi.Resolve(gpus);
+  if (!edits.ok()) return edits.status();
+  auto helper = cdi.Resolve({request.helper_device});
+  if (!helper.ok()) return helper.status();
+  if (helper->mounts.size() != 1) {
+    return Status(Code::kInvalidArgument, "the CDI device " + request.helper_device +
+                                              " must have exactly one mount (the helper binary), it has " +
+                                              std::to_string(helper->mounts.size()));
+  }
+  helper->mounts[0].container_path = request.cuda_checkpoint_path;
+  edits->Append(*helper);
+  if (edits->hooks > 0) {
+    spdlog::warn("cdi hooks skipped bundle={} hooks={} why=\"runsc sandboxes have no host mount "
+                 "namespace to run them in\"", request.out_dir, edits->hooks);
+  }
+  if (Status s = ApplyCdiEdits(spec, *edits); !s.ok()) return s;
+
+  std::error_code ec;
+  fs::create_directories(request.out_dir, ec);
+  if (ec) return Status(Code::kInternal, "creating " + request.out_dir + ": " + ec.message());
+  const fs::path tmp = fs::path(request.out_dir) / "config.json.tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << spec.dump(1) << '\n';
+    if (!out.flush()) return Status(Code::kInternal, "writing " + tmp.string() + " failed");
+  }
+  fs::rename(tmp, fs::path(request.out_dir) / "config.json", ec);
+  if (ec) return Status(Code::kInternal, "renaming " + tmp.string() + ": " + ec.message());
+  return request.out_dir;
+}
+
+}  // namespace stasis

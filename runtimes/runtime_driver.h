@@ -1,0 +1,85 @@
+// The seam between the actor state machine and the thing that runs sandboxes. The node
+// reconciler speaks only this interface; runsc_driver.cc is the production implementation
+// (and the only code that knows runsc's argv), a micro-VM driver may be another.
+//
+// Failures are Status values whose code says what the caller may do and whose reason() names
+// the failure class exactly (the reconciler never parses messages):
+//   reason                  code                 meaning
+//   "nvproxy_live_clients"  kFailedPrecondition  checkpoint met live GPU state; the sandbox is dead
+//   "container_stopped"     kFailedPrecondition  the sandbox is stopped: never retry, clean up
+//   "version_mismatch"      kFailedPrecondition  the image was made by another runtime build
+//   "timeout"               kDeadlineExceeded    the deadline passed; the process group was killed
+//   "not_found"             kNotFound            no such sandbox
+//   "bad_bundle"            kInvalidArgument     the bundle or its rootfs cannot be used
+//   "runtime_error"         kInternal            anything else (the message quotes stderr)
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace stasis {
+
+// Everything a driver needs to address one actor's sandbox.
+struct SandboxRef {
+  std::string id;      // the sandbox (container) id; unique on the node
+  std::string root;    // the runtime's state directory for this actor (one per actor)
+  std::string bundle;  // the OCI bundle directory (config.json + rootfs)
+  std::string log_path;  // where the runtime's and the workload's output goes
+};
+
+enum class SandboxState { kNotFound, kCreated, kRunning, kPaused, kStopped };
+const char* ToString(SandboxState s);
+
+struct CheckpointOptions {
+  std::string image_dir;  // an empty directory (runsc refuses to overwrite an image)
+  // Keep the sandbox running after the save (runsc -leave-running). The caller then stops it
+  // once the image is safe: a failed save does not kill the workload.
+  bool leave_running = false;
+  // Path of the cuda-checkpoint binary inside the container; empty for CPU actors.
+  std::string cuda_checkpoint_path;
+  std::chrono::milliseconds deadline{std::chrono::minutes(10)};
+};
+
+struct RestoreOptions {
+  std::string image_dir;
+  std::chrono::milliseconds deadline{std::chrono::minutes(10)};
+};
+
+struct ExecResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+class RuntimeDriver {
+ public:
+  virtual ~RuntimeDriver() = default;
+
+  // Creates and starts the sandbox from its bundle, detached.
+  virtual Status Run(const SandboxRef& ref, std::chrono::milliseconds deadline) = 0;
+  // kNotFound is a state (kNotFound), not an error; errors are for a runtime that cannot answer.
+  virtual Result<SandboxState> State(const SandboxRef& ref) = 0;
+  virtual Status Checkpoint(const SandboxRef& ref, const CheckpointOptions& options) = 0;
+  // Restores into a new sandbox with ref.id (which must not exist), detached.
+  virtual Status Restore(const SandboxRef& ref, const RestoreOptions& options) = 0;
+  // Stops every process of the sandbox where it is (runsc pause: a cgroup freeze), so that
+  // what it wrote can be copied consistently (Data snapshots); Thaw lets it run on.
+  virtual Status Freeze(const SandboxRef& ref) = 0;
+  virtual Status Thaw(const SandboxRef& ref) = 0;
+  // Runs argv inside the running sandbox (preflight checks).
+  virtual Result<ExecResult> Exec(const SandboxRef& ref, const std::vector<std::string>& argv,
+                                  std::chrono::milliseconds deadline) = 0;
+  // Force-deletes the sandbox; succeeds when it does not exist.
+  virtual Status Delete(const SandboxRef& ref) = 0;
+  // The ids of every sandbox under `root` (restart recovery).
+  virtual Result<std::vector<std::string>> List(const std::string& root) = 0;
+  // The runtime build's version string, recorded in snapshot manifests ("go-160fafc42237").
+  virtual Result<std::string> Version() = 0;
+  // Whether checkpoint supports CUDA (runsc: `checkpoint --help` lists -cuda-checkpoint-path).
+  virtual Result<bool> SupportsCudaCheckpoint() = 0;
+};
+
+}  // namespace stasis

@@ -1,0 +1,149 @@
+// Snapshots on disk, so that a snapshot that is not complete can never be mistaken for one
+// that is. Node-local snapshots live under <root>/snapshots/<namespace>/<name>/<id>/; the
+// snapshot store (a directory, possibly a shared filesystem mounted on every node) under
+// <store>/<namespace>/<name>/<id>/.
+//
+// Invariants:
+//  - A snapshot is written into <id>.partial/ and renamed to <id>/ only after its manifest
+//    (files, sizes, sha256, scope, trigger, runtime version, cuda flag) is written. With
+//    Durability::kSynced everything is fsynced before the rename. With kDeferred (a Pause:
+//    the status write need not wait for the disk) the fsyncs run in the background after it,
+//    and the manifest records the boot it was written in: only a reboot can lose what the
+//    page cache held (a crashed or killed agent cannot), so a restore of a deferred snapshot
+//    from an earlier boot, or one whose background fsync failed, verifies every checksum first.
+//    A deferred Full snapshot's checksums are computed in the background too, before its
+//    fsyncs (its manifest says checksumsPending until then, and is rewritten, synced, with
+//    them): on the boot it was written in, nothing reads it but runsc, which would not look
+//    at a checksum; what needs them — a commit to the store, a restore after a reboot — waits
+//    for them, computes them, or (a reboot came first) refuses the snapshot as unverifiable.
+//  - A committed snapshot is put into the store as <id>.partial/ — by hard link when the store
+//    is on the node root's file system, else by a copy hashed as it is read — every checksum is
+//    checked against the manifest, then it is renamed; only then is it returned as committed.
+//  - *.partial directories are leftovers of a crash and are removed at start-up.
+//  - Namespaces, names and ids are checked (DNS-1123 / our id alphabet) before they become
+//    path components; no path escapes its root.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "snapshots/deferred_sync.h"
+
+namespace stasis {
+
+struct SnapshotFile {
+  std::string path;  // relative to the snapshot directory
+  int64_t size = 0;
+  std::string sha256;  // lowercase hex
+};
+
+struct SnapshotManifest {
+  std::string id;
+  std::string ns, name;  // the actor
+  std::string scope;     // "Full" | "Data"
+  std::string trigger;   // "Pause" | "Suspend"
+  std::string runtime_version;
+  bool cuda_checkpointed = false;
+  std::string taken_at;  // RFC 3339
+  double duration_seconds = 0;  // of the checkpoint that made it
+  std::vector<SnapshotFile> files;
+  int64_t total_bytes = 0;
+  // Durability::kDeferred: the boot (/proc/sys/kernel/random/boot_id) it was completed in,
+  // before its bytes were on disk. Empty: everything was fsynced before it was complete.
+  std::string deferred_sync_boot_id;
+  // Durability::kDeferred, scope Full: the files' sha256 are not computed yet (files[].sha256
+  // empty); the background job fills them in.
+  bool checksums_pending = false;
+};
+
+enum class Durability {
+  kSynced,    // fsynced before CompleteLocal returns
+  kDeferred,  // fsynced in the background after it returns (see the invariants above)
+};
+
+class SnapshotStore {
+ public:
+  // local_root: <root>/snapshots; store_root: --snapshot-store (may be empty: no store).
+  // link_same_fs: commit by hard link when both are on one file system (false: always copy).
+  // boot_id: this machine's boot; "" reads /proc/sys/kernel/random/boot_id (tests pass one to
+  // play a reboot).
+  SnapshotStore(std::string local_root, std::string store_root, bool link_same_fs = true,
+                std::string boot_id = "");
+
+  // Creates an empty <local>/<ns>/<name>/<id>.partial/ and returns its path.
+  Result<std::string> BeginLocal(const std::string& ns, const std::string& name,
+                                 const std::string& id);
+  // Hashes every file in the partial directory, writes manifest.json, renames the directory
+  // to <id>/. kSynced: the files are fsynced meanwhile in a second thread, the manifest and the
+  // directories before and after the rename. kDeferred: the same fsyncs are queued after the
+  // rename — and for scope Full the hashing too (checksums_pending; a Data snapshot is hashed
+  // here: every restore of one verifies it). `manifest.files` and `total_bytes` are filled in.
+  Result<SnapshotManifest> CompleteLocal(SnapshotManifest manifest,
+                                         Durability durability = Durability::kSynced);
+  // A complete local snapshot as a restore may trust it without reading it: one completed with
+  // kDeferred in an earlier boot, or whose background job failed, is verified first
+  // (kFailedPrecondition "snapshot_corrupt" when it does not match its manifest, or has no
+  // checksums to match: unverifiable).
+  Result<SnapshotManifest> CheckLocalForRestore(const std::string& ns, const std::string& name,
+                                                const std::string& id) const;
+  // Waits until the background jobs (checksums, fsyncs) queued so far are done; false on timeout.
+  bool FlushDeferred(std::chrono::milliseconds timeout);
+  // Queues the checksums (and fsyncs) of local snapshots of this boot whose manifest still
+  // says checksumsPending: an agent stopped before its background job ran. Returns how many.
+  int ResumePendingChecksums();
+  // Puts a complete local snapshot into the store (hard links on one file system, else a copy
+  // hashed as it is read), checks every file against the manifest, renames. `just_completed`:
+  // the caller completed it in this same step (CompleteLocal hashed these very files), so a
+  // hard-linked file is not read again; a copy is always hashed. Either way every file is on
+  // disk in the store before the rename (a hard link of a kDeferred file is fsynced).
+  Result<SnapshotManifest> Commit(const std::string& ns, const std::string& name,
+                                  const std::string& id, bool just_completed = false);
+  // Reads and verifies a complete snapshot (local or committed) against its manifest.
+  Result<SnapshotManifest> VerifyLocal(const std::string& ns, const std::string& name,
+                                       const std::string& id) const;
+  Result<SnapshotManifest> VerifyCommitted(const std::string& ns, const std::string& name,
+                                           const std::string& id) const;
+
+  std::string LocalPath(const std::string& ns, const std::string& name, const std::string& id) const;
+  std::string StorePath(const std::string& ns, const std::string& name, const std::string& id) const;
+
+  // Complete snapshots (manifest present), oldest first by taken_at.
+  std::vector<SnapshotManifest> ListLocal(const std::string& ns, const std::string& name) const;
+  std::vector<SnapshotManifest> ListCommitted(const std::string& ns, const std::string& name) const;
+
+  Status RemoveLocal(const std::string& ns, const std::string& name, const std::string& id);
+  Status RemoveCommitted(const std::string& ns, const std::string& name, const std::string& id);
+  // Removes everything of one actor on this node (deletion); the store is left to retention.
+  Status RemoveAllLocal(const std::string& ns, const std::string& name);
+  // The actors (namespace, name) that have a directory under the local root.
+  std::vector<std::pair<std::string, std::string>> LocalActors() const;
+  // Removes every *.partial directory under both roots; returns how many.
+  Result<int> RemovePartials();
+
+  // Whether the store exists and a file can be created and removed in it.
+  Status CheckStoreWritable() const;
+
+  const std::string& local_root() const { return local_root_; }
+  const std::string& store_root() const { return store_root_; }
+
+ private:
+  std::string local_root_, store_root_;
+  bool link_same_fs_ = true;
+  std::string boot_id_;
+  std::unique_ptr<DeferredSync> deferred_;  // kDeferred's background checksums and fsyncs
+  // The background job of a kDeferred snapshot in `dir`: checksums if pending, then fsyncs.
+  // `files` are relative to `dir`; they, the manifest, their subdirectories, `dir` and its
+  // parent are fsynced after the checksums.
+  void EnqueueDeferred(const std::filesystem::path& dir, const std::vector<std::filesystem::path>& files);
+};
+
+// A new snapshot id: sortable by time, unique on the node: "20261202T150102Z-3f9a1c".
+std::string NewSnapshotId();
+
+}  // namespace stasis
