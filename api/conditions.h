@@ -21,6 +21,34 @@ inline constexpr char kConditionProgressing[] = "Progressing";  // an *ING statu
 inline constexpr char kConditionCheckpointFailed[] = "CheckpointFailed";
 inline constexpr char kConditionCudaCheckpointReady[] = "CudaCheckpointReady";  // GPU preflight
 inline constexpr char kConditionStuck[] = "Stuck";  // a deadline passed or the node was lost
+inline constexpr char kConditionCommitFailed[] = "CommitFailed";  // PAUSED, the store refused it
+
+// Condition reasons that say where an actor is or what happened to it. Failure reasons
+// derived from a runtime's failure class ("nvproxy_live_clients" → "NvproxyLiveClients") are
+// built by the node agent and are not listed here; docs/api.md lists them all.
+inline constexpr char kReasonRunning[] = "Running";
+inline constexpr char kReasonPausing[] = "Pausing";
+inline constexpr char kReasonPaused[] = "Paused";
+inline constexpr char kReasonSuspending[] = "Suspending";
+inline constexpr char kReasonSuspended[] = "Suspended";
+inline constexpr char kReasonResuming[] = "Resuming";
+inline constexpr char kReasonResumed[] = "Resumed";
+inline constexpr char kReasonCheckpointed[] = "Checkpointed";
+inline constexpr char kReasonNeverStarted[] = "NeverStarted";
+inline constexpr char kReasonInvalidSpec[] = "InvalidSpec";
+inline constexpr char kReasonRuntimeUnavailable[] = "RuntimeUnavailable";
+inline constexpr char kReasonMicrovmGpuUnsupported[] = "MicrovmGpuUnsupported";
+inline constexpr char kReasonSnapshotOnOtherNode[] = "SnapshotOnOtherNode";
+inline constexpr char kReasonNoFreeWorker[] = "NoFreeWorker";
+inline constexpr char kReasonStoreUnavailable[] = "StoreUnavailable";
+inline constexpr char kReasonSnapshotDirUnusable[] = "SnapshotDirUnusable";
+inline constexpr char kReasonSnapshotIncomplete[] = "SnapshotIncomplete";
+inline constexpr char kReasonPreflightPassed[] = "PreflightPassed";
+inline constexpr char kReasonCheckpointInterrupted[] = "CheckpointInterrupted";
+inline constexpr char kReasonRecovered[] = "Recovered";
+inline constexpr char kReasonSandboxDied[] = "SandboxDied";
+inline constexpr char kReasonNodeLost[] = "NodeLost";
+inline constexpr char kReasonDeadlineExceeded[] = "DeadlineExceeded";
 
 enum class ConditionStatus { kTrue, kFalse, kUnknown };
 

@@ -599,15 +599,6 @@ Status QemuMicrovmDriver::Freeze(const SandboxRef& ref) { return Simple("freeze"
 
 Status QemuMicrovmDriver::Thaw(const SandboxRef& ref) { return Simple("thaw", "cont", ref); }
 
-Result<ExecResult> QemuMicrovmDriver::Exec(const SandboxRef& ref, const std::vector<std::string>&,
-                                           milliseconds) {
-  Status status(Code::kFailedPrecondition,
-                "qemu exec: a micro-VM has no guest agent to run commands (docs/microvm.md)",
-                kRuntimeError);
-  LogCall("exec", ref.id, status, 0);
-  return status;
-}
-
 Status QemuMicrovmDriver::Kill(const SandboxRef& ref) {
   const long pid = QemuPid(ref);
   if (pid == 0) return OkStatus();

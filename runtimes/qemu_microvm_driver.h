@@ -54,15 +54,11 @@ class QemuMicrovmDriver : public RuntimeDriver {
   // QMP `stop` / `cont`: the vCPUs halt, so the guest's files stop changing.
   Status Freeze(const SandboxRef& ref) override;
   Status Thaw(const SandboxRef& ref) override;
-  // There is no guest agent: always kFailedPrecondition ("runtime_error").
-  Result<ExecResult> Exec(const SandboxRef& ref, const std::vector<std::string>& argv,
-                          std::chrono::milliseconds deadline) override;
   Status Delete(const SandboxRef& ref) override;
   Result<std::vector<std::string>> List(const std::string& root) override;
   // "qemu-7.2.22", cached after the first success.
   Result<std::string> Version() override;
-  // Always false: a VM's CUDA state would need a guest agent (docs/microvm.md).
-  Result<bool> SupportsCudaCheckpoint() override { return false; }
+  // No CudaCheckpoint(): a VM's CUDA state would need a guest agent (docs/microvm.md).
 
   // The pid of ref's live QEMU, or 0 (tests kill it to simulate a crash).
   long QemuPid(const SandboxRef& ref) const;

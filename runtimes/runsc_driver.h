@@ -29,7 +29,7 @@ struct RunscDeadlines {
   std::chrono::milliseconds remove{std::chrono::seconds(150)};
 };
 
-class RunscDriver : public RuntimeDriver {
+class RunscDriver : public RuntimeDriver, public CudaCheckpointCapability {
  public:
   // runsc_path: the runsc binary (or a test wrapper that forwards to one).
   // global_flags: put before every subcommand, after `-root <ref.root>`.
@@ -52,6 +52,7 @@ class RunscDriver : public RuntimeDriver {
   // sandbox could not be asked (not_found, container_stopped, timeout, runtime_error).
   Result<ExecResult> Exec(const SandboxRef& ref, const std::vector<std::string>& argv,
                           std::chrono::milliseconds deadline) override;
+  CudaCheckpointCapability* CudaCheckpoint() override { return this; }
   // Also releases the root's runsc-owned null-netns bind mount once no container is left in
   // ref.root (one root per actor: the actor's sandboxes are deleted one at a time), so that the
   // root directory can be removed and no mount leaks.

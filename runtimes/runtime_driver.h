@@ -54,6 +54,20 @@ struct ExecResult {
   std::string err;
 };
 
+// Checkpointing a live CUDA context: the runtime runs cuda-checkpoint inside the sandbox
+// during its checkpoint (runsc -cuda-checkpoint-path). The node agent's preflight asks both
+// questions below before it freezes a GPU actor, so a missing helper costs a condition, not
+// the workload.
+class CudaCheckpointCapability {
+ public:
+  virtual ~CudaCheckpointCapability() = default;
+  // Whether checkpoint supports CUDA (runsc: `checkpoint --help` lists -cuda-checkpoint-path).
+  virtual Result<bool> SupportsCudaCheckpoint() = 0;
+  // Runs argv inside the running sandbox (the preflight runs the helper there).
+  virtual Result<ExecResult> Exec(const SandboxRef& ref, const std::vector<std::string>& argv,
+                                  std::chrono::milliseconds deadline) = 0;
+};
+
 class RuntimeDriver {
  public:
   virtual ~RuntimeDriver() = default;
@@ -69,17 +83,15 @@ class RuntimeDriver {
   // what it wrote can be copied consistently (Data snapshots); Thaw lets it run on.
   virtual Status Freeze(const SandboxRef& ref) = 0;
   virtual Status Thaw(const SandboxRef& ref) = 0;
-  // Runs argv inside the running sandbox (preflight checks).
-  virtual Result<ExecResult> Exec(const SandboxRef& ref, const std::vector<std::string>& argv,
-                                  std::chrono::milliseconds deadline) = 0;
   // Force-deletes the sandbox; succeeds when it does not exist.
   virtual Status Delete(const SandboxRef& ref) = 0;
   // The ids of every sandbox under `root` (restart recovery).
   virtual Result<std::vector<std::string>> List(const std::string& root) = 0;
   // The runtime build's version string, recorded in snapshot manifests ("go-160fafc42237").
   virtual Result<std::string> Version() = 0;
-  // Whether checkpoint supports CUDA (runsc: `checkpoint --help` lists -cuda-checkpoint-path).
-  virtual Result<bool> SupportsCudaCheckpoint() = 0;
+  // What the driver can do for GPU actors, or nullptr when it runs none (QEMU micro-VMs, whose
+  // GPU design is not built): an optional capability, not methods every driver must stub.
+  virtual CudaCheckpointCapability* CudaCheckpoint() { return nullptr; }
 };
 
 }  // namespace stasis

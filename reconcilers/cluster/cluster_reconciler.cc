@@ -228,14 +228,14 @@ Result<ReconcileOutcome> ClusterReconciler::ForceClean(api::Actor& a, const std:
   a.status.sandbox_id.clear();
   a.status.transition_start_time.reset();
   a.status.observed_generation = a.metadata.generation;
-  const std::string cond_reason = reason == "deadline" ? "DeadlineExceeded" : "NodeLost";
+  const std::string cond_reason = reason == "deadline" ? api::kReasonDeadlineExceeded : api::kReasonNodeLost;
   const Time now = Now();
   api::SetCondition(a.status.conditions,
-                    api::Condition{"Stuck", api::ConditionStatus::kTrue, a.metadata.generation, {},
+                    api::Condition{api::kConditionStuck, api::ConditionStatus::kTrue, a.metadata.generation, {},
                                    cond_reason, message},
                     now);
   api::SetCondition(a.status.conditions,
-                    api::Condition{"Ready", api::ConditionStatus::kFalse, a.metadata.generation, {},
+                    api::Condition{api::kConditionReady, api::ConditionStatus::kFalse, a.metadata.generation, {},
                                    cond_reason,
                                    "cleaned by the cluster controller: " + message},
                     now);
@@ -301,7 +301,7 @@ Result<ReconcileOutcome> ClusterReconciler::Bind(api::Actor& a) {
   const auto& snap = a.status.latest_snapshot;
   const bool snapshot_local = snap && !snap->node_name.empty();
   const bool waiting = [&] {
-    const api::Condition* ready = api::FindCondition(a.status.conditions, "Ready");
+    const api::Condition* ready = api::FindCondition(a.status.conditions, api::kConditionReady);
     return ready && ready->reason == "NoFreeWorker";
   }();
   const std::optional<bool> current_alive = NodeAlive(a.status.node_name);

@@ -1,6 +1,8 @@
 // The node agent's reconciler: drives each Actor bound to this node through the state machine
 // of DESIGN.md §6 with a RuntimeDriver, keeping snapshots on disk (SnapshotStore), the node's
-// Workers (NodeWorkers) and the Actor's status in step.
+// Workers (NodeWorkers) and the Actor's status in step. What to do is decided by one pure
+// function (transitions.h); this class reads, and carries the decision out: checkpoint.cc,
+// resume.cc, recovery.cc and status_writer.cc hold the actions, actor_reconciler.cc the loop.
 //
 // Invariants it keeps:
 //  - Every *ING status is written, with transitionStartTime, before the step it announces, and
@@ -33,11 +35,9 @@
 
 #include <chrono>
 #include <functional>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <string>
-#include <unordered_map>
+#include <vector>
 
 #include "api/actor.h"
 #include "base/clock.h"
@@ -48,6 +48,8 @@
 #include "reconcilers/node/node_workers.h"
 #include "runtimes/runtime_driver.h"
 #include "reconcilers/node/snapshot_metrics.h"
+#include "reconcilers/node/transition_retries.h"
+#include "reconcilers/node/transitions.h"
 #include "snapshots/snapshot_store.h"
 
 namespace stasis {
@@ -94,88 +96,102 @@ class ActorReconciler : public Reconciler {
                   RuntimeDrivers drivers, SnapshotStore& snapshots, NodeWorkers& workers,
                   SnapshotMetrics& metrics, EventRecorder* events, Clock& clock = RealClock::Get());
 
+  // Reads (the informer's copy, a quorum read when that cannot decide), decides
+  // (transitions.h) and acts, one step at a time.
   Result<ReconcileOutcome> Reconcile(const Request& request) override;
 
   // Restart recovery, after the actor cache has synced: deletes sandboxes and local snapshots
   // of actors that no longer exist or are no longer bound here, and frees workers held by
   // actors that should not hold one. Partial snapshot directories are removed first.
-  Status RecoverAtStartup();
+  [[nodiscard]] Status RecoverAtStartup();
 
   // Where an actor's runtime state lives on this node.
   SandboxRef SandboxFor(const std::string& ns, const std::string& name) const;
 
  private:
-  struct Ctx;  // one reconcile's working copy of the actor
+  struct Ctx;  // one reconcile's working copy of the actor and what was observed of it
 
+  // actor_reconciler.cc: read → decide → act.
   bool OwnedHere(const api::Actor& a) const;
-  // The outcome of a reconcile that needs no read: the cached actor, its spec observed, is at
-  // rest here with nothing left on disk, or runs as wanted with its sandbox running. Otherwise
-  // nullopt: decide on a quorum read.
-  std::optional<ReconcileOutcome> NothingToDo(const api::Actor& a, const Request& request);
-  // A transition the cached actor asks for — RUNNING to Paused/Suspended, PAUSED/SUSPENDED to
-  // Running — started without a quorum read: the first status write carries the cached
-  // resourceVersion, so it is the quorum check. nullopt when the cache cannot decide, or when
-  // that first write met a conflict (the cache was stale; nothing was written): decide on a
-  // quorum read. `claimed`: a worker was claimed before the conflict.
-  std::optional<Result<ReconcileOutcome>> StartFromCache(const api::Actor& a,
-                                                         const Request& request, bool* claimed);
   RuntimeDriver* DriverFor(api::Runtime runtime) const;
+  Ctx NewCtx(const api::Actor& a, const Request& request, ActorSource source);
+  // A quorum read replaces c's actor and observations; false: nothing to act on (gone, or
+  // unreadable until it changes). `unsettled`: the actor may hold a worker it should not.
+  [[nodiscard]] Result<bool> ReadQuorum(Ctx& c, const Request& request, bool unsettled);
+  [[nodiscard]] Status Observe(Ctx& c, Step step);
+  [[nodiscard]] Status Prepare(Ctx& c, Step step);
+  Result<ReconcileOutcome> Act(Ctx& c, const Decision& d);
+  Result<ReconcileOutcome> RemoveOrphan(const Request& request);
   // Deletes ref's sandbox with every driver (for a sandbox whose actor, and runtime, is gone).
-  Status DeleteAnyRuntime(const SandboxRef& ref);
+  [[nodiscard]] Status DeleteAnyRuntime(const SandboxRef& ref);
   Result<ReconcileOutcome> Delete(Ctx& c);
-  Result<ReconcileOutcome> Resume(Ctx& c);
+  Result<ReconcileOutcome> FailActor(Ctx& c, const std::string& reason, const std::string& message);
+  Result<ReconcileOutcome> RestNeverStarted(Ctx& c);
+  Result<ReconcileOutcome> WatchLiveness(Ctx& c);
+  Result<ReconcileOutcome> WriteObservedGeneration(Ctx& c);
+
+  // checkpoint.cc: RUNNING → PAUSED / SUSPENDED, and PAUSED → SUSPENDED.
   Result<ReconcileOutcome> Checkpoint(Ctx& c, api::SnapshotTrigger trigger);
+  // A GPU actor's preflight, before anything is frozen: nullopt when it passed.
+  std::optional<Result<ReconcileOutcome>> PreflightOrKeepRunning(Ctx& c);
+  [[nodiscard]] Status Preflight(Ctx& c);
+  // A Data snapshot's directories, resolved before anything starts; the failure is final here.
+  Result<std::vector<DataDir>> ResolveDataDirsOrKeepRunning(Ctx& c);
   // A Data snapshot's checkpoint: freeze the sandbox, archive its data directories into
   // `image_dir`; on a failed archive thaw it (the actor runs on) and return the failure.
-  Status CheckpointData(Ctx& c, const std::vector<DataDir>& dirs, const std::string& image_dir,
-                        std::chrono::milliseconds deadline);
+  [[nodiscard]] Status CheckpointData(Ctx& c, const std::vector<DataDir>& dirs,
+                                      const std::string& image_dir, std::chrono::milliseconds deadline);
+  Result<ReconcileOutcome> CheckpointFailed(Ctx& c, const Status& failure);
+  struct Checkpointed;  // what a successful checkpoint hands to its completion
+  Result<ReconcileOutcome> CompleteCheckpoint(Ctx& c, const Checkpointed& ck);
+  // Writes the snapshot's manifest (completion); removes the image when that fails.
+  Result<SnapshotManifest> CompleteSnapshot(Ctx& c, const Checkpointed& ck);
+  // Commits a just-completed Suspend snapshot; on failure it stays local (commit_error set).
+  api::Snapshot CommitJustCompleted(const SnapshotManifest& m, api::Snapshot local,
+                                    std::string* commit_error);
+  // Deletes the checkpointed sandbox when `step` is the one planned for it.
+  void DeleteSandboxIfAt(Ctx& c, DeleteAt step, DeleteAt planned, bool* deleted);
   Result<ReconcileOutcome> CommitPaused(Ctx& c);
+
+  // resume.cc: PAUSED / SUSPENDED / FAILED / never started → RUNNING.
+  Result<ReconcileOutcome> Resume(Ctx& c);
+  // Refusals that need no worker; nullopt when the resume may go ahead.
+  std::optional<Result<ReconcileOutcome>> RefuseResume(Ctx& c);
+  Result<ReconcileOutcome> ClaimFailed(Ctx& c, const Status& claim);
+  // Restores or boots the claimed sandbox (the status says RESUMING).
+  [[nodiscard]] Status StartSandbox(Ctx& c, const api::Worker& worker);
+  Result<ReconcileOutcome> ResumeFailed(Ctx& c, api::ActorState resting, const Status& result);
   // Verifies a Data snapshot against its manifest and unpacks its directories (data_dirs.h).
-  Status RestoreData(Ctx& c, const api::Snapshot& snap, std::chrono::milliseconds deadline);
-  Result<ReconcileOutcome> RecoverInterrupted(Ctx& c);
-  Result<ReconcileOutcome> CheckAlive(Ctx& c);
-  // The sandbox is gone or suspect: remove it, free the worker, SUSPENDED or FAILED.
-  Result<ReconcileOutcome> ForceClean(Ctx& c, const std::string& reason,
-                                      const std::string& condition_reason,
-                                      const std::string& message);
-  Status Preflight(Ctx& c);
+  [[nodiscard]] Status RestoreData(Ctx& c, const api::Snapshot& snap, std::chrono::milliseconds deadline);
   // Writes the runtime bundle of a GPU actor for the worker it claimed (gpu_bundle.h); the
   // directory is <root>/bundles/<sandbox id>.
   Result<std::string> PrepareGpuBundle(const Ctx& c, const api::Worker& worker);
   std::string GpuBundleDir(const SandboxRef& ref) const;
-  Status WriteStatus(Ctx& c);
-  Status SetFinalizer(Ctx& c, bool present);
-  Status Adopt(Ctx& c, const nlohmann::json& written);
+
+  // recovery.cc: *ING statuses left by an agent that died, dead sandboxes, restart recovery.
+  Result<ReconcileOutcome> RecoverResumed(Ctx& c);
+  Result<ReconcileOutcome> RestartResume(Ctx& c);
+  Result<ReconcileOutcome> RecoverCheckpointInterrupted(Ctx& c);
+  Result<ReconcileOutcome> AdoptLocalSnapshot(Ctx& c);
+  Result<ReconcileOutcome> AdoptCommittedSnapshot(Ctx& c);
+  [[nodiscard]] Status ListSnapshots(Ctx& c);
+  [[nodiscard]] Status RemoveLeftoverSandbox(Ctx& c);
+  // The sandbox is gone or suspect: remove it, free the worker, SUSPENDED or FAILED.
+  Result<ReconcileOutcome> ForceClean(Ctx& c, const std::string& reason,
+                                      const std::string& condition_reason,
+                                      const std::string& message);
+  void RemoveLeftoverSandboxes();
+  void RemoveSnapshotsOfDeletedActors();
+
+  // status_writer.cc: the Actor's status, finalizer, conditions and Events.
+  [[nodiscard]] Status WriteStatus(Ctx& c);
+  [[nodiscard]] Status SetFinalizer(Ctx& c, bool present);
+  [[nodiscard]] Status Adopt(Ctx& c, const nlohmann::json& written);
   void SetCondition(Ctx& c, const std::string& type, bool status, const std::string& reason,
                     const std::string& message);
   void Event(Ctx& c, bool warning, const std::string& reason, const std::string& message);
   api::Snapshot ToSnapshot(const SnapshotManifest& m, const std::string& location,
                            const std::string& node) const;
-
-  // Transitions that failed while the actor could stay where it was — a checkpoint the sandbox
-  // survived (still RUNNING), a resume that failed transiently (still PAUSED/SUSPENDED) — per
-  // operation and actor key: the retry waits until `not_before`. The work queue's own backoff
-  // cannot do this: each attempt writes status, and those watch events re-enqueue the key at
-  // once. Reset by a new generation (the user changed the spec) and by a success.
-  enum class RetryOp { kCheckpoint, kResume };
-  struct Retry {
-    int64_t generation = 0;
-    int failures = 0;
-    Clock::TimePoint not_before;
-  };
-  // How long this operation on this actor must still wait (zero: go ahead).
-  std::chrono::milliseconds RetryWait(const Ctx& c, RetryOp op);
-  void NoteFailure(const Ctx& c, RetryOp op);
-  void ClearRetry(const Ctx& c, RetryOp op);
-  std::mutex retry_mu_;
-  std::unordered_map<std::string, Retry> retries_;  // by RetryKey
-  // Actor keys that may hold a worker they should not: a resume started from a stale cache
-  // claimed one before its refused first write, or the release after a PAUSED/SUSPENDED write
-  // failed. Settled (the worker freed if the actor is at rest) by the next quorum read; until
-  // then the actor is never decided from the cache. Guarded by retry_mu_.
-  std::set<std::string> unsettled_workers_;
-  bool Unsettled(const std::string& key);
-  void SetUnsettled(const std::string& key, bool unsettled);
 
   ActorReconcilerOptions options_;
   KubeClient& client_;
@@ -186,9 +202,7 @@ class ActorReconciler : public Reconciler {
   SnapshotMetrics& metrics_;
   EventRecorder* events_;
   Clock& clock_;
+  TransitionRetries retries_;
 };
-
-// "nvproxy_live_clients" → "NvproxyLiveClients": runtime failure classes as condition reasons.
-std::string ConditionReason(const std::string& failure_class);
 
 }  // namespace stasis

@@ -42,11 +42,6 @@ Status NoopRuntimeDriver::Restore(const SandboxRef& ref, const RestoreOptions&) 
   return OkStatus();
 }
 
-Result<ExecResult> NoopRuntimeDriver::Exec(const SandboxRef&, const std::vector<std::string>&,
-                                           std::chrono::milliseconds) {
-  return ExecResult{0, "", ""};
-}
-
 Status NoopRuntimeDriver::SetState(const SandboxRef& ref, SandboxState from, SandboxState to) {
   std::lock_guard lock(mu_);
   auto it = sandboxes_.find(ref.id);

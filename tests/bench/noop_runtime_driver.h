@@ -23,12 +23,9 @@ class NoopRuntimeDriver : public RuntimeDriver {
   Status Restore(const SandboxRef& ref, const RestoreOptions& options) override;
   Status Freeze(const SandboxRef& ref) override { return SetState(ref, SandboxState::kRunning, SandboxState::kPaused); }
   Status Thaw(const SandboxRef& ref) override { return SetState(ref, SandboxState::kPaused, SandboxState::kRunning); }
-  Result<ExecResult> Exec(const SandboxRef& ref, const std::vector<std::string>& argv,
-                          std::chrono::milliseconds deadline) override;
   Status Delete(const SandboxRef& ref) override;
   Result<std::vector<std::string>> List(const std::string& root) override;
   Result<std::string> Version() override { return std::string("bench-noop"); }
-  Result<bool> SupportsCudaCheckpoint() override { return false; }
 
  private:
   // Moves a sandbox in state `from` to `to` (Freeze, Thaw).

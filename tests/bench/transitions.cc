@@ -296,10 +296,11 @@ int Ceiling(const Flags& f) {
         wo.resource_version = rv;
         wo.label_selector = std::string(kBenchLabel) + "=ceiling";
         wo.timeout_seconds = 600;
-        wc->Watch(kActors, ns, wo, [&](const json&) {
+        Status watched = wc->Watch(kActors, ns, wo, [&](const json&) {
           events++;
           return !stop_watching.load();
         }, &stop_watching);
+        if (!watched.ok()) std::fprintf(stderr, "ceiling watch ended: %s\n", watched.ToString().c_str());
       });
     }
     std::this_thread::sleep_for(200ms);  // established before the first write

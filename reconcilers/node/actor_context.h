@@ -1,0 +1,38 @@
+// One reconcile's working copy of an actor, shared by the files that carry out the node
+// agent's decisions (actor_reconciler.cc, checkpoint.cc, resume.cc, recovery.cc,
+// status_writer.cc). Private to the node agent.
+// Invariant: `before` is the actor as last read or written, `a` the copy being changed;
+// WriteStatus sends their difference with before's resourceVersion as its precondition.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <optional>
+#include <string>
+
+#include "reconcilers/node/actor_reconciler.h"
+
+namespace stasis {
+
+struct ActorReconciler::Ctx {
+  api::Actor before;  // as last read or written
+  api::Actor a;       // the working copy; WriteStatus sends the difference
+  SandboxRef ref;
+  api::ActorRef actor_ref;
+  std::string key;
+  RuntimeDriver* driver = nullptr;  // the driver of spec.runtime
+  bool wrote = false;    // an API write of this reconcile succeeded
+  bool claimed = false;  // Resume claimed a worker
+  Observation observed;  // what Decide sees
+  // What kListSnapshots found (Observation says only whether).
+  std::optional<SnapshotManifest> newer_local;
+  std::optional<SnapshotManifest> committed_by_transition;
+};
+
+// For cleanup whose failure changes no decision (a superseded snapshot, a leftover directory):
+// one warning line, never silence.
+inline void WarnIfFailed(const Status& s, const char* event, const std::string& key) {
+  if (!s.ok()) spdlog::warn("{} actor={} error=\"{}\"", event, key, s.ToString());
+}
+
+}  // namespace stasis

@@ -1,0 +1,342 @@
+// The node agent's checkpoint actions: RUNNING → PAUSED / SUSPENDED (preflight, checkpoint or
+// Data archive, snapshot completion, commit, status write, sandbox delete, worker release, in
+// the order actor_reconciler.h's invariants give), and PAUSED → SUSPENDED (commit).
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "reconcilers/node/actor_context.h"
+#include "reconcilers/node/actor_reconciler.h"
+
+namespace stasis {
+namespace {
+
+namespace fs = std::filesystem;
+using api::ActorState;
+using api::SnapshotTrigger;
+
+double Seconds(Clock::TimePoint::duration d) { return std::chrono::duration<double>(d).count(); }
+
+const char* kSuccess = "success";
+const char* kError = "error";
+
+}  // namespace
+
+// What a successful checkpoint hands to its completion.
+struct ActorReconciler::Checkpointed {
+  SnapshotTrigger trigger;
+  api::SnapshotScope scope;
+  std::string id;
+  std::string image_dir;
+  bool gpu = false;  // a CUDA checkpoint ran
+  DeleteAt delete_at = DeleteAt::kAfterRelease;
+  double took = 0;
+};
+
+Status ActorReconciler::Preflight(Ctx& c) {
+  CudaCheckpointCapability* cuda = c.driver->CudaCheckpoint();
+  auto supports = cuda ? cuda->SupportsCudaCheckpoint() : Result<bool>(false);
+  if (!supports.ok()) return supports.status();
+  if (!*supports) {
+    return Status(Code::kFailedPrecondition,
+                  "this runsc has no -cuda-checkpoint-path: it cannot checkpoint a live CUDA context",
+                  "runtime_lacks_cuda_checkpoint");
+  }
+  const std::string& path = c.a.spec.gpu.cuda_checkpoint_path;
+  auto r = cuda->Exec(c.ref, {path, "--help"}, std::chrono::seconds(30));
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    std::string err = r->err;
+    while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+    return Status(Code::kFailedPrecondition,
+                  "the cuda-checkpoint binary " + path +
+                      " does not run inside the container (exit " + std::to_string(r->exit_code) +
+                      (err.empty() ? "" : ": " + err) + ")",
+                  "cuda_checkpoint_missing");
+  }
+  return OkStatus();
+}
+
+std::optional<Result<ReconcileOutcome>> ActorReconciler::PreflightOrKeepRunning(Ctx& c) {
+  // No `runsc state` first: the checkpoint (or the freeze, or the preflight's exec) fails on a
+  // sandbox that is not running, and the failure path asks the sandbox's state then.
+  Status s = Preflight(c);
+  if (s.ok()) {
+    SetCondition(c, api::kConditionCudaCheckpointReady, true, api::kReasonPreflightPassed,
+                 c.a.spec.gpu.cuda_checkpoint_path + " runs inside the container");
+    return std::nullopt;
+  }
+  if (s.reason() == "container_stopped" || s.reason() == "not_found") {
+    return ForceClean(c, "sandbox_died", api::kReasonSandboxDied,
+                      "the sandbox is gone before the checkpoint: " + s.message());
+  }
+  SetCondition(c, api::kConditionCudaCheckpointReady, false,
+               ConditionReason(s.reason().empty() ? "preflight_failed" : s.reason()), s.message());
+  if (Status w = WriteStatus(c); !w.ok()) return w;
+  Event(c, true, "PreflightFailed", s.message());
+  spdlog::warn("gpu preflight failed actor={} error=\"{}\" action=keep_running", c.key, s.message());
+  return ReconcileOutcome{options_.preflight_retry};
+}
+
+Result<std::vector<DataDir>> ActorReconciler::ResolveDataDirsOrKeepRunning(Ctx& c) {
+  // Every declared directory must map to a host directory before anything starts; a dataDir
+  // that cannot be kept is the spec's or the bundle's problem, and the actor runs on.
+  auto resolved = ResolveDataDirs(c.a.spec.bundle, c.a.spec.snapshots.data_dirs);
+  if (resolved.ok()) return resolved;
+  const std::string reason = ConditionReason(resolved.status().reason());
+  retries_.NoteFailure(c.key, RetryOp::kCheckpoint, c.a.metadata.generation);
+  SetCondition(c, api::kConditionCheckpointFailed, true, reason, resolved.status().message());
+  SetCondition(c, api::kConditionProgressing, false, reason, "checkpoint refused; still running");
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+  Event(c, true, "CheckpointFailed", resolved.status().message() + " (the actor keeps running)");
+  spdlog::warn("data snapshot refused actor={} reason={} error=\"{}\" action=keep_running", c.key,
+               resolved.status().reason(), resolved.status().message());
+  return resolved.status();
+}
+
+Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger trigger) {
+  Checkpointed ck;
+  ck.trigger = trigger;
+  ck.scope = trigger == SnapshotTrigger::kPause ? c.a.spec.snapshots.on_pause : c.a.spec.snapshots.on_commit;
+  const bool data = ck.scope == api::SnapshotScope::kData;
+  // A Data snapshot holds no process state: no CUDA checkpoint, so no GPU preflight.
+  ck.gpu = c.a.spec.gpu.count > 0 && !data;
+  if (ck.gpu) {
+    if (auto refused = PreflightOrKeepRunning(c)) return std::move(*refused);
+  }
+  std::vector<DataDir> data_dirs;
+  if (data) {
+    auto resolved = ResolveDataDirsOrKeepRunning(c);
+    if (!resolved.ok()) return resolved.status();
+    data_dirs = std::move(*resolved);
+  }
+
+  const bool pause = trigger == SnapshotTrigger::kPause;
+  c.a.status.status = pause ? ActorState::kPausing : ActorState::kSuspending;
+  c.a.status.transition_start_time.reset();
+  SetCondition(c, api::kConditionProgressing, true, pause ? api::kReasonPausing : api::kReasonSuspending,
+               "checkpointing");
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+
+  ck.id = NewSnapshotId();
+  auto dir = snapshots_.BeginLocal(c.a.metadata.namespace_, c.a.metadata.name, ck.id);
+  if (!dir.ok()) {
+    c.a.status.status = ActorState::kRunning;
+    SetCondition(c, api::kConditionCheckpointFailed, true, api::kReasonSnapshotDirUnusable, dir.status().message());
+    SetCondition(c, api::kConditionProgressing, false, api::kReasonSnapshotDirUnusable, "");
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    return dir.status();
+  }
+  ck.image_dir = *dir;
+  CheckpointOptions co;
+  co.image_dir = *dir;
+  co.leave_running = c.a.spec.checkpoint_policy == api::CheckpointPolicy::kLeaveRunningThenStop;
+  if (ck.gpu) co.cuda_checkpoint_path = c.a.spec.gpu.cuda_checkpoint_path;
+  co.deadline = std::chrono::seconds(c.a.spec.timeouts.checkpoint_seconds);
+  const auto start = clock_.Now();
+  Status result = data ? CheckpointData(c, data_dirs, *dir, co.deadline) : c.driver->Checkpoint(c.ref, co);
+  ck.took = Seconds(clock_.Now() - start);
+  const std::string trigger_name = api::ToString(trigger);
+  metrics_.ObserveDuration("checkpoint", trigger_name, ck.gpu, result.ok() ? kSuccess : kError, ck.took);
+  metrics_.CountOperation("checkpoint", result.ok() ? kSuccess : kError, result.reason());
+  if (!result.ok()) {
+    std::error_code ec;
+    fs::remove_all(*dir, ec);
+    return CheckpointFailed(c, result);
+  }
+  retries_.Clear(c.key, RetryOp::kCheckpoint);
+  ck.delete_at = SandboxDeleteAfterCheckpoint(co.leave_running, data, c.a.spec.gpu.count > 0);
+  return CompleteCheckpoint(c, ck);
+}
+
+Result<ReconcileOutcome> ActorReconciler::CheckpointFailed(Ctx& c, const Status& failure) {
+  const std::string reason = failure.reason().empty() ? "runtime_error" : failure.reason();
+  if (ClassifyCheckpointFailure(failure, c.driver->State(c.ref)) == CheckpointFailure::kSurvived) {
+    // The workload survived (a refused save, -leave-running, an error before the save, a Data
+    // archive that failed and was thawed): it keeps running, retried with backoff.
+    c.a.status.status = ActorState::kRunning;
+    retries_.NoteFailure(c.key, RetryOp::kCheckpoint, c.a.metadata.generation);
+    SetCondition(c, api::kConditionCheckpointFailed, true, ConditionReason(reason), failure.message());
+    SetCondition(c, api::kConditionProgressing, false, ConditionReason(reason), "checkpoint failed; still running");
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    Event(c, true, "CheckpointFailed", failure.message() + " (the actor keeps running)");
+    return failure;
+  }
+  // The sandbox is dead or suspect (timeout): never retry, clean up.
+  return ForceClean(c, failure.code() == Code::kDeadlineExceeded ? "deadline" : "sandbox_died",
+                    ConditionReason(reason), "checkpoint failed: " + failure.message());
+}
+
+Status ActorReconciler::CheckpointData(Ctx& c, const std::vector<DataDir>& dirs,
+                                       const std::string& image_dir, std::chrono::milliseconds deadline) {
+  // Frozen, the workload cannot change its files while they are read: the archive is a
+  // consistent copy. The sandbox is deleted once the snapshot is complete.
+  if (Status s = c.driver->Freeze(c.ref); !s.ok()) return s;
+  Status archived = ArchiveDataDirs(dirs, image_dir, deadline);
+  if (!archived.ok()) {
+    // Nothing was lost: the workload runs on, as if the pause had not been asked yet.
+    if (Status t = c.driver->Thaw(c.ref); !t.ok()) {
+      spdlog::error("thaw after a failed data archive failed actor={} error=\"{}\"", c.key, t.message());
+    }
+    spdlog::warn("data archive failed actor={} error=\"{}\" action=thaw_keep_running", c.key, archived.message());
+  }
+  return archived;
+}
+
+api::Snapshot ActorReconciler::CommitJustCompleted(const SnapshotManifest& m, api::Snapshot local,
+                                                   std::string* commit_error) {
+  const auto start = clock_.Now();
+  auto committed = snapshots_.Commit(m.ns, m.name, m.id, /*just_completed=*/true);
+  const double took = Seconds(clock_.Now() - start);
+  const std::string reason = committed.ok() ? ""
+                             : committed.status().reason().empty() ? "store_error"
+                                                                   : committed.status().reason();
+  metrics_.ObserveDuration("commit", m.trigger, m.cuda_checkpointed, committed.ok() ? kSuccess : kError, took);
+  metrics_.CountOperation("commit", committed.ok() ? kSuccess : kError, reason);
+  if (!committed.ok()) {
+    // Nothing is lost: the complete snapshot stays on this node and the actor rests PAUSED
+    // until the store takes it (the commit is retried).
+    *commit_error = committed.status().message();
+    return local;
+  }
+  return ToSnapshot(*committed, snapshots_.StorePath(m.ns, m.name, m.id), "");
+}
+
+void ActorReconciler::DeleteSandboxIfAt(Ctx& c, DeleteAt step, DeleteAt planned, bool* deleted) {
+  if (step != planned) return;
+  if (Status s = c.driver->Delete(c.ref); !s.ok()) {
+    spdlog::warn("sandbox delete after checkpoint failed actor={} error=\"{}\"", c.key, s.message());
+    return;
+  }
+  *deleted = true;
+}
+
+Result<SnapshotManifest> ActorReconciler::CompleteSnapshot(Ctx& c, const Checkpointed& ck) {
+  SnapshotManifest m;
+  m.id = ck.id;
+  m.ns = c.a.metadata.namespace_;
+  m.name = c.a.metadata.name;
+  m.scope = api::ToString(ck.scope);
+  m.trigger = api::ToString(ck.trigger);
+  if (auto v = c.driver->Version(); v.ok()) m.runtime_version = *v;
+  m.cuda_checkpointed = ck.gpu;
+  m.taken_at = FormatTime(clock_.WallNow());
+  m.duration_seconds = ck.took;
+  // A Pause's image stays on this node: its fsyncs need not hold up the PAUSED write (a crash
+  // of the agent cannot lose the page cache; a reboot can, and then the restore verifies it).
+  auto done = snapshots_.CompleteLocal(
+      m, ck.trigger == SnapshotTrigger::kPause ? options_.pause_durability : Durability::kSynced);
+  if (!done.ok()) {
+    std::error_code ec;
+    fs::remove_all(ck.image_dir, ec);
+    return done.status();
+  }
+  metrics_.ObserveSnapshot(m.trigger, m.scope, ck.gpu, static_cast<double>(done->total_bytes), ck.took);
+  return done;
+}
+
+Result<ReconcileOutcome> ActorReconciler::CompleteCheckpoint(Ctx& c, const Checkpointed& ck) {
+  // The image is safe on disk. A sandbox that still lives (-leave-running; frozen for a Data
+  // archive) goes now, before the status says the actor is at rest. One that the checkpoint
+  // stopped holds nothing but runsc's state — and, for a GPU actor, possibly its device until
+  // the sandbox is torn down (~1 s on an H200) —: it is deleted after the status write, off
+  // the pause's path, and a GPU one before its worker is given back. A crash in between
+  // leaves a sandbox of an actor at rest, which every later reconcile and restart recovery
+  // remove.
+  bool deleted = false;
+  DeleteSandboxIfAt(c, DeleteAt::kBeforeWrite, ck.delete_at, &deleted);
+  auto done = CompleteSnapshot(c, ck);
+  if (!done.ok()) {
+    return ForceClean(c, "sandbox_died", api::kReasonSnapshotIncomplete,
+                      "the checkpoint succeeded but the snapshot could not be completed: " +
+                          done.status().message());
+  }
+  const SnapshotManifest& m = *done;
+  api::Snapshot snap = ToSnapshot(m, snapshots_.LocalPath(m.ns, m.name, m.id), options_.node);
+  std::string commit_error;
+  const bool suspend = ck.trigger == SnapshotTrigger::kSuspend;
+  if (suspend) snap = CommitJustCompleted(m, snap, &commit_error);
+  const ActorState final_state = suspend && commit_error.empty() ? ActorState::kSuspended : ActorState::kPaused;
+  const char* final_reason = final_state == ActorState::kPaused ? api::kReasonPaused : api::kReasonSuspended;
+
+  const std::string worker_name = c.a.status.worker_name;
+  c.a.status.status = final_state;
+  c.a.status.latest_snapshot = snap;
+  c.a.status.worker_name.clear();
+  c.a.status.sandbox_id.clear();
+  SetCondition(c, api::kConditionProgressing, false, final_reason, "");
+  SetCondition(c, api::kConditionReady, false, final_reason,
+               "snapshot " + m.id + " (" + std::to_string(snap.size_bytes) + " bytes)");
+  SetCondition(c, api::kConditionCheckpointFailed, false, api::kReasonCheckpointed, "");
+  if (!commit_error.empty()) {
+    SetCondition(c, api::kConditionCommitFailed, true, api::kReasonStoreUnavailable, commit_error);
+  } else {
+    api::RemoveCondition(c.a.status.conditions, api::kConditionCommitFailed);
+  }
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+  spdlog::info("actor checkpointed actor={} trigger={} scope={} snapshot={} size_bytes={} duration_s={:.3f} status={}",
+               c.key, m.trigger, m.scope, m.id, snap.size_bytes, ck.took, api::ToString(final_state));
+  // The worker is given back after the write that ends the transition, off the pause's path:
+  // the sandbox no longer runs (a Direct checkpoint stopped it; any other was deleted above).
+  // A failed release is settled by the next reconcile's quorum read (the actor is at rest;
+  // the error returned below makes one), a crash here by restart recovery; the queue runs no
+  // other reconcile of this actor (a resume) before this one returns.
+  DeleteSandboxIfAt(c, DeleteAt::kBeforeRelease, ck.delete_at, &deleted);
+  const Status released = workers_.Release(worker_name, c.actor_ref);
+  if (!released.ok()) retries_.SetUnsettled(c.key, true);
+
+  // Off the pause's path: nothing below decides anything a crash could lose.
+  DeleteSandboxIfAt(c, DeleteAt::kAfterRelease, ck.delete_at, &deleted);
+  if (deleted) {
+    // Left behind, the root would make the next reconcile ask runsc about a sandbox that is gone.
+    std::error_code ec;
+    fs::remove_all(c.ref.root, ec);
+  }
+  // The local copy of a committed snapshot, and older node-local snapshots, are superseded.
+  if (final_state == ActorState::kSuspended) {
+    WarnIfFailed(snapshots_.RemoveLocal(m.ns, m.name, m.id), "committed snapshot's local copy not removed", c.key);
+  }
+  for (const auto& old : snapshots_.ListLocal(m.ns, m.name)) {
+    if (old.id != m.id) WarnIfFailed(snapshots_.RemoveLocal(m.ns, m.name, old.id), "superseded snapshot not removed", c.key);
+  }
+  Event(c, false, final_reason,
+        "snapshot " + m.id + " (" + m.scope + "): " + std::to_string(snap.size_bytes) + " bytes, checkpoint " +
+            std::to_string(ck.took) + "s");
+  if (!commit_error.empty()) return Status(Code::kUnavailable, commit_error, "store_error");
+  if (!released.ok()) return released;
+  return ReconcileOutcome{};
+}
+
+Result<ReconcileOutcome> ActorReconciler::CommitPaused(Ctx& c) {
+  const auto& snap = c.a.status.latest_snapshot;
+  if (!snap || snap->node_name.empty()) {
+    c.a.status.status = ActorState::kSuspended;
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    return ReconcileOutcome{};
+  }
+  if (snap->node_name != options_.node) return ReconcileOutcome{};  // its node commits it
+  const bool gpu = c.a.spec.gpu.count > 0;
+  const auto start = clock_.Now();
+  auto committed = snapshots_.Commit(c.a.metadata.namespace_, c.a.metadata.name, snap->id);
+  metrics_.ObserveDuration("commit", "Suspend", gpu, committed.ok() ? kSuccess : kError,
+                           Seconds(clock_.Now() - start));
+  metrics_.CountOperation("commit", committed.ok() ? kSuccess : kError, committed.ok() ? "" : "store_error");
+  if (!committed.ok()) {
+    SetCondition(c, api::kConditionCommitFailed, true, api::kReasonStoreUnavailable, committed.status().message());
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    return committed.status();
+  }
+  const std::string id = snap->id;
+  WarnIfFailed(snapshots_.RemoveLocal(c.a.metadata.namespace_, c.a.metadata.name, id),
+               "committed snapshot's local copy not removed", c.key);
+  c.a.status.latest_snapshot =
+      ToSnapshot(*committed, snapshots_.StorePath(c.a.metadata.namespace_, c.a.metadata.name, id), "");
+  c.a.status.status = ActorState::kSuspended;
+  api::RemoveCondition(c.a.status.conditions, api::kConditionCommitFailed);
+  SetCondition(c, api::kConditionReady, false, api::kReasonSuspended, "snapshot " + id + " committed");
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+  Event(c, false, "Suspended", "paused snapshot " + id + " committed to the store");
+  return ReconcileOutcome{};
+}
+
+}  // namespace stasis

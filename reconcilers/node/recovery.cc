@@ -1,0 +1,209 @@
+// The node agent's recovery actions: an *ING status left by an agent that died mid-step,
+// recovered from the sandbox's state and the snapshots on disk (transitions.h decides which);
+// a sandbox that died (ForceClean); and restart recovery over the whole node.
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "api/json_mapping.h"
+#include "reconcilers/api_resources.h"
+#include "reconcilers/node/actor_context.h"
+#include "reconcilers/node/actor_reconciler.h"
+
+namespace stasis {
+namespace {
+
+namespace fs = std::filesystem;
+using api::ActorState;
+
+constexpr char kAfterRestart[] = "recovered after an agent restart";
+
+}  // namespace
+
+Result<ReconcileOutcome> ActorReconciler::RecoverResumed(Ctx& c) {
+  c.a.status.status = ActorState::kRunning;
+  SetCondition(c, api::kConditionProgressing, false, api::kReasonResumed, kAfterRestart);
+  SetCondition(c, api::kConditionReady, true, api::kReasonRunning, kAfterRestart);
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+  return ReconcileOutcome{options_.liveness_period};
+}
+
+Result<ReconcileOutcome> ActorReconciler::RestartResume(Ctx& c) {
+  // The restore never finished: start it again from the snapshot it was restoring.
+  WarnIfFailed(c.driver->Delete(c.ref), "sandbox of an interrupted resume not deleted", c.key);
+  c.a.status.status = RestingState(c.a);
+  if (c.a.status.status == ActorState::kFailed) c.a.status.status = ActorState::kUnspecified;
+  return Resume(c);
+}
+
+Result<ReconcileOutcome> ActorReconciler::RecoverCheckpointInterrupted(Ctx& c) {
+  // The checkpoint was cut short (or ran with -leave-running): the workload lives on.
+  c.a.status.status = ActorState::kRunning;
+  SetCondition(c, api::kConditionProgressing, false, api::kReasonCheckpointInterrupted,
+               "the node agent restarted during the checkpoint; the actor kept running");
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+  return ReconcileOutcome{std::chrono::milliseconds(1)};  // the checkpoint starts again
+}
+
+Result<ReconcileOutcome> ActorReconciler::AdoptLocalSnapshot(Ctx& c) {
+  // The sandbox is gone and the checkpoint had finished before the agent died: nothing is lost.
+  const SnapshotManifest& m = *c.newer_local;
+  WarnIfFailed(c.driver->Delete(c.ref), "sandbox of an adopted snapshot not deleted", c.key);
+  if (Status s = workers_.Free(c.actor_ref); !s.ok()) return s;
+  c.a.status.latest_snapshot = ToSnapshot(m, snapshots_.LocalPath(m.ns, m.name, m.id), options_.node);
+  c.a.status.status = ActorState::kPaused;
+  c.a.status.worker_name.clear();
+  c.a.status.sandbox_id.clear();
+  SetCondition(c, api::kConditionProgressing, false, api::kReasonRecovered, "adopted complete snapshot " + m.id);
+  SetCondition(c, api::kConditionReady, false, api::kReasonPaused, "snapshot " + m.id);
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+  // A suspend continues with the commit on the next pass.
+  return ReconcileOutcome{std::chrono::milliseconds(1)};
+}
+
+Result<ReconcileOutcome> ActorReconciler::AdoptCommittedSnapshot(Ctx& c) {
+  // A suspend that committed its snapshot and was then cut short by an API error (freeing the
+  // worker, writing the status: an API server restarting answers 503/429 for a while).
+  const SnapshotManifest& m = *c.committed_by_transition;
+  WarnIfFailed(c.driver->Delete(c.ref), "sandbox of an adopted snapshot not deleted", c.key);
+  if (Status s = workers_.Free(c.actor_ref); !s.ok()) return s;
+  c.a.status.latest_snapshot = ToSnapshot(m, snapshots_.StorePath(m.ns, m.name, m.id), "");
+  c.a.status.status = ActorState::kSuspended;
+  c.a.status.worker_name.clear();
+  c.a.status.sandbox_id.clear();
+  SetCondition(c, api::kConditionProgressing, false, api::kReasonRecovered, "adopted committed snapshot " + m.id);
+  SetCondition(c, api::kConditionReady, false, api::kReasonSuspended, "snapshot " + m.id + " committed");
+  SetCondition(c, api::kConditionCheckpointFailed, false, api::kReasonCheckpointed, "");
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+  spdlog::info("interrupted suspend recovered actor={} snapshot={} status=STATUS_SUSPENDED", c.key, m.id);
+  return ReconcileOutcome{};
+}
+
+Status ActorReconciler::ListSnapshots(Ctx& c) {
+  const std::string& ns = c.a.metadata.namespace_;
+  const std::string& name = c.a.metadata.name;
+  const std::string latest = c.a.status.latest_snapshot ? c.a.status.latest_snapshot->id : "";
+  // Snapshot ids sort by the time they were taken (NewSnapshotId).
+  auto local = snapshots_.ListLocal(ns, name);
+  c.newer_local.reset();
+  if (!local.empty() && local.back().id > latest) c.newer_local = local.back();
+  c.observed.newer_local_snapshot = c.newer_local.has_value();
+  c.committed_by_transition.reset();
+  if (c.a.status.status == ActorState::kSuspending && c.a.status.transition_start_time) {
+    auto committed = snapshots_.ListCommitted(ns, name);
+    if (!committed.empty()) {
+      const SnapshotManifest& m = committed.back();
+      auto taken = ParseTime(m.taken_at);
+      if (m.id > latest && m.trigger == "Suspend" && taken.ok() && *taken >= *c.a.status.transition_start_time) {
+        c.committed_by_transition = m;
+      }
+    }
+  }
+  c.observed.committed_by_transition = c.committed_by_transition.has_value();
+  return OkStatus();
+}
+
+Status ActorReconciler::RemoveLeftoverSandbox(Ctx& c) {
+  // At rest, yet a sandbox is left: the cluster controller force-cleaned this actor while
+  // this agent was away or stuck. Remove what it could not reach.
+  auto state = c.driver->State(c.ref);
+  if (state.ok() && *state != SandboxState::kNotFound) {
+    spdlog::info("leftover sandbox removed actor={} status={} sandbox={}", c.key,
+                 api::ToString(c.a.status.status), ToString(*state));
+    if (Status s = c.driver->Delete(c.ref); !s.ok()) return s;
+  }
+  std::error_code ec;
+  fs::remove_all(c.ref.root, ec);
+  return OkStatus();
+}
+
+Result<ReconcileOutcome> ActorReconciler::ForceClean(Ctx& c, const std::string& reason,
+                                                     const std::string& condition_reason,
+                                                     const std::string& message) {
+  if (Status s = c.driver->Delete(c.ref); !s.ok()) return s;
+  std::error_code ec;
+  fs::remove_all(c.ref.root, ec);
+  if (Status s = workers_.Free(c.actor_ref); !s.ok()) return s;
+  metrics_.CountForcedCleanup(reason);
+  const ActorState was = c.a.status.status;
+  c.a.status.status = c.a.status.latest_snapshot ? RestingState(c.a) : ActorState::kFailed;
+  if (c.a.status.status == ActorState::kPaused) c.a.status.status = ActorState::kSuspended;
+  c.a.status.worker_name.clear();
+  c.a.status.sandbox_id.clear();
+  SetCondition(c, api::kConditionCheckpointFailed, was != ActorState::kRunning, condition_reason, message);
+  SetCondition(c, api::kConditionProgressing, false, condition_reason, "cleaned up");
+  SetCondition(c, api::kConditionReady, false, condition_reason,
+               message + (c.a.status.latest_snapshot
+                              ? "; kept snapshot " + c.a.status.latest_snapshot->id
+                              : "; no snapshot to resume from"));
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+  Event(c, true, "ForcedCleanup", message);
+  spdlog::warn("actor force-cleaned actor={} reason={} was={} now={} message=\"{}\"", c.key, reason,
+               api::ToString(was), api::ToString(c.a.status.status), message);
+  return ReconcileOutcome{};
+}
+
+Status ActorReconciler::RecoverAtStartup() {
+  auto removed = snapshots_.RemovePartials();
+  if (removed.ok() && *removed > 0) spdlog::info("removed partial snapshots count={}", *removed);
+  // Paused snapshots completed without checksums by an agent that stopped before computing them.
+  if (int pending = snapshots_.ResumePendingChecksums(); pending > 0) {
+    spdlog::info("pending snapshot checksums queued count={}", pending);
+  }
+  RemoveLeftoverSandboxes();
+  RemoveSnapshotsOfDeletedActors();
+  // Workers held by actors that do not exist, are not ours, or are at rest.
+  return workers_.FreeUnless([&](const api::ActorRef& ref) {
+    ObjectPtr obj = actors_(ref.Key());
+    if (!obj) return false;
+    auto a = api::ActorFromJson(*obj);
+    if (!a.ok() || !OwnedHere(*a)) return false;
+    return a->status.status == ActorState::kRunning || api::IsTransitioning(a->status.status);
+  });
+}
+
+void ActorReconciler::RemoveLeftoverSandboxes() {
+  // Sandboxes whose actor is gone or not ours any more.
+  std::error_code ec;
+  const fs::path run = options_.root + "/run";
+  if (!fs::exists(run)) return;
+  for (const auto& entry : fs::directory_iterator(run, ec)) {
+    const std::string id = entry.path().filename().string();
+    auto sep = id.find('_');
+    if (sep == std::string::npos) continue;
+    const std::string ns = id.substr(0, sep), name = id.substr(sep + 1);
+    ObjectPtr obj = actors_(ns + "/" + name);
+    bool keep = false;
+    if (obj) {
+      auto a = api::ActorFromJson(*obj);
+      keep = a.ok() && OwnedHere(*a);
+    }
+    if (keep) continue;
+    SandboxRef ref = SandboxFor(ns, name);
+    const std::string key = ns + "/" + name;
+    WarnIfFailed(DeleteAnyRuntime(ref), "leftover sandbox not deleted", key);
+    fs::remove_all(ref.root, ec);
+    WarnIfFailed(snapshots_.RemoveAllLocal(ns, name), "local snapshots of a leftover sandbox not removed", key);
+    spdlog::info("leftover sandbox removed actor={}", key);
+  }
+}
+
+void ActorReconciler::RemoveSnapshotsOfDeletedActors() {
+  // Node-local snapshots of actors deleted while this agent was away and that left no sandbox
+  // (a PAUSED actor's snapshot, the emptied directory of a SUSPENDED one). The cache holds only
+  // the actors bound here, so an actor missing from it is asked for: one bound elsewhere may
+  // still come back to its paused snapshot here.
+  for (const auto& [ns, name] : snapshots_.LocalActors()) {
+    if (actors_(ns + "/" + name)) continue;
+    auto live = client_.Get(kActorType, ns, name);
+    if (live.ok() || live.status().code() != Code::kNotFound) continue;
+    if (Status s = snapshots_.RemoveAllLocal(ns, name); !s.ok()) {
+      spdlog::warn("local snapshots of a deleted actor not removed actor={}/{} error=\"{}\"", ns, name,
+                   s.message());
+      continue;
+    }
+    spdlog::info("local snapshots of a deleted actor removed actor={}/{}", ns, name);
+  }
+}
+
+}  // namespace stasis

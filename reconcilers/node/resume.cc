@@ -1,0 +1,226 @@
+// The node agent's resume action: PAUSED / SUSPENDED / FAILED / never started → RUNNING. A
+// worker is claimed and RESUMING written before the sandbox starts; a failure gives the worker
+// back and either fails the actor (a bundle or image that cannot work) or returns it to where
+// it rested, retried with backoff.
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "reconcilers/node/actor_context.h"
+#include "reconcilers/node/actor_reconciler.h"
+#include "runtimes/gpu/gpu_bundle.h"
+
+namespace stasis {
+namespace {
+
+namespace fs = std::filesystem;
+using api::ActorState;
+
+double Seconds(Clock::TimePoint::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// A snapshot check that failed, as a resume failure: missing or corrupt, the snapshot can never
+// be restored (kFailedPrecondition fails the actor); a store that cannot be read now is retried.
+Status UnrestorableOrRetry(const Status& check) {
+  const bool gone = check.reason() == "snapshot_not_found" || check.reason() == "snapshot_corrupt";
+  return Status(gone ? Code::kFailedPrecondition : Code::kUnavailable, check.message(), check.reason());
+}
+
+bool FromFullSnapshot(const api::Actor& a) {
+  return a.status.latest_snapshot && a.status.latest_snapshot->scope == api::SnapshotScope::kFull;
+}
+
+// A Data snapshot: its directories are unpacked, then the sandbox boots from the bundle.
+bool FromDataSnapshot(const api::Actor& a) {
+  return a.status.latest_snapshot && a.status.latest_snapshot->scope == api::SnapshotScope::kData;
+}
+
+}  // namespace
+
+std::optional<Result<ReconcileOutcome>> ActorReconciler::RefuseResume(Ctx& c) {
+  if (c.a.spec.runtime == api::Runtime::kMicrovm && c.a.spec.gpu.count > 0) {
+    // A VFIO GPU in a micro-VM cannot be snapshotted by the VMM, and the in-guest step that
+    // would make it possible is designed (docs/microvm.md) but not built: refuse before a
+    // worker is claimed.
+    c.a.status.status = ActorState::kFailed;
+    SetCondition(c, api::kConditionReady, false, api::kReasonMicrovmGpuUnsupported,
+                 "GPU micro-VM actors are not supported yet: QEMU cannot snapshot a VFIO GPU "
+                 "and the in-guest cuda-checkpoint agent (docs/microvm.md) is not built; use "
+                 "runtime gvisor for GPU actors");
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    Event(c, true, "ResumeFailed", "GPU micro-VM actors are not supported yet");
+    return ReconcileOutcome{};
+  }
+  const auto& snap = c.a.status.latest_snapshot;
+  if ((FromFullSnapshot(c.a) || FromDataSnapshot(c.a)) && !snap->node_name.empty() &&
+      snap->node_name != options_.node) {
+    SetCondition(c, api::kConditionReady, false, api::kReasonSnapshotOnOtherNode,
+                 "the latest snapshot " + snap->id + " is on node " + snap->node_name +
+                     "; this actor can only resume there");
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    return ReconcileOutcome{};
+  }
+  return std::nullopt;
+}
+
+Result<ReconcileOutcome> ActorReconciler::ClaimFailed(Ctx& c, const Status& claim) {
+  if (claim.reason() == "gpu_count_unavailable") {
+    // No worker of this node can ever run it: say so, rather than wait for a free worker.
+    c.a.status.status = ActorState::kFailed;
+    SetCondition(c, api::kConditionReady, false, ConditionReason("gpu_count_unavailable"), claim.message());
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    Event(c, true, "ResumeFailed", claim.message());
+    return ReconcileOutcome{};
+  }
+  SetCondition(c, api::kConditionReady, false, api::kReasonNoFreeWorker, claim.message());
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+  return ReconcileOutcome{std::chrono::seconds(5)};
+}
+
+Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
+  if (auto refused = RefuseResume(c)) return std::move(*refused);
+  const ActorState resting = c.a.status.status;
+  const auto& snap = c.a.status.latest_snapshot;
+  const bool from_snapshot = FromFullSnapshot(c.a), from_data = FromDataSnapshot(c.a);
+  auto worker = workers_.Claim(c.actor_ref, static_cast<size_t>(c.a.spec.gpu.count));
+  if (!worker.ok()) return ClaimFailed(c, worker.status());
+  c.claimed = true;
+  c.a.status.status = ActorState::kResuming;
+  c.a.status.transition_start_time.reset();
+  c.a.status.node_name = options_.node;
+  c.a.status.worker_name = worker->metadata.name;
+  c.a.status.sandbox_id = c.ref.id;
+  SetCondition(c, api::kConditionProgressing, true, api::kReasonResuming,
+               from_snapshot ? "restoring snapshot " + snap->id
+               : from_data   ? "restoring the data of snapshot " + snap->id + ", then booting from the bundle"
+                             : "booting from the bundle");
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+
+  const auto start = clock_.Now();
+  Status result = StartSandbox(c, *worker);
+  const double took = Seconds(clock_.Now() - start);
+  if (from_snapshot || from_data) {
+    const bool gpu = c.a.spec.gpu.count > 0;
+    metrics_.ObserveDuration("restore", api::ToString(snap->trigger), gpu, result.ok() ? "success" : "error", took);
+    metrics_.CountOperation("restore", result.ok() ? "success" : "error", result.reason());
+  }
+  if (!result.ok()) return ResumeFailed(c, resting, result);
+  retries_.Clear(c.key, RetryOp::kResume);
+  c.a.status.status = ActorState::kRunning;
+  SetCondition(c, api::kConditionProgressing, false, api::kReasonResumed, "");
+  SetCondition(c, api::kConditionReady, true, api::kReasonRunning,
+               from_snapshot ? "restored from snapshot " + snap->id
+               : from_data   ? "booted from the bundle with the data of snapshot " + snap->id
+                             : "booted from the bundle");
+  SetCondition(c, api::kConditionCheckpointFailed, false, api::kReasonResumed, "");
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+  Event(c, false, "Resumed",
+        (from_snapshot ? "restored snapshot " + snap->id
+         : from_data   ? "booted with the data of snapshot " + snap->id
+                       : std::string("booted")) + " on worker " +
+            c.a.status.worker_name + " in " + std::to_string(took) + "s");
+  spdlog::info("actor resumed actor={} worker={} from_snapshot={} duration_s={:.3f}", c.key,
+               c.a.status.worker_name, from_snapshot, took);
+  return ReconcileOutcome{options_.liveness_period};
+}
+
+Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
+  // A leftover sandbox of an earlier life must not be in the way.
+  if (Status s = c.driver->Delete(c.ref); !s.ok()) return s;
+  std::error_code ec;
+  fs::remove_all(c.ref.root, ec);
+  fs::create_directories(c.ref.root, ec);
+  fs::create_directories(fs::path(c.ref.log_path).parent_path(), ec);
+
+  const auto& snap = c.a.status.latest_snapshot;
+  const bool from_snapshot = FromFullSnapshot(c.a);
+  const auto deadline = std::chrono::seconds(c.a.spec.timeouts.restore_seconds);
+  if (c.a.spec.gpu.count > 0) {
+    auto bundle = PrepareGpuBundle(c, worker);
+    if (!bundle.ok()) return bundle.status();
+    c.ref.bundle = *bundle;
+  }
+  if (FromDataSnapshot(c.a)) {
+    if (Status s = RestoreData(c, *snap, deadline); !s.ok()) return s;
+  }
+  if (!from_snapshot) return c.driver->Run(c.ref, deadline);
+  if (!snap->node_name.empty()) {
+    // A node-local image whose fsyncs were deferred is read in full only if a reboot came between.
+    if (auto checked = snapshots_.CheckLocalForRestore(c.a.metadata.namespace_, c.a.metadata.name, snap->id);
+        !checked.ok()) {
+      return UnrestorableOrRetry(checked.status());
+    }
+  }
+  RestoreOptions ro;
+  ro.image_dir = snap->location;
+  ro.deadline = deadline;
+  return c.driver->Restore(c.ref, ro);
+}
+
+Result<ReconcileOutcome> ActorReconciler::ResumeFailed(Ctx& c, ActorState resting, const Status& result) {
+  WarnIfFailed(c.driver->Delete(c.ref), "sandbox of a failed resume not deleted", c.key);
+  WarnIfFailed(workers_.Free(c.actor_ref), "worker of a failed resume not freed", c.key);
+  const bool permanent = ResumeFailureIsPermanent(result);
+  // A bundle or image that cannot work fails the actor; anything else returns it to where it
+  // rested, and the resume is retried with backoff.
+  c.a.status.status = permanent ? ActorState::kFailed : resting;
+  c.a.status.worker_name.clear();
+  c.a.status.sandbox_id.clear();
+  const std::string reason = ConditionReason(result.reason().empty() ? "runtime_error" : result.reason());
+  SetCondition(c, api::kConditionProgressing, false, reason, "resume failed");
+  SetCondition(c, api::kConditionReady, false, reason,
+               std::string(FromFullSnapshot(c.a) ? "restore" : "start") + " failed: " + result.message());
+  Event(c, true, "ResumeFailed", result.message());
+  spdlog::warn("resume failed actor={} reason={} permanent={} error=\"{}\"", c.key,
+               result.reason(), permanent, result.message());
+  if (!permanent) retries_.NoteFailure(c.key, RetryOp::kResume, c.a.metadata.generation);
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+  if (permanent) return ReconcileOutcome{};
+  return result;  // transient: retried with backoff
+}
+
+Status ActorReconciler::RestoreData(Ctx& c, const api::Snapshot& snap, std::chrono::milliseconds deadline) {
+  // Only what the manifest vouches for is unpacked over the actor's directories.
+  const std::string& ns = c.a.metadata.namespace_;
+  const std::string& name = c.a.metadata.name;
+  const bool committed = snap.node_name.empty();
+  auto verified = committed ? snapshots_.VerifyCommitted(ns, name, snap.id)
+                            : snapshots_.VerifyLocal(ns, name, snap.id);
+  if (!verified.ok()) return UnrestorableOrRetry(verified.status());
+  const std::string image = committed ? snapshots_.StorePath(ns, name, snap.id)
+                                      : snapshots_.LocalPath(ns, name, snap.id);
+  return RestoreDataDirs(c.a.spec.bundle, image, deadline);
+}
+
+std::string ActorReconciler::GpuBundleDir(const SandboxRef& ref) const {
+  return options_.root + "/bundles/" + ref.id;
+}
+
+Result<std::string> ActorReconciler::PrepareGpuBundle(const Ctx& c, const api::Worker& worker) {
+  const auto count = static_cast<size_t>(c.a.spec.gpu.count);
+  if (worker.spec.devices.size() < count) {
+    // One worker is one GPU (--gpus); a multi-GPU actor needs a multi-GPU worker.
+    return Status(Code::kInvalidArgument,
+                  "the actor asks for " + std::to_string(count) + " GPU(s); worker " +
+                      worker.metadata.name + " has " + std::to_string(worker.spec.devices.size()),
+                  "gpu_count_unavailable");
+  }
+  // Read at every start: a spec regenerated after a driver upgrade must not need a restart.
+  auto cdi = CdiRegistry::Load(options_.cdi_spec_dirs);
+  GpuBundleRequest request;
+  request.source_bundle = c.a.spec.bundle;
+  request.out_dir = GpuBundleDir(c.ref);
+  request.gpu_uuids.assign(worker.spec.devices.begin(), worker.spec.devices.begin() + count);
+  request.gpu_kind = options_.gpu_cdi_kind;
+  request.helper_device = options_.cuda_checkpoint_cdi_device;
+  request.cuda_checkpoint_path = c.a.spec.gpu.cuda_checkpoint_path;
+  auto written = cdi.ok() ? WriteGpuBundle(*cdi, request) : Result<std::string>(cdi.status());
+  if (!written.ok() && written.status().reason() != "bad_bundle" &&
+      written.status().reason() != "no_gpu_on_worker") {
+    // The node's CDI specs are missing or broken: the node's problem, not the actor's. The
+    // resume is retried with backoff, and the condition says what to fix.
+    return Status(Code::kUnavailable, written.status().message(), "cdi_unavailable");
+  }
+  return written;
+}
+
+}  // namespace stasis

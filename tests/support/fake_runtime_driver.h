@@ -1,0 +1,60 @@
+// A RuntimeDriver for tests of the node agent's decisions and actions without runsc: sandboxes
+// are states in memory, a checkpoint writes a one-file image, and any call can be made to fail
+// with the exact Status a real driver returns for that failure class (runtime_driver.h's
+// table), so every branch of checkpoint, resume and recovery is reachable in a test. The real
+// drivers are tested against real runsc and QEMU in tests/e2e/.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtimes/runtime_driver.h"
+
+namespace stasis::testing {
+
+class FakeRuntimeDriver : public RuntimeDriver, public CudaCheckpointCapability {
+ public:
+  enum class Call { kRun, kState, kCheckpoint, kRestore, kFreeze, kThaw, kExec, kDelete, kSupportsCuda };
+
+  // The next call of `call` returns `status` (queued: one failure per call).
+  void FailNext(Call call, Status status);
+  // Sets a sandbox's state as if the runtime changed it (a sandbox that died: kStopped).
+  void SetState(const std::string& id, SandboxState state);
+  SandboxState StateOf(const std::string& id);
+  // Whether checkpoint supports CUDA, and the exit code of an Exec (the preflight's helper).
+  void SetSupportsCuda(bool supports) { supports_cuda_ = supports; }
+  void SetExecExitCode(int code) { exec_exit_code_ = code; }
+  // Every call made, as "Method id", in order.
+  std::vector<std::string> Calls();
+  int CountCalls(const std::string& method);
+
+  Status Run(const SandboxRef& ref, std::chrono::milliseconds deadline) override;
+  Result<SandboxState> State(const SandboxRef& ref) override;
+  Status Checkpoint(const SandboxRef& ref, const CheckpointOptions& options) override;
+  Status Restore(const SandboxRef& ref, const RestoreOptions& options) override;
+  Status Freeze(const SandboxRef& ref) override;
+  Status Thaw(const SandboxRef& ref) override;
+  Status Delete(const SandboxRef& ref) override;
+  Result<std::vector<std::string>> List(const std::string& root) override;
+  Result<std::string> Version() override { return std::string("fake-1"); }
+  CudaCheckpointCapability* CudaCheckpoint() override { return this; }
+  Result<bool> SupportsCudaCheckpoint() override;
+  Result<ExecResult> Exec(const SandboxRef& ref, const std::vector<std::string>& argv,
+                          std::chrono::milliseconds deadline) override;
+
+ private:
+  // Records the call; returns the failure queued for it, or OK.
+  Status Enter(Call call, const char* method, const std::string& id);
+
+  std::mutex mu_;
+  std::map<Call, std::deque<Status>> failures_;
+  std::map<std::string, SandboxState> sandboxes_;  // by id
+  std::vector<std::string> calls_;
+  bool supports_cuda_ = true;
+  int exec_exit_code_ = 0;
+};
+
+}  // namespace stasis::testing
