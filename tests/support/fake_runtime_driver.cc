@@ -55,7 +55,10 @@ Result<SandboxState> FakeRuntimeDriver::State(const SandboxRef& ref) {
 }
 
 Status FakeRuntimeDriver::Checkpoint(const SandboxRef& ref, const CheckpointOptions& options) {
-  if (Status s = Enter(Call::kCheckpoint, "Checkpoint", ref.id); !s.ok()) return s;
+  if (Status s = Enter(Call::kCheckpoint, "Checkpoint", ref.id); !s.ok()) {
+    if (after_failed_checkpoint_) SetState(ref.id, *after_failed_checkpoint_);
+    return s;
+  }
   if (StateOf(ref.id) != SandboxState::kRunning) {
     return Status(Code::kFailedPrecondition, "cannot checkpoint container " + ref.id + " in state stopped",
                   "container_stopped");

@@ -8,6 +8,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ class FakeRuntimeDriver : public RuntimeDriver, public CudaCheckpointCapability 
   // Sets a sandbox's state as if the runtime changed it (a sandbox that died: kStopped).
   void SetState(const std::string& id, SandboxState state);
   SandboxState StateOf(const std::string& id);
+  // What a failed checkpoint leaves (runsc's nvproxy failure kills the sandbox); by default it
+  // leaves the sandbox as it was.
+  void SetStateAfterFailedCheckpoint(SandboxState state) { after_failed_checkpoint_ = state; }
   // Whether checkpoint supports CUDA, and the exit code of an Exec (the preflight's helper).
   void SetSupportsCuda(bool supports) { supports_cuda_ = supports; }
   void SetExecExitCode(int code) { exec_exit_code_ = code; }
@@ -53,6 +57,7 @@ class FakeRuntimeDriver : public RuntimeDriver, public CudaCheckpointCapability 
   std::map<Call, std::deque<Status>> failures_;
   std::map<std::string, SandboxState> sandboxes_;  // by id
   std::vector<std::string> calls_;
+  std::optional<SandboxState> after_failed_checkpoint_;
   bool supports_cuda_ = true;
   int exec_exit_code_ = 0;
 };

@@ -1,0 +1,345 @@
+// The node agent's reconciler against a real kube-apiserver, with the fake runtime driver
+// (tests/support/fake_runtime_driver.h) in place of runsc: every action transitions.h can
+// decide — checkpoint, resume, recovery of an interrupted transition, cleanup of a dead
+// sandbox — and every failure class a runtime reports, each asserted on the Actor the API
+// server holds (status, conditions, worker) and on the calls the runtime saw. The same paths
+// with real runsc are in tests/e2e/.
+#include <gtest/gtest.h>
+#include <prometheus/registry.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "api/json_mapping.h"
+#include "controller/object_store.h"
+#include "reconcilers/api_resources.h"
+#include "reconcilers/node/actor_reconciler.h"
+#include "reconcilers/node/node_workers.h"
+#include "reconcilers/node/snapshot_metrics.h"
+#include "snapshots/snapshot_store.h"
+#include "tests/support/control_plane.h"
+#include "tests/support/fake_runtime_driver.h"
+
+namespace stasis {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ControlPlane;
+using testing::FakeRuntimeDriver;
+using Call = FakeRuntimeDriver::Call;
+
+constexpr char kActor[] = "a1";
+
+class ActorReconcilerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { ASSERT_EQ(ControlPlane::Get().InstallStasisApi(), ""); }
+
+  void SetUp() override {
+    ns_ = ControlPlane::Get().CreateTestNamespace("ar");
+    ASSERT_FALSE(ns_.empty());
+    node_ = ns_;  // a node of this test's own: Workers are cluster-scoped
+    root_ = fs::temp_directory_path() / ("stasis-ar-" + ns_);
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "snapshots");
+    fs::create_directories(root_ / "store");
+    fs::create_directories(root_ / "bundle");
+    client_ = ControlPlane::Get().NewClient();
+    metrics_ = std::make_unique<SnapshotMetrics>(registry_);
+    store_ = std::make_unique<SnapshotStore>((root_ / "snapshots").string(), (root_ / "store").string());
+    workers_ = std::make_unique<NodeWorkers>(*client_, node_, std::vector<std::vector<std::string>>{{}}, metrics_.get());
+    ASSERT_TRUE(workers_->Register().ok());
+    NewReconciler(RuntimeDrivers{&driver_, nullptr});
+  }
+
+  void TearDown() override { fs::remove_all(root_); }
+
+  void NewReconciler(RuntimeDrivers drivers) {
+    ActorReconcilerOptions o;
+    o.node = node_;
+    o.root = root_.string();
+    o.pause_durability = Durability::kSynced;
+    reconciler_ = std::make_unique<ActorReconciler>(
+        o, *client_, [this](const std::string& key) { return cache_.Get(key); }, drivers, *store_, *workers_,
+        *metrics_, nullptr);
+  }
+
+  void Create(const std::string& desired, const std::string& runtime = "gvisor") {
+    api::Actor a;
+    a.metadata.namespace_ = ns_;
+    a.metadata.name = kActor;
+    a.spec.bundle = (root_ / "bundle").string();
+    a.spec.node_name = node_;
+    json body = api::ActorTypedJson(a);
+    body["spec"]["desiredState"] = desired;
+    body["spec"]["runtime"] = runtime;
+    ASSERT_TRUE(client_->Create(kActorType, ns_, body).ok());
+  }
+
+  // One reconcile, on a cache refreshed from the API server as the informer would have it.
+  Result<ReconcileOutcome> Reconcile() {
+    auto live = client_->Get(kActorType, ns_, kActor);
+    if (live.ok()) {
+      cache_.Upsert(std::make_shared<const json>(*live));
+    } else {
+      cache_.Remove(ns_ + "/" + kActor);
+    }
+    return reconciler_->Reconcile(Request{ns_, kActor});
+  }
+
+  api::Actor Get() {
+    auto live = client_->Get(kActorType, ns_, kActor);
+    EXPECT_TRUE(live.ok());
+    auto a = api::ActorFromJson(live.ok() ? *live : json::object());
+    return a.ok() ? *a : api::Actor{};
+  }
+
+  std::string StatusName() { return api::ToString(Get().status.status); }
+
+  // Reconciles until the actor reaches `want` (at most 6 reconciles).
+  bool Settle(const std::string& want) {
+    for (int i = 0; i < 6 && StatusName() != want; ++i) (void)Reconcile();
+    return StatusName() == want;
+  }
+
+  void Desire(const std::string& state) {
+    ASSERT_TRUE(client_->Patch(kActorType, ns_, kActor, PatchType::kMerge, {{"spec", {{"desiredState", state}}}}).ok());
+  }
+
+  void PatchStatus(const json& status) {
+    ASSERT_TRUE(client_->Patch(kActorType, ns_, kActor, PatchType::kMerge, {{"status", status}}, "status").ok());
+  }
+
+  std::string Reason(const char* type) {
+    const api::Actor a = Get();
+    const api::Condition* c = api::FindCondition(a.status.conditions, type);
+    return c ? c->reason : "";
+  }
+  bool ConditionTrue(const char* type) { return api::IsConditionTrue(Get().status.conditions, type); }
+
+  std::string SandboxId() const { return ns_ + "_" + kActor; }
+  bool HoldsWorker() { return workers_->HeldBy(api::ActorRef{ns_, kActor}).has_value(); }
+
+  std::string ns_, node_;
+  fs::path root_;
+  prometheus::Registry registry_;
+  std::unique_ptr<KubeClient> client_;
+  std::unique_ptr<SnapshotMetrics> metrics_;
+  std::unique_ptr<SnapshotStore> store_;
+  std::unique_ptr<NodeWorkers> workers_;
+  ObjectStore cache_;
+  FakeRuntimeDriver driver_;
+  std::unique_ptr<ActorReconciler> reconciler_;
+};
+
+TEST_F(ActorReconcilerTest, RunsPausesResumesAndSuspendsThroughTheDriver) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  EXPECT_EQ(driver_.CountCalls("Run"), 1);
+  Desire("Paused");
+  ASSERT_TRUE(Settle("STATUS_PAUSED"));
+  EXPECT_EQ(driver_.CountCalls("Checkpoint"), 1);
+  EXPECT_EQ(Get().status.latest_snapshot->node_name, node_);
+  EXPECT_EQ(Get().status.worker_name, "");
+  Desire("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  EXPECT_EQ(driver_.CountCalls("Restore"), 1);
+  Desire("Suspended");
+  ASSERT_TRUE(Settle("STATUS_SUSPENDED"));
+  EXPECT_EQ(Get().status.latest_snapshot->node_name, "") << "a suspend commits its snapshot to the store";
+}
+
+TEST_F(ActorReconcilerTest, ACheckpointTheSandboxSurvivesKeepsItRunningAndBacksOff) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  driver_.FailNext(Call::kCheckpoint, Status(Code::kInternal, "save refused", "runtime_error"));
+  Desire("Paused");
+  auto r = Reconcile();
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(StatusName(), "STATUS_RUNNING");
+  EXPECT_TRUE(ConditionTrue(api::kConditionCheckpointFailed));
+  EXPECT_EQ(Reason(api::kConditionCheckpointFailed), "RuntimeError");
+  // The retry waits out its backoff: no second checkpoint at once.
+  auto waited = Reconcile();
+  ASSERT_TRUE(waited.ok());
+  EXPECT_GT(waited->requeue_after.count(), 0);
+  EXPECT_EQ(driver_.CountCalls("Checkpoint"), 1);
+}
+
+TEST_F(ActorReconcilerTest, ACheckpointPastItsDeadlineIsCleanedUpThoughItRuns) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  driver_.FailNext(Call::kCheckpoint, Status(Code::kDeadlineExceeded, "checkpoint timed out", "timeout"));
+  Desire("Suspended");
+  (void)Reconcile();
+  EXPECT_EQ(StatusName(), "STATUS_FAILED") << "no earlier snapshot to rest on";
+  EXPECT_EQ(Reason(api::kConditionReady), "Timeout");
+  EXPECT_TRUE(ConditionTrue(api::kConditionCheckpointFailed));
+  EXPECT_EQ(driver_.StateOf(SandboxId()), SandboxState::kNotFound) << "the suspect sandbox was deleted";
+  EXPECT_EQ(Get().status.worker_name, "");
+  EXPECT_FALSE(HoldsWorker()) << "the worker was freed";
+}
+
+TEST_F(ActorReconcilerTest, NvproxyLiveClientsRestsOnThePreviousSnapshotWithItsReason) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  Desire("Paused");
+  ASSERT_TRUE(Settle("STATUS_PAUSED"));
+  Desire("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  const std::string kept = Get().status.latest_snapshot->id;
+  // As runsc without -cuda-checkpoint-path does on a live CUDA context: the save fails and
+  // the sandbox dies with it.
+  driver_.FailNext(Call::kCheckpoint, Status(Code::kFailedPrecondition, "nvproxy: live clients", "nvproxy_live_clients"));
+  driver_.SetStateAfterFailedCheckpoint(SandboxState::kStopped);
+  Desire("Suspended");
+  (void)Reconcile();
+  const api::Actor a = Get();
+  EXPECT_EQ(std::string(api::ToString(a.status.status)), "STATUS_SUSPENDED") << "rests on its previous snapshot";
+  EXPECT_EQ(a.status.latest_snapshot->id, kept);
+  EXPECT_EQ(Reason(api::kConditionCheckpointFailed), "NvproxyLiveClients");
+  EXPECT_EQ(Reason(api::kConditionReady), "NvproxyLiveClients");
+  EXPECT_TRUE(ConditionTrue(api::kConditionCheckpointFailed));
+  EXPECT_EQ(driver_.CountCalls("Checkpoint"), 2) << "never retried";
+  EXPECT_FALSE(HoldsWorker());
+}
+
+TEST_F(ActorReconcilerTest, ASandboxThatDiesWhileRunningIsCleanedUp) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  driver_.SetState(SandboxId(), SandboxState::kStopped);
+  (void)Reconcile();
+  EXPECT_EQ(StatusName(), "STATUS_FAILED");
+  EXPECT_EQ(Reason(api::kConditionReady), api::kReasonSandboxDied);
+  EXPECT_FALSE(ConditionTrue(api::kConditionCheckpointFailed)) << "no checkpoint was asked";
+  EXPECT_FALSE(HoldsWorker());
+}
+
+TEST_F(ActorReconcilerTest, AResumeOfAnImageFromAnotherRuntimeBuildFailsTheActor) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  Desire("Paused");
+  ASSERT_TRUE(Settle("STATUS_PAUSED"));
+  driver_.FailNext(Call::kRestore, Status(Code::kFailedPrecondition, "image from go-other", "version_mismatch"));
+  Desire("Running");
+  (void)Reconcile();
+  EXPECT_EQ(StatusName(), "STATUS_FAILED");
+  EXPECT_EQ(Reason(api::kConditionReady), "VersionMismatch");
+  EXPECT_FALSE(HoldsWorker());
+}
+
+TEST_F(ActorReconcilerTest, ATransientResumeFailureRestsWhereItWasAndBacksOff) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  Desire("Paused");
+  ASSERT_TRUE(Settle("STATUS_PAUSED"));
+  driver_.FailNext(Call::kRestore, Status(Code::kInternal, "restore failed", "runtime_error"));
+  Desire("Running");
+  EXPECT_FALSE(Reconcile().ok());
+  EXPECT_EQ(StatusName(), "STATUS_PAUSED");
+  EXPECT_EQ(Reason(api::kConditionReady), "RuntimeError");
+  auto waited = Reconcile();
+  ASSERT_TRUE(waited.ok());
+  EXPECT_GT(waited->requeue_after.count(), 0);
+  EXPECT_EQ(driver_.CountCalls("Restore"), 1) << "the retry waits out its backoff";
+}
+
+TEST_F(ActorReconcilerTest, ARuntimeThisNodeDoesNotRunFailsTheActor) {
+  Create("Running", "microvm");
+  (void)Reconcile();
+  (void)Reconcile();
+  EXPECT_EQ(StatusName(), "STATUS_FAILED");
+  EXPECT_EQ(Reason(api::kConditionReady), api::kReasonRuntimeUnavailable);
+  EXPECT_EQ(driver_.CountCalls("Run"), 0);
+}
+
+TEST_F(ActorReconcilerTest, ASnapshotOnAnotherNodeIsNotResumedHere) {
+  Create("Paused");
+  ASSERT_TRUE(Settle("STATUS_SUSPENDED"));  // never started
+  PatchStatus({{"status", "STATUS_PAUSED"},
+               {"latestSnapshot", {{"id", "s1"}, {"trigger", "Pause"}, {"scope", "Full"},
+                                   {"location", "/elsewhere"}, {"nodeName", "other-node"}}}});
+  Desire("Running");
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_EQ(StatusName(), "STATUS_PAUSED");
+  EXPECT_EQ(Reason(api::kConditionReady), api::kReasonSnapshotOnOtherNode);
+  EXPECT_FALSE(HoldsWorker()) << "no worker is claimed for it";
+}
+
+TEST_F(ActorReconcilerTest, AnInterruptedResumeWhoseSandboxRunsIsRecoveredAsRunning) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  PatchStatus({{"status", "STATUS_RESUMING"}, {"transitionStartTime", "2026-01-01T00:00:00Z"}});
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_EQ(StatusName(), "STATUS_RUNNING");
+  EXPECT_EQ(Reason(api::kConditionProgressing), api::kReasonResumed);
+  EXPECT_EQ(driver_.CountCalls("Run") + driver_.CountCalls("Restore"), 1) << "not started twice";
+}
+
+TEST_F(ActorReconcilerTest, AnInterruptedPauseWhoseWorkloadRunsPausesAgain) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  ASSERT_TRUE(client_->Patch(kActorType, ns_, kActor, PatchType::kMerge, {{"spec", {{"desiredState", "Paused"}}}}).ok());
+  PatchStatus({{"status", "STATUS_PAUSING"}, {"transitionStartTime", "2026-01-01T00:00:00Z"}});
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_EQ(StatusName(), "STATUS_RUNNING");
+  EXPECT_EQ(Reason(api::kConditionProgressing), api::kReasonCheckpointInterrupted);
+  ASSERT_TRUE(Settle("STATUS_PAUSED"));
+}
+
+TEST_F(ActorReconcilerTest, AnInterruptedPauseThatCompletedItsSnapshotAdoptsIt) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  // The agent died after the snapshot was complete, before the PAUSED write.
+  const std::string id = NewSnapshotId();
+  auto dir = store_->BeginLocal(ns_, kActor, id);
+  ASSERT_TRUE(dir.ok());
+  std::ofstream(*dir + "/checkpoint.img") << "image";
+  SnapshotManifest m;
+  m.id = id;
+  m.ns = ns_;
+  m.name = kActor;
+  m.scope = "Full";
+  m.trigger = "Pause";
+  ASSERT_TRUE(store_->CompleteLocal(m).ok());
+  driver_.SetState(SandboxId(), SandboxState::kStopped);
+  Desire("Paused");
+  PatchStatus({{"status", "STATUS_PAUSING"}, {"transitionStartTime", "2026-01-01T00:00:00Z"}});
+  ASSERT_TRUE(Reconcile().ok());
+  const api::Actor a = Get();
+  EXPECT_EQ(std::string(api::ToString(a.status.status)), "STATUS_PAUSED");
+  ASSERT_TRUE(a.status.latest_snapshot);
+  EXPECT_EQ(a.status.latest_snapshot->id, id);
+  EXPECT_EQ(Reason(api::kConditionProgressing), api::kReasonRecovered);
+  EXPECT_FALSE(HoldsWorker());
+  EXPECT_EQ(driver_.CountCalls("Checkpoint"), 0) << "adopted, not taken again";
+}
+
+TEST_F(ActorReconcilerTest, ASandboxFrozenForADataArchiveWithoutASnapshotIsThawed) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  driver_.SetState(SandboxId(), SandboxState::kPaused);
+  Desire("Paused");
+  PatchStatus({{"status", "STATUS_PAUSING"}, {"transitionStartTime", "2026-01-01T00:00:00Z"}});
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_EQ(driver_.CountCalls("Thaw"), 1);
+  EXPECT_EQ(driver_.StateOf(SandboxId()), SandboxState::kRunning);
+  EXPECT_EQ(StatusName(), "STATUS_RUNNING");
+}
+
+TEST_F(ActorReconcilerTest, ASandboxOfADeletedActorIsRemoved) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  ASSERT_TRUE(fs::exists(root_ / "run" / SandboxId()));
+  // Gone from the cache (its finalizer removed by hand, as if another agent had cleaned it).
+  ASSERT_TRUE(client_->Patch(kActorType, ns_, kActor, PatchType::kMerge, {{"metadata", {{"finalizers", nullptr}}}}).ok());
+  ASSERT_TRUE(client_->Delete(kActorType, ns_, kActor).ok());
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_EQ(driver_.StateOf(SandboxId()), SandboxState::kNotFound);
+  EXPECT_FALSE(fs::exists(root_ / "run" / SandboxId()));
+  EXPECT_FALSE(HoldsWorker());
+}
+
+}  // namespace
+}  // namespace stasis
