@@ -21,6 +21,10 @@ packages=(
   openssl
   # arm64 cross compiler for the GPU helper
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+  # hack/check-layout.sh: function extents from a real C/C++ parser run as a tool on the files
+  # (a library such as libclang would need a compile database, i.e. a configured build, before
+  # a check meant to fail fast), and jq to read its JSON
+  universal-ctags jq
 )
 
 missing=()

@@ -10,6 +10,8 @@ start=${SECONDS}
 
 [[ $(id -u) == 0 ]] || die "run as root: the end-to-end tests start runsc sandboxes"
 "${HACK_DIR}/install-deps.sh"
+# Seconds, before minutes of building: file and function length, include layering.
+"${HACK_DIR}/check-layout.sh"
 
 # The external programs, built once per machine and cached by version (slow only when cold).
 "${HACK_DIR}/build-control-plane.sh" >/dev/null

@@ -56,6 +56,40 @@ static int SetCommand(Args* args, Command command, const char* flag, char* why, 
   return 1;
 }
 
+// The values once the whole line is read: the command decides which are required or allowed.
+static int CheckValues(const char* pid_text, const char* timeout_text, Args* args, char* why,
+                       size_t n) {
+  if (args->command == kCommandNone) {
+    snprintf(why, n,
+             "no command given (--get-state, --toggle, --action, --get-restore-tid or --help)");
+    return 0;
+  }
+  if (pid_text == NULL) {
+    snprintf(why, n, "--pid is required");
+    return 0;
+  }
+  long long number = 0;
+  if (!ParseNumber(pid_text, 1, INT_MAX, &number)) {
+    snprintf(why, n, "invalid process ID '%s' (a positive integer)", pid_text);
+    return 0;
+  }
+  args->pid = (int)number;
+  if (timeout_text != NULL) {
+    // Only lock waits on anything; accepting --timeout elsewhere would suggest it bounds the
+    // checkpoint or restore copy, which the driver offers no way to do.
+    if (args->command != kCommandLock && args->command != kCommandToggle) {
+      snprintf(why, n, "--timeout applies only to --toggle and --action lock");
+      return 0;
+    }
+    if (!ParseNumber(timeout_text, 0, UINT_MAX, &number)) {
+      snprintf(why, n, "invalid timeout '%s' (milliseconds, 0 = wait forever)", timeout_text);
+      return 0;
+    }
+    args->timeout_ms = (unsigned int)number;
+  }
+  return 1;
+}
+
 int ParseArgs(int argc, char** argv, Args* args, char* why, size_t n) {
   memset(args, 0, sizeof *args);
   args->timeout_ms = kDefaultLockTimeoutMs;
@@ -107,33 +141,5 @@ int ParseArgs(int argc, char** argv, Args* args, char* why, size_t n) {
     }
   }
 
-  if (args->command == kCommandNone) {
-    snprintf(why, n,
-             "no command given (--get-state, --toggle, --action, --get-restore-tid or --help)");
-    return 0;
-  }
-  if (pid_text == NULL) {
-    snprintf(why, n, "--pid is required");
-    return 0;
-  }
-  long long number = 0;
-  if (!ParseNumber(pid_text, 1, INT_MAX, &number)) {
-    snprintf(why, n, "invalid process ID '%s' (a positive integer)", pid_text);
-    return 0;
-  }
-  args->pid = (int)number;
-  if (timeout_text != NULL) {
-    // Only lock waits on anything; accepting --timeout elsewhere would suggest it bounds the
-    // checkpoint or restore copy, which the driver offers no way to do.
-    if (args->command != kCommandLock && args->command != kCommandToggle) {
-      snprintf(why, n, "--timeout applies only to --toggle and --action lock");
-      return 0;
-    }
-    if (!ParseNumber(timeout_text, 0, UINT_MAX, &number)) {
-      snprintf(why, n, "invalid timeout '%s' (milliseconds, 0 = wait forever)", timeout_text);
-      return 0;
-    }
-    args->timeout_ms = (unsigned int)number;
-  }
-  return 1;
+  return CheckValues(pid_text, timeout_text, args, why, n);
 }

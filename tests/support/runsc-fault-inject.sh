@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# TEST DOUBLE — NOT runsc. A fault/delay injecting wrapper for tests/e2e/node_agent_test.cc,
+# TEST DOUBLE — NOT runsc. A fault/delay injecting wrapper for tests/e2e/node_*_test.cc,
 # given to `stasis node --runsc`. It never does runsc's work itself: every call ends in an
 # exec of the runsc named by STASIS_INJECT_RUNSC (the real runsc, or another labelled test
 # double such as runsc-nvproxy-fault.sh), with the arguments unchanged (global flags stay
