@@ -5,7 +5,7 @@
 # second. Cached outside the repo under ${STASIS_CACHE}/microvm/<kernel>-<busybox>/ (keyed by
 # both package versions); prints the bundle directory.
 #
-# A bundle is a directory with microvm.json (reconcilers/microvm_bundle.h) beside the files it
+# A bundle is a directory with microvm.json (runtimes/microvm_bundle.h) beside the files it
 # names. Needs apt-get (download only; nothing is installed) and busybox-static (install-deps.sh).
 source "$(dirname "$0")/lib.sh"
 
