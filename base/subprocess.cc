@@ -29,113 +29,131 @@ void CloseIfOpen(int& fd) {
   fd = -1;
 }
 
-}  // namespace
-
-std::string CommandResult::Summary() const {
-  std::string last = err;
-  while (!last.empty() && (last.back() == '\n' || last.back() == ' ')) last.pop_back();
-  if (auto nl = last.rfind('\n'); nl != std::string::npos) last = last.substr(nl + 1);
-  std::string head = timed_out          ? "timed out"
-                     : term_signal != 0 ? "killed by signal " + std::to_string(term_signal)
-                                        : "exit " + std::to_string(exit_code);
-  return last.empty() ? head : head + ": " + last;
-}
-
-Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
-                                 std::chrono::milliseconds deadline,
-                                 const CommandOptions& options) {
-  if (argv.empty()) return Status(Code::kInvalidArgument, "RunCommand: empty argv");
-  // A child that exits without reading its stdin must cost an EPIPE, not the whole process.
-  signal(SIGPIPE, SIG_IGN);
-
-  // Fail early, as a value, for a program that cannot run; exec errors in the child would
-  // otherwise only show as exit 127.
-  if (argv[0].find('/') != std::string::npos && access(argv[0].c_str(), X_OK) != 0) {
-    return Status(Code::kNotFound, argv[0] + ": " + std::strerror(errno));
+// The child's argv and environment as execvpe wants them. Built in place and never moved:
+// the char pointers point into the strings it holds.
+class ExecArgs {
+ public:
+  ExecArgs(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env) {
+    for (const auto& a : argv) args_.push_back(const_cast<char*>(a.c_str()));
+    args_.push_back(nullptr);
+    for (char** e = environ; *e; ++e) env_store_.emplace_back(*e);
+    for (const auto& e : extra_env) env_store_.push_back(e);
+    for (auto& e : env_store_) envp_.push_back(e.data());
+    envp_.push_back(nullptr);
   }
+  ExecArgs(const ExecArgs&) = delete;
+  ExecArgs& operator=(const ExecArgs&) = delete;
+  char* const* args() { return args_.data(); }
+  char* const* envp() { return envp_.data(); }
 
-  int in_pipe[2], out_pipe[2], err_pipe[2], exec_pipe[2];
-  if (pipe2(in_pipe, O_CLOEXEC) != 0) return Status(Code::kInternal, "pipe: " + std::string(std::strerror(errno)));
-  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0 ||
-      pipe2(exec_pipe, O_CLOEXEC) != 0) {
+ private:
+  std::vector<char*> args_;
+  std::vector<std::string> env_store_;
+  std::vector<char*> envp_;
+};
+
+// The child's stdin, stdout and stderr, and the pipe its exec failure (an errno) comes back
+// on: closed on exec (O_CLOEXEC), so a successful exec reads as end of file.
+struct Pipes {
+  int in[2], out[2], err[2], exec[2];
+};
+
+Status MakePipes(Pipes& p) {
+  if (pipe2(p.in, O_CLOEXEC) != 0) return Status(Code::kInternal, "pipe: " + std::string(std::strerror(errno)));
+  if (pipe2(p.out, O_CLOEXEC) != 0 || pipe2(p.err, O_CLOEXEC) != 0 ||
+      pipe2(p.exec, O_CLOEXEC) != 0) {
     return Status(Code::kInternal, "pipe: " + std::string(std::strerror(errno)));
   }
+  return OkStatus();
+}
 
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::vector<std::string> env_store;
-  for (char** e = environ; *e; ++e) env_store.emplace_back(*e);
-  for (const auto& e : options.extra_env) env_store.push_back(e);
-  std::vector<char*> envp;
-  for (auto& e : env_store) envp.push_back(e.data());
-  envp.push_back(nullptr);
+// options.output_path opened for appending, and where this command's output will start.
+struct OutputFile {
+  int fd = -1;
+  off_t start = 0;
+};
 
-  int out_file = -1;
-  off_t out_file_start = 0;
-  if (options.output_path) {
-    out_file = open(options.output_path->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-    if (out_file < 0) {
-      return Status(Code::kFailedPrecondition,
-                    *options.output_path + ": " + std::strerror(errno));
-    }
-    out_file_start = lseek(out_file, 0, SEEK_END);
+Result<OutputFile> OpenOutputFile(const CommandOptions& options) {
+  OutputFile file;
+  if (!options.output_path) return file;
+  file.fd = open(options.output_path->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  if (file.fd < 0) {
+    return Status(Code::kFailedPrecondition, *options.output_path + ": " + std::strerror(errno));
   }
+  file.start = lseek(file.fd, 0, SEEK_END);
+  return file;
+}
 
-  const auto start = Clock::now();
-  pid_t pid = fork();
-  if (pid < 0) return Status(Code::kUnavailable, "fork: " + std::string(std::strerror(errno)));
-  if (pid == 0) {
-    // Child: only async-signal-safe calls from here on.
-    setpgid(0, 0);  // its own process group, so a timeout kills everything it started
-    dup2(in_pipe[0], 0);
-    dup2(out_file >= 0 ? out_file : out_pipe[1], 1);
-    dup2(out_file >= 0 ? out_file : err_pipe[1], 2);
-    signal(SIGPIPE, SIG_DFL);
-    if (options.cwd && chdir(options.cwd->c_str()) != 0) {
-      int e = errno;
-      (void)!write(exec_pipe[1], &e, sizeof e);
-      _exit(127);
-    }
-    execvpe(args[0], args.data(), envp.data());
-    int e = errno;
-    (void)!write(exec_pipe[1], &e, sizeof e);
-    _exit(127);
+// The forked child: only async-signal-safe calls from here on.
+[[noreturn]] void ExecChild(const Pipes& p, int out_file, const CommandOptions& options,
+                            ExecArgs& exec_args) {
+  setpgid(0, 0);  // its own process group, so a timeout kills everything it started
+  dup2(p.in[0], 0);
+  dup2(out_file >= 0 ? out_file : p.out[1], 1);
+  dup2(out_file >= 0 ? out_file : p.err[1], 2);
+  signal(SIGPIPE, SIG_DFL);
+  if (!options.cwd || chdir(options.cwd->c_str()) == 0) {
+    execvpe(exec_args.args()[0], exec_args.args(), exec_args.envp());
   }
-  // Parent. Also set the group here: whichever of parent and child runs first wins the race,
-  // and the kill below must never hit our own group.
-  setpgid(pid, pid);
-  close(in_pipe[0]);
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  close(exec_pipe[1]);
+  int e = errno;
+  (void)!write(p.exec[1], &e, sizeof e);
+  _exit(127);
+}
 
+// In the parent: closes the child's ends and waits for its exec. An exec that failed is
+// reaped and returned as a Status.
+Status AwaitExec(pid_t pid, Pipes& p, const std::string& program) {
+  close(p.in[0]);
+  close(p.out[1]);
+  close(p.err[1]);
+  close(p.exec[1]);
   int exec_errno = 0;
-  if (read(exec_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno) {
-    close(exec_pipe[0]);
+  if (read(p.exec[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno) {
+    close(p.exec[0]);
     waitpid(pid, nullptr, 0);
-    close(in_pipe[1]);
-    close(out_pipe[0]);
-    close(err_pipe[0]);
+    close(p.in[1]);
+    close(p.out[0]);
+    close(p.err[0]);
     return Status(exec_errno == ENOENT || exec_errno == EACCES ? Code::kNotFound : Code::kInternal,
-                  argv[0] + ": " + std::strerror(exec_errno));
+                  program + ": " + std::strerror(exec_errno));
   }
-  close(exec_pipe[0]);
+  close(p.exec[0]);
+  return OkStatus();
+}
 
-  int stdin_fd = in_pipe[1], stdout_fd = out_pipe[0], stderr_fd = err_pipe[0];
-  if (out_file >= 0) {
-    // Nothing will arrive on the pipes; only the child's exit (below) is waited for.
-    CloseIfOpen(stdout_fd);
-    CloseIfOpen(stderr_fd);
-  }
-  fcntl(stdin_fd, F_SETFL, O_NONBLOCK);
-  size_t stdin_off = 0;
-  if (options.stdin_data.empty()) CloseIfOpen(stdin_fd);
+// The parent's ends of the child's stdio; -1 once closed.
+struct ChildIo {
+  int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
+  bool open() const { return stdout_fd >= 0 || stderr_fd >= 0 || stdin_fd >= 0; }
+};
 
-  CommandResult result;
-  const auto end = start + deadline;
+// One poll round: reads what stdout and stderr have, writes what stdin takes.
+void PumpOnce(ChildIo& io, pollfd* fds, int idx_out, int idx_err, int idx_in,
+              const CommandOptions& options, size_t& stdin_off, CommandResult& result) {
   char buf[65536];
-  while (stdout_fd >= 0 || stderr_fd >= 0 || stdin_fd >= 0) {
+  auto drain = [&](int idx, int& fd, std::string& into) {
+    if (idx < 0 || !(fds[idx].revents & (POLLIN | POLLHUP | POLLERR))) return;
+    ssize_t got = read(fd, buf, sizeof buf);
+    if (got > 0) AppendBounded(into, buf, static_cast<size_t>(got), options.max_output_bytes);
+    else if (got == 0 || (errno != EINTR && errno != EAGAIN)) CloseIfOpen(fd);
+  };
+  drain(idx_out, io.stdout_fd, result.out);
+  drain(idx_err, io.stderr_fd, result.err);
+  if (idx_in >= 0 && (fds[idx_in].revents & (POLLOUT | POLLERR | POLLHUP))) {
+    ssize_t put = write(io.stdin_fd, options.stdin_data.data() + stdin_off,
+                        options.stdin_data.size() - stdin_off);
+    if (put > 0) stdin_off += static_cast<size_t>(put);
+    if (put < 0 && errno != EAGAIN && errno != EINTR) CloseIfOpen(io.stdin_fd);
+    if (stdin_off == options.stdin_data.size()) CloseIfOpen(io.stdin_fd);
+  }
+}
+
+// Feeds stdin and collects stdout and stderr until all are closed or `end` passes (then
+// result.timed_out).
+void PumpIo(ChildIo& io, const CommandOptions& options, Clock::time_point end,
+            CommandResult& result) {
+  size_t stdin_off = 0;
+  while (io.open()) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
     if (left.count() <= 0) {
       result.timed_out = true;
@@ -144,30 +162,20 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
     pollfd fds[3];
     int n = 0;
     int idx_out = -1, idx_err = -1, idx_in = -1;
-    if (stdout_fd >= 0) { idx_out = n; fds[n++] = {stdout_fd, POLLIN, 0}; }
-    if (stderr_fd >= 0) { idx_err = n; fds[n++] = {stderr_fd, POLLIN, 0}; }
-    if (stdin_fd >= 0) { idx_in = n; fds[n++] = {stdin_fd, POLLOUT, 0}; }
+    if (io.stdout_fd >= 0) { idx_out = n; fds[n++] = {io.stdout_fd, POLLIN, 0}; }
+    if (io.stderr_fd >= 0) { idx_err = n; fds[n++] = {io.stderr_fd, POLLIN, 0}; }
+    if (io.stdin_fd >= 0) { idx_in = n; fds[n++] = {io.stdin_fd, POLLOUT, 0}; }
     int r = poll(fds, n, static_cast<int>(std::min<long>(left.count(), 1000)));
     if (r < 0 && errno != EINTR) break;
     if (r <= 0) continue;
-    auto drain = [&](int idx, int& fd, std::string& into) {
-      if (idx < 0 || !(fds[idx].revents & (POLLIN | POLLHUP | POLLERR))) return;
-      ssize_t got = read(fd, buf, sizeof buf);
-      if (got > 0) AppendBounded(into, buf, static_cast<size_t>(got), options.max_output_bytes);
-      else if (got == 0 || (errno != EINTR && errno != EAGAIN)) CloseIfOpen(fd);
-    };
-    drain(idx_out, stdout_fd, result.out);
-    drain(idx_err, stderr_fd, result.err);
-    if (idx_in >= 0 && (fds[idx_in].revents & (POLLOUT | POLLERR | POLLHUP))) {
-      ssize_t put = write(stdin_fd, options.stdin_data.data() + stdin_off,
-                          options.stdin_data.size() - stdin_off);
-      if (put > 0) stdin_off += static_cast<size_t>(put);
-      if (put < 0 && errno != EAGAIN && errno != EINTR) CloseIfOpen(stdin_fd);
-      if (stdin_off == options.stdin_data.size()) CloseIfOpen(stdin_fd);
-    }
+    PumpOnce(io, fds, idx_out, idx_err, idx_in, options, stdin_off, result);
   }
-  CloseIfOpen(stdin_fd);
+  CloseIfOpen(io.stdin_fd);
+}
 
+// Reaps the child; SIGKILLs its group when the deadline passed or passes meanwhile. Returns
+// its wait status.
+int WaitForExit(pid_t pid, Clock::time_point end, CommandResult& result) {
   int status = 0;
   if (result.timed_out) {
     kill(-pid, SIGKILL);
@@ -191,22 +199,77 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
   // Grandchildren that kept running in the group after the leader exited must not outlive
   // the command either (a daemonising child that was told to stay in the foreground).
   if (result.timed_out) kill(-pid, SIGKILL);
-  CloseIfOpen(stdout_fd);
-  CloseIfOpen(stderr_fd);
+  return status;
+}
 
-  if (out_file >= 0) {
-    close(out_file);
-    int rd = open(options.output_path->c_str(), O_RDONLY | O_CLOEXEC);
-    if (rd >= 0) {
-      off_t size = lseek(rd, 0, SEEK_END);
-      off_t from = std::max<off_t>(out_file_start,
-                                   size - static_cast<off_t>(options.max_output_bytes));
-      lseek(rd, from, SEEK_SET);
-      ssize_t got;
-      while ((got = read(rd, buf, sizeof buf)) > 0) result.err.append(buf, static_cast<size_t>(got));
-      close(rd);
-    }
+// What the command appended to options.output_path (its tail), into result.err.
+void ReadOutputFile(const CommandOptions& options, OutputFile& file, CommandResult& result) {
+  close(file.fd);
+  int rd = open(options.output_path->c_str(), O_RDONLY | O_CLOEXEC);
+  if (rd < 0) return;
+  off_t size = lseek(rd, 0, SEEK_END);
+  off_t from = std::max<off_t>(file.start, size - static_cast<off_t>(options.max_output_bytes));
+  lseek(rd, from, SEEK_SET);
+  char buf[65536];
+  ssize_t got;
+  while ((got = read(rd, buf, sizeof buf)) > 0) result.err.append(buf, static_cast<size_t>(got));
+  close(rd);
+}
+
+}  // namespace
+
+std::string CommandResult::Summary() const {
+  std::string last = err;
+  while (!last.empty() && (last.back() == '\n' || last.back() == ' ')) last.pop_back();
+  if (auto nl = last.rfind('\n'); nl != std::string::npos) last = last.substr(nl + 1);
+  std::string head = timed_out          ? "timed out"
+                     : term_signal != 0 ? "killed by signal " + std::to_string(term_signal)
+                                        : "exit " + std::to_string(exit_code);
+  return last.empty() ? head : head + ": " + last;
+}
+
+Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                 std::chrono::milliseconds deadline,
+                                 const CommandOptions& options) {
+  if (argv.empty()) return Status(Code::kInvalidArgument, "RunCommand: empty argv");
+  // A child that exits without reading its stdin must cost an EPIPE, not the whole process.
+  signal(SIGPIPE, SIG_IGN);
+  // Fail early, as a value, for a program that cannot run; exec errors in the child would
+  // otherwise only show as exit 127.
+  if (argv[0].find('/') != std::string::npos && access(argv[0].c_str(), X_OK) != 0) {
+    return Status(Code::kNotFound, argv[0] + ": " + std::strerror(errno));
   }
+  Pipes pipes;
+  if (Status s = MakePipes(pipes); !s.ok()) return s;
+  ExecArgs exec_args(argv, options.extra_env);
+  auto out_file = OpenOutputFile(options);
+  if (!out_file.ok()) return out_file.status();
+
+  const auto start = Clock::now();
+  pid_t pid = fork();
+  if (pid < 0) return Status(Code::kUnavailable, "fork: " + std::string(std::strerror(errno)));
+  if (pid == 0) ExecChild(pipes, out_file->fd, options, exec_args);
+  // Parent. Also set the group here: whichever of parent and child runs first wins the race,
+  // and the kill below must never hit our own group.
+  setpgid(pid, pid);
+  if (Status s = AwaitExec(pid, pipes, argv[0]); !s.ok()) return s;
+
+  ChildIo io{pipes.in[1], pipes.out[0], pipes.err[0]};
+  if (out_file->fd >= 0) {
+    // Nothing will arrive on the pipes; only the child's exit (below) is waited for.
+    CloseIfOpen(io.stdout_fd);
+    CloseIfOpen(io.stderr_fd);
+  }
+  fcntl(io.stdin_fd, F_SETFL, O_NONBLOCK);
+  if (options.stdin_data.empty()) CloseIfOpen(io.stdin_fd);
+
+  CommandResult result;
+  const auto end = start + deadline;
+  PumpIo(io, options, end, result);
+  const int status = WaitForExit(pid, end, result);
+  CloseIfOpen(io.stdout_fd);
+  CloseIfOpen(io.stderr_fd);
+  if (out_file->fd >= 0) ReadOutputFile(options, *out_file, result);
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
   result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <list>
 #include <vector>
 
@@ -60,6 +61,103 @@ std::string Render(int code, const std::string& content_type, const std::string&
   r += "Connection: close\r\n\r\n";
   if (!head) r += body;
   return r;
+}
+
+// Closes connections past their deadline: a silent client must not hold a socket forever.
+void DropExpired(std::list<Connection>& conns, SteadyTime now) {
+  for (auto it = conns.begin(); it != conns.end();) {
+    if (now >= it->deadline) {
+      close(it->fd);
+      it = conns.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// Fills `fds` (the wake fd, the listener, then one per connection, whose iterators go to
+// `owners` in the same order); returns the poll timeout: until the nearest deadline.
+int BuildPollSet(int wake_fd, int listen_fd, std::list<Connection>& conns, SteadyTime now,
+                 std::vector<pollfd>& fds, std::vector<std::list<Connection>::iterator>& owners) {
+  fds.clear();
+  owners.clear();
+  fds.push_back({wake_fd, POLLIN, 0});
+  fds.push_back({listen_fd, POLLIN, 0});
+  int timeout_ms = -1;
+  for (auto it = conns.begin(); it != conns.end(); ++it) {
+    fds.push_back({it->fd, static_cast<short>(it->writing ? POLLOUT : POLLIN), 0});
+    owners.push_back(it);
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(it->deadline - now);
+    int ms = static_cast<int>(std::max<int64_t>(left.count(), 0)) + 1;
+    timeout_ms = timeout_ms < 0 ? ms : std::min(timeout_ms, ms);
+  }
+  return timeout_ms;
+}
+
+void AcceptAll(int listen_fd, SteadyTime deadline, std::list<Connection>& conns) {
+  while (true) {
+    int cfd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (cfd < 0) break;  // EAGAIN: accepted everything pending (or a transient error)
+    conns.push_back(Connection{cfd, deadline, {}, {}, 0, false});
+  }
+}
+
+// The rendered answer to a request (method, path without its query).
+using RenderFor = std::function<std::string(const std::string& method, const std::string& path)>;
+
+// Once the request's headers are complete: its answer, from "GET /path?query HTTP/1.1".
+std::string AnswerRequest(const std::string& in, const RenderFor& answer) {
+  std::string line = in.substr(0, in.find_first_of("\r\n"));
+  auto sp1 = line.find(' ');
+  auto sp2 = sp1 == std::string::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp1 == std::string::npos || sp2 == std::string::npos) {
+    return Render(400, "text/plain; charset=utf-8", "bad request\n", false);
+  }
+  std::string target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  return answer(line.substr(0, sp1), target.substr(0, target.find('?')));
+}
+
+// Reads what the client sent; once the headers are complete (or too large) the answer is
+// queued. False when the client went away before sending a whole request.
+bool ReadRequest(Connection& c, const RenderFor& answer) {
+  char buf[4096];
+  ssize_t r = read(c.fd, buf, sizeof buf);
+  if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) return false;
+  if (r < 0) return true;
+  c.in.append(buf, static_cast<size_t>(r));
+  auto end = c.in.find("\r\n\r\n");
+  if (end == std::string::npos) end = c.in.find("\n\n");
+  if (end != std::string::npos) {
+    c.out = AnswerRequest(c.in, answer);
+    c.writing = true;
+  } else if (c.in.size() > kMaxRequestBytes) {
+    c.out = Render(431, "text/plain; charset=utf-8", "request too large\n", false);
+    c.writing = true;
+  }
+  return true;
+}
+
+// Sends what the socket takes of the answer. False when the connection is done: all sent
+// (Connection: close) or the client went away.
+bool WriteAnswer(Connection& c) {
+  while (c.out_off < c.out.size()) {
+    ssize_t w = send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL);
+    if (w > 0) {
+      c.out_off += static_cast<size_t>(w);
+    } else {
+      if (w < 0 && (errno == EAGAIN || errno == EINTR)) break;
+      return false;
+    }
+  }
+  return c.out_off < c.out.size();
+}
+
+// One poll event on a connection; false when it is to be closed.
+bool Advance(Connection& c, const RenderFor& answer) {
+  if (!c.writing && !ReadRequest(c, answer)) return false;
+  // Try to write at once: the answer usually fits the socket buffer in one go.
+  if (c.writing) return WriteAnswer(c);
+  return true;
 }
 
 // "host:port" / ":port" / "[v6]:port" → (host, port); host "" = every interface.
@@ -184,29 +282,14 @@ void HttpEndpoints::Serve() {
   std::list<Connection> conns;
   std::vector<pollfd> fds;
   std::vector<std::list<Connection>::iterator> owners;
+  const RenderFor answer = [this](const std::string& method, const std::string& path) {
+    const Response resp = Handle(method, path);
+    return Render(resp.code, resp.content_type, resp.body, method == "HEAD");
+  };
   while (!stopping_.load()) {
     auto now = std::chrono::steady_clock::now();
-    // Drop connections past their deadline: a silent client must not hold a socket forever.
-    for (auto it = conns.begin(); it != conns.end();) {
-      if (now >= it->deadline) {
-        close(it->fd);
-        it = conns.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    fds.clear();
-    owners.clear();
-    fds.push_back({wake_fd_, POLLIN, 0});
-    fds.push_back({listen_fd_, POLLIN, 0});
-    int timeout_ms = -1;
-    for (auto it = conns.begin(); it != conns.end(); ++it) {
-      fds.push_back({it->fd, static_cast<short>(it->writing ? POLLOUT : POLLIN), 0});
-      owners.push_back(it);
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(it->deadline - now);
-      int ms = static_cast<int>(std::max<int64_t>(left.count(), 0)) + 1;
-      timeout_ms = timeout_ms < 0 ? ms : std::min(timeout_ms, ms);
-    }
+    DropExpired(conns, now);
+    const int timeout_ms = BuildPollSet(wake_fd_, listen_fd_, conns, now, fds, owners);
     int n = poll(fds.data(), fds.size(), timeout_ms);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -217,62 +300,11 @@ void HttpEndpoints::Serve() {
     // The poll may have slept for hours: a new connection's deadline counts from now, not from
     // before the poll (else the first request after an idle spell is closed unanswered).
     now = std::chrono::steady_clock::now();
-    if (fds[1].revents & POLLIN) {
-      while (true) {
-        int cfd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (cfd < 0) break;  // EAGAIN: accepted everything pending (or a transient error)
-        conns.push_back(Connection{cfd, now + options_.connection_deadline, {}, {}, 0, false});
-      }
-    }
+    if (fds[1].revents & POLLIN) AcceptAll(listen_fd_, now + options_.connection_deadline, conns);
     for (size_t i = 2; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       auto it = owners[i - 2];
-      bool close_it = false;
-      if (!it->writing) {
-        char buf[4096];
-        ssize_t r = read(it->fd, buf, sizeof buf);
-        if (r > 0) {
-          it->in.append(buf, static_cast<size_t>(r));
-          auto end = it->in.find("\r\n\r\n");
-          if (end == std::string::npos) end = it->in.find("\n\n");
-          if (end != std::string::npos) {
-            // "GET /path?query HTTP/1.1"
-            std::string line = it->in.substr(0, it->in.find_first_of("\r\n"));
-            auto sp1 = line.find(' ');
-            auto sp2 = sp1 == std::string::npos ? sp1 : line.find(' ', sp1 + 1);
-            Response resp{400, "text/plain; charset=utf-8", "bad request\n"};
-            std::string method;
-            if (sp1 != std::string::npos && sp2 != std::string::npos) {
-              method = line.substr(0, sp1);
-              std::string target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-              resp = Handle(method, target.substr(0, target.find('?')));
-            }
-            it->out = Render(resp.code, resp.content_type, resp.body, method == "HEAD");
-            it->writing = true;
-          } else if (it->in.size() > kMaxRequestBytes) {
-            it->out = Render(431, "text/plain; charset=utf-8", "request too large\n", false);
-            it->writing = true;
-          }
-        } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
-          close_it = true;  // the client went away before sending a whole request
-        }
-      }
-      // Try to write at once: the answer usually fits the socket buffer in one go.
-      if (it->writing && !close_it) {
-        while (it->out_off < it->out.size()) {
-          ssize_t w = send(it->fd, it->out.data() + it->out_off, it->out.size() - it->out_off,
-                           MSG_NOSIGNAL);
-          if (w > 0) {
-            it->out_off += static_cast<size_t>(w);
-          } else {
-            if (w < 0 && (errno == EAGAIN || errno == EINTR)) break;
-            close_it = true;
-            break;
-          }
-        }
-        if (it->out_off == it->out.size()) close_it = true;  // done: Connection: close
-      }
-      if (close_it) {
+      if (!Advance(*it, answer)) {
         close(it->fd);
         conns.erase(it);
       }

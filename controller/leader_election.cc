@@ -216,8 +216,7 @@ json LeaderElector::LeaseWith(const Record& r) const {
   return lease;
 }
 
-bool LeaderElector::TryAcquireOrRenew() {
-  auto now = clock_.Now();
+LeaderElector::Record LeaderElector::OurRecord() const {
   std::string wall = FormatMicroTime(clock_.WallNow());
   Record record;
   record.holder = config_.identity;
@@ -225,73 +224,72 @@ bool LeaderElector::TryAcquireOrRenew() {
       std::chrono::duration_cast<std::chrono::seconds>(config_.lease_duration).count());
   record.acquire_time = wall;
   record.renew_time = wall;
+  return record;
+}
 
-  auto wrote = [&](const json& lease) {
-    lease_ = lease;
-    observed_raw_ = lease.value("spec", json::object()).dump();
-    SetObserved(record, clock_.Now());
-    return true;
+bool LeaderElector::Wrote(const json& lease, const Record& record) {
+  lease_ = lease;
+  observed_raw_ = lease.value("spec", json::object()).dump();
+  SetObserved(record, clock_.Now());
+  return true;
+}
+
+bool LeaderElector::RenewHeld(Record& record) {
+  record.acquire_time = observed_.acquire_time;
+  record.transitions = observed_.transitions;
+  auto updated = client_->Update(kLeases, LeaseWith(record));
+  if (updated.ok()) return Wrote(*updated, record);
+  spdlog::warn("component=leader_election op=renew lease={}/{} result=error error=\"{}\"",
+               config_.lease_namespace, config_.lease_name, updated.status().ToString());
+  return false;
+}
+
+bool LeaderElector::CreateLease(const Status& get_status, const Record& record) {
+  if (get_status.code() != Code::kNotFound) {
+    spdlog::warn("component=leader_election op=get lease={}/{} result=error error=\"{}\"",
+                 config_.lease_namespace, config_.lease_name, get_status.ToString());
+    return false;
+  }
+  lease_.reset();
+  auto created = client_->Create(kLeases, config_.lease_namespace, LeaseWith(record));
+  if (!created.ok()) {
+    // AlreadyExists: another candidate created it first; it won this round.
+    spdlog::info("component=leader_election op=create lease={}/{} result=error error=\"{}\"",
+                 config_.lease_namespace, config_.lease_name, created.status().ToString());
+    return false;
+  }
+  return Wrote(*created, record);
+}
+
+LeaderElector::Record LeaderElector::ParseRecord(const json& spec) {
+  // Any field may be absent or null (another client's Lease): read each defensively.
+  auto str = [&](const char* k) {
+    auto it = spec.find(k);
+    return it != spec.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
+  auto num = [&](const char* k) {
+    auto it = spec.find(k);
+    return it != spec.end() && it->is_number_integer() ? it->get<int64_t>() : int64_t{0};
+  };
+  Record seen;
+  seen.holder = str("holderIdentity");
+  seen.lease_duration_seconds = static_cast<int>(num("leaseDurationSeconds"));
+  seen.acquire_time = str("acquireTime");
+  seen.renew_time = str("renewTime");
+  seen.transitions = num("leaseTransitions");
+  return seen;
+}
 
-  // 1. Fast path: we hold a still-valid Lease; PUT over the copy we last wrote. A 409 means
-  //    someone else wrote it meanwhile: fall back to reading it.
-  if (lease_ && ObservedIsUs() && ObservedValid(now)) {
-    record.acquire_time = observed_.acquire_time;
-    record.transitions = observed_.transitions;
-    auto updated = client_->Update(kLeases, LeaseWith(record));
-    if (updated.ok()) return wrote(*updated);
-    spdlog::warn("component=leader_election op=renew lease={}/{} result=error error=\"{}\"",
-                 config_.lease_namespace, config_.lease_name, updated.status().ToString());
-  }
-
-  // 2. Read the Lease; create it when absent.
-  auto got = client_->Get(kLeases, config_.lease_namespace, config_.lease_name);
-  if (!got.ok()) {
-    if (got.status().code() != Code::kNotFound) {
-      spdlog::warn("component=leader_election op=get lease={}/{} result=error error=\"{}\"",
-                   config_.lease_namespace, config_.lease_name, got.status().ToString());
-      return false;
-    }
-    lease_.reset();
-    auto created = client_->Create(kLeases, config_.lease_namespace, LeaseWith(record));
-    if (!created.ok()) {
-      // AlreadyExists: another candidate created it first; it won this round.
-      spdlog::info("component=leader_election op=create lease={}/{} result=error error=\"{}\"",
-                   config_.lease_namespace, config_.lease_name, created.status().ToString());
-      return false;
-    }
-    return wrote(*created);
-  }
-
-  // 3. The Lease exists: refresh what we observed (and when) only if its spec changed, so
-  //    that an unrenewed Lease ages in our own clock.
-  lease_ = *got;
-  const json spec = got->value("spec", json::object());
+void LeaderElector::ObserveLease(const json& lease, Clock::TimePoint now) {
+  lease_ = lease;
+  const json spec = lease.value("spec", json::object());
   std::string raw = spec.dump();
-  if (raw != observed_raw_) {
-    // Any field may be absent or null (another client's Lease): read each defensively.
-    auto str = [&](const char* k) {
-      auto it = spec.find(k);
-      return it != spec.end() && it->is_string() ? it->get<std::string>() : std::string();
-    };
-    auto num = [&](const char* k) {
-      auto it = spec.find(k);
-      return it != spec.end() && it->is_number_integer() ? it->get<int64_t>() : int64_t{0};
-    };
-    Record seen;
-    seen.holder = str("holderIdentity");
-    seen.lease_duration_seconds = static_cast<int>(num("leaseDurationSeconds"));
-    seen.acquire_time = str("acquireTime");
-    seen.renew_time = str("renewTime");
-    seen.transitions = num("leaseTransitions");
-    observed_raw_ = raw;
-    SetObserved(seen, now);
-  }
-  if (!observed_.holder.empty() && ObservedValid(now) && !ObservedIsUs()) {
-    return false;  // held by someone else and not expired
-  }
+  if (raw == observed_raw_) return;
+  observed_raw_ = raw;
+  SetObserved(ParseRecord(spec), now);
+}
 
-  // 4. Expired, released, or ours: take it (or renew it) with an RV-guarded PUT.
+bool LeaderElector::TakeLease(Record record) {
   if (ObservedIsUs()) {
     record.acquire_time = observed_.acquire_time;
     record.transitions = observed_.transitions;
@@ -309,7 +307,28 @@ bool LeaderElector::TryAcquireOrRenew() {
     spdlog::info("component=leader_election op=takeover lease={}/{} previous=\"{}\" transitions={}",
                  config_.lease_namespace, config_.lease_name, observed_.holder, record.transitions);
   }
-  return wrote(*updated);
+  return Wrote(*updated, record);
+}
+
+bool LeaderElector::TryAcquireOrRenew() {
+  auto now = clock_.Now();
+  // Steps 1 and 4 carry the acquire time and transitions over into `record` (a failed step 1
+  // leaves them there for the later steps).
+  Record record = OurRecord();
+  // 1. Fast path: we hold a still-valid Lease; PUT over the copy we last wrote. A 409 means
+  //    someone else wrote it meanwhile: fall back to reading it.
+  if (lease_ && ObservedIsUs() && ObservedValid(now) && RenewHeld(record)) return true;
+  // 2. Read the Lease; create it when absent.
+  auto got = client_->Get(kLeases, config_.lease_namespace, config_.lease_name);
+  if (!got.ok()) return CreateLease(got.status(), record);
+  // 3. The Lease exists: refresh what we observed (and when) only if its spec changed, so
+  //    that an unrenewed Lease ages in our own clock.
+  ObserveLease(*got, now);
+  if (!observed_.holder.empty() && ObservedValid(now) && !ObservedIsUs()) {
+    return false;  // held by someone else and not expired
+  }
+  // 4. Expired, released, or ours: take it (or renew it) with an RV-guarded PUT.
+  return TakeLease(record);
 }
 
 void LeaderElector::Release() {

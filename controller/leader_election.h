@@ -96,6 +96,14 @@ class LeaderElector {
   LeaderElector(KubeClient& client, LeaderElectionConfig config);
   void Loop();
   bool TryAcquireOrRenew();
+  // The steps of TryAcquireOrRenew.
+  Record OurRecord() const;  // this candidate as holder, now
+  bool Wrote(const json& lease, const Record& record);  // true, after noting what we wrote
+  bool RenewHeld(Record& record);  // PUT over the Lease we last wrote
+  bool CreateLease(const Status& get_status, const Record& record);  // when Get found none
+  static Record ParseRecord(const json& spec);
+  void ObserveLease(const json& lease, Clock::TimePoint now);
+  bool TakeLease(Record record);  // expired, released or ours: an RV-guarded PUT
   void Release();
   // Waits on the clock until `deadline` or Stop(); true when stopping.
   bool WaitOrStop(Clock::TimePoint deadline);

@@ -1,6 +1,7 @@
 // A RuntimeDriver for micro-VM actors: QEMU's `microvm` machine booting a bundle's kernel and
-// initramfs (microvm_bundle.h), driven over QMP (qemu_qmp.h). The only code that knows QEMU's
-// argv. docs/microvm.md describes the design; the GPU story is there too (this driver refuses
+// initramfs (microvm_bundle.h), driven over QMP (qemu_qmp.h); QEMU's argv is built in
+// qemu_argv.h, the process lifecycle is qemu_microvm_driver.cc, snapshots qemu_snapshot.cc.
+// docs/microvm.md describes the design; the GPU story is there too (this driver refuses
 // nothing itself: the reconciler refuses GPU micro-VM actors).
 //
 // A sandbox is one daemonized QEMU (its own session, so it outlives an agent restart) whose
@@ -71,12 +72,12 @@ class QemuMicrovmDriver : public RuntimeDriver {
   // *created says whether the sandbox's files were written (what a failure must remove).
   Status Launch(const char* op, const SandboxRef& ref, bool incoming,
                 std::chrono::milliseconds deadline, bool* created);
-  // SIGKILLs ref's QEMU and waits until it is gone.
-  Status Kill(const SandboxRef& ref);
-  // Kill, then the sandbox's files: afterwards it does not exist.
+  // SIGKILLs ref's QEMU, waits until it is gone, then removes the sandbox's files: afterwards
+  // it does not exist.
   Status Remove(const SandboxRef& ref);
-  // The error of a QEMU that went away under `op`: container_stopped, quoting qemu.log.
-  Status Died(const std::string& op, const SandboxRef& ref, const Status& cause) const;
+  // Whether the image in `image_dir` can be restored into ref's bundle by this QEMU (its
+  // files, shape and QEMU version).
+  Status CheckRestorable(const SandboxRef& ref, const std::string& image_dir);
 
   QemuMicrovmOptions options_;
   std::mutex cache_mu_;

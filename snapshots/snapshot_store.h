@@ -22,6 +22,11 @@
 //  - *.partial directories are leftovers of a crash and are removed at start-up.
 //  - Namespaces, names and ids are checked (DNS-1123 / our id alphabet) before they become
 //    path components; no path escapes its root.
+//
+// The class is the one face of the snapshots on disk; its parts live by job: the node-local
+// half in local_store.cc, the committed half in committed_store.cc, kDeferred's background
+// work in deferred_durability.cc, on top of manifest.h, file_io.h, snapshot_names.h and
+// snapshot_dirs.h.
 #pragma once
 
 #include <chrono>
@@ -32,35 +37,13 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/status.h"
 #include "snapshots/deferred_sync.h"
+#include "snapshots/manifest.h"
+#include "snapshots/snapshot_names.h"
 
 namespace stasis {
-
-struct SnapshotFile {
-  std::string path;  // relative to the snapshot directory
-  int64_t size = 0;
-  std::string sha256;  // lowercase hex
-};
-
-struct SnapshotManifest {
-  std::string id;
-  std::string ns, name;  // the actor
-  std::string scope;     // "Full" | "Data"
-  std::string trigger;   // "Pause" | "Suspend"
-  std::string runtime_version;
-  bool cuda_checkpointed = false;
-  std::string taken_at;  // RFC 3339
-  double duration_seconds = 0;  // of the checkpoint that made it
-  std::vector<SnapshotFile> files;
-  int64_t total_bytes = 0;
-  // Durability::kDeferred: the boot (/proc/sys/kernel/random/boot_id) it was completed in,
-  // before its bytes were on disk. Empty: everything was fsynced before it was complete.
-  std::string deferred_sync_boot_id;
-  // Durability::kDeferred, scope Full: the files' sha256 are not computed yet (files[].sha256
-  // empty); the background job fills them in.
-  bool checksums_pending = false;
-};
 
 enum class Durability {
   kSynced,    // fsynced before CompleteLocal returns
@@ -72,9 +55,10 @@ class SnapshotStore {
   // local_root: <root>/snapshots; store_root: --snapshot-store (may be empty: no store).
   // link_same_fs: commit by hard link when both are on one file system (false: always copy).
   // boot_id: this machine's boot; "" reads /proc/sys/kernel/random/boot_id (tests pass one to
-  // play a reboot).
+  // play a reboot). clock: the wall time a manifest completed without taken_at records, and
+  // the durations logged.
   SnapshotStore(std::string local_root, std::string store_root, bool link_same_fs = true,
-                std::string boot_id = "");
+                std::string boot_id = "", Clock& clock = RealClock::Get());
 
   // Creates an empty <local>/<ns>/<name>/<id>.partial/ and returns its path.
   Result<std::string> BeginLocal(const std::string& ns, const std::string& name,
@@ -136,14 +120,18 @@ class SnapshotStore {
   std::string local_root_, store_root_;
   bool link_same_fs_ = true;
   std::string boot_id_;
+  Clock& clock_;
   std::unique_ptr<DeferredSync> deferred_;  // kDeferred's background checksums and fsyncs
   // The background job of a kDeferred snapshot in `dir`: checksums if pending, then fsyncs.
   // `files` are relative to `dir`; they, the manifest, their subdirectories, `dir` and its
   // parent are fsynced after the checksums.
   void EnqueueDeferred(const std::filesystem::path& dir, const std::vector<std::filesystem::path>& files);
+  // The local manifest of a snapshot about to be committed, its checksums computed if they
+  // are still pending, its names and paths checked.
+  Result<SnapshotManifest> ReadForCommit(const std::string& ns, const std::string& name,
+                                         const std::string& id);
+  // Milliseconds on clock_ since `start`, for the logs.
+  long long MillisSince(Clock::TimePoint start) const;
 };
-
-// A new snapshot id: sortable by time, unique on the node: "20261202T150102Z-3f9a1c".
-std::string NewSnapshotId();
 
 }  // namespace stasis

@@ -18,6 +18,7 @@
 #include <regex>
 #include <set>
 
+#include "tests/support/fake_clock.h"
 #include "tests/support/sandbox.h"
 
 namespace stasis {
@@ -147,6 +148,28 @@ TEST_F(SnapshotStoreTest, FilesInSubdirectoriesAreListedByRelativePathInOrder) {
   EXPECT_EQ(m.files[1].path, "data/state.txt");
   EXPECT_EQ(m.files[2].path, "pages.img");
   EXPECT_EQ(m.total_bytes, 3 + 6 + 100000);
+}
+
+TEST_F(SnapshotStoreTest, TakenAtDefaultsToTheInjectedClocksWallTime) {
+  testing::FakeClock clock;
+  clock.Advance(std::chrono::seconds(90061));  // 1 day, 1 h, 1 min, 1 s past its start
+  SnapshotStore store(local_.path().string(), store_dir_.path().string(), true, "boot-a", clock);
+  auto dir = store.BeginLocal("default", "counter", "s1");
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  WriteFile(fs::path(*dir) / "checkpoint.img", "abc");
+  auto m = store.CompleteLocal(Manifest("s1"));  // no taken_at
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->taken_at, "2026-01-02T01:01:01Z");
+  auto j = nlohmann::json::parse(ReadFile(fs::path(store.LocalPath("default", "counter", "s1")) /
+                                          "manifest.json"));
+  EXPECT_EQ(j["takenAt"], "2026-01-02T01:01:01Z");
+
+  // A taken_at the caller gives is kept.
+  dir = store.BeginLocal("default", "counter", "s2");
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  m = store.CompleteLocal(Manifest("s2", "2025-06-01T00:00:00Z"));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->taken_at, "2025-06-01T00:00:00Z");
 }
 
 TEST_F(SnapshotStoreTest, BeginLocalEmptiesALeftoverPartial) {

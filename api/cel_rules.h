@@ -1,0 +1,32 @@
+// The CRDs' CEL rules (x-kubernetes-validations), each written in C++ beside the expression
+// it stands for, with the message the server prints for it. crd_schemas.cc attaches them to
+// the schema nodes the CRDs attach them to.
+// Invariant: each rule is true exactly when its CEL expression is, for a value that passed
+// the schema checks (the validator runs no rule on a value of the wrong type).
+#pragma once
+
+#include <vector>
+
+#include "api/openapi_schema.h"
+
+namespace stasis::api::cel {
+
+// self.startsWith('/') and !self.matches('(^|/)[.][.](/|$)'), with the field's two messages.
+std::vector<openapi::Rule> PathRules(const char* absolute_message, const char* dotdot_message);
+
+// spec.nodeName: self == '' || self.matches('^[a-z0-9]…$') (an RFC 1123 subdomain).
+openapi::Rule NodeNameOrEmpty();
+// Worker spec.nodeName: self.matches('^[a-z0-9]…$').
+openapi::Rule NodeName();
+
+// spec.snapshots: onCommit is a subset of onPause; a Data scope needs a dataDirs entry.
+openapi::Rule ScopeSubset();
+openapi::Rule DataScopeNeedsDirs();
+
+// Worker status: has(self.actorRef) == (self.phase == 'Held').
+openapi::Rule WorkerHeldRef();
+
+// self == oldSelf.
+openapi::TransitionRule Immutable(const char* message);
+
+}  // namespace stasis::api::cel

@@ -1,0 +1,127 @@
+#include "api/crd_schemas.h"
+
+#include "api/cel_rules.h"
+#include "api/conditions.h"
+#include "api/names.h"
+#include "api/validation.h"
+
+namespace stasis::api {
+namespace {
+
+using namespace openapi;  // NOLINT: the transcriptions read like the YAML
+
+Schema ConditionSchema() {
+  Schema type = String(316);
+  type.pattern = kConditionTypePattern;
+  Schema reason = String(1024);
+  reason.min_length = 1;
+  reason.pattern = kConditionReasonPattern;
+  return Object({{"type", type},
+                 {"status", Enum({"True", "False", "Unknown"})},
+                 {"observedGeneration", Integer("int64", 0, std::nullopt)},
+                 {"lastTransitionTime", DateTime()},
+                 {"reason", reason},
+                 {"message", String(kMaxConditionMessageBytes)}},
+                {"type", "status", "lastTransitionTime", "reason", "message"});
+}
+
+// A whole object of a kind: apiVersion, kind, metadata (not validated), spec, status.
+Schema KindSchema(Schema spec, Schema status) {
+  return Object({{"apiVersion", Scalar(Type::kString)},
+                 {"kind", Scalar(Type::kString)},
+                 {"metadata", Object({})},
+                 {"spec", std::move(spec)},
+                 {"status", std::move(status)}},
+                {"spec"});
+}
+
+Schema ActorSpecSchema() {
+  Schema gpu = Object(
+      {{"count", Integer("int32", 0, kMaxGpuCount)},
+       {"cudaCheckpointPath",
+        String(kMaxPathLength, cel::PathRules(kMessageCudaPathAbsolute, kMessageCudaPathDotDot))}});
+  Schema snapshots = Object(
+      {{"onPause", Enum({"Full", "Data"})},
+       {"onCommit", Enum({"Full", "Data"})},
+       {"dataDirs",
+        Array(String(kMaxPathLength, cel::PathRules(kMessageDataDirAbsolute, kMessageDataDirDotDot)),
+              kMaxDataDirs, ListType::kSet)}},
+      {}, {cel::ScopeSubset(), cel::DataScopeNeedsDirs()});
+  Schema timeouts =
+      Object({{"checkpointSeconds", Integer("int32", kMinTimeoutSeconds, kMaxTimeoutSeconds)},
+              {"restoreSeconds", Integer("int32", kMinTimeoutSeconds, kMaxTimeoutSeconds)}});
+  Schema runtime = Enum({"gvisor", "microvm"});
+  // A sandbox and its snapshots belong to one runtime: a runsc image cannot restore as a VM.
+  runtime.transition_rules = {cel::Immutable(kMessageImmutableRuntime)};
+  return Object(
+      {{"runtime", runtime},
+       {"bundle", String(kMaxPathLength, cel::PathRules(kMessageBundleAbsolute, kMessageBundleDotDot))},
+       {"nodeName", String(kMaxNodeNameLength, {cel::NodeNameOrEmpty()})},
+       {"desiredState", Enum({"Running", "Paused", "Suspended"})},
+       {"checkpointPolicy", Enum({"Direct", "LeaveRunningThenStop"})},
+       {"gpu", gpu},
+       {"snapshots", snapshots},
+       {"timeouts", timeouts}},
+      {"bundle"});
+}
+
+Schema ActorStatusSchema() {
+  Schema duration = Scalar(Type::kNumber);
+  duration.minimum = 0;
+  Schema latest = Object({{"id", String(253)},
+                          {"trigger", Enum({"Pause", "Suspend"})},
+                          {"scope", Enum({"Full", "Data"})},
+                          {"location", String(kMaxPathLength)},
+                          {"nodeName", String(kMaxNodeNameLength)},
+                          {"sizeBytes", Integer("int64", 0, std::nullopt)},
+                          {"durationSeconds", duration},
+                          {"cudaCheckpointed", Scalar(Type::kBoolean)},
+                          {"runscVersion", String(256)},
+                          {"takenAt", DateTime()}});
+  return Object({{"status", Enum({"STATUS_UNSPECIFIED", "STATUS_RESUMING", "STATUS_RUNNING",
+                                  "STATUS_SUSPENDING", "STATUS_SUSPENDED", "STATUS_PAUSING",
+                                  "STATUS_PAUSED", "STATUS_FAILED"})},
+                 {"observedGeneration", Integer("int64", 0, std::nullopt)},
+                 {"nodeName", String(kMaxNodeNameLength)},
+                 {"workerName", String(kMaxNodeNameLength)},
+                 {"sandboxID", String(512)},
+                 {"transitionStartTime", DateTime()},
+                 {"latestSnapshot", latest},
+                 {"conditions", Array(ConditionSchema(), kMaxConditions, ListType::kMap, "type")}});
+}
+
+Schema WorkerSpecSchema() {
+  Schema node_name = String(kMaxNodeNameLength, {cel::NodeName()});
+  node_name.transition_rules = {cel::Immutable(kMessageImmutableNodeName)};
+  Schema device = String(kMaxDeviceLength);
+  device.min_length = 1;
+  return Object({{"nodeName", node_name}, {"devices", Array(device, kMaxDevices, ListType::kSet)}},
+                {"nodeName"});
+}
+
+Schema WorkerStatusSchema() {
+  Schema ref_namespace = String(63);
+  ref_namespace.min_length = 1;
+  Schema ref_name = String(kMaxNodeNameLength);
+  ref_name.min_length = 1;
+  return Object(
+      {{"phase", Enum({"Free", "Held"})},
+       {"actorRef",
+        Object({{"namespace", ref_namespace}, {"name", ref_name}}, {"namespace", "name"})}},
+      {}, {cel::WorkerHeldRef()});
+}
+
+}  // namespace
+
+const Schema& ActorSchema() {
+  static const Schema* const kSchema = new Schema(KindSchema(ActorSpecSchema(), ActorStatusSchema()));
+  return *kSchema;
+}
+
+const Schema& WorkerSchema() {
+  static const Schema* const kSchema =
+      new Schema(KindSchema(WorkerSpecSchema(), WorkerStatusSchema()));
+  return *kSchema;
+}
+
+}  // namespace stasis::api
