@@ -8,9 +8,10 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
-#include "controller/flags.h"
+#include "cmd/stasis/flags.h"
 #include "reconcilers/cluster/cluster_controller.h"
 #include "runtimes/gpu/gpu_discovery.h"
 #include "reconcilers/node/node_agent.h"
@@ -56,8 +57,7 @@ int Fail(const std::string& role, const stasis::Status& s) {
   return s.code() == stasis::Code::kInvalidArgument ? 2 : 1;
 }
 
-int RunNode(const std::vector<std::string>& args) {
-  stasis::Flags f;
+void DefineNodeFlags(stasis::Flags& f) {
   f.Define("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, then in-cluster");
   f.Define("node-name", "", "this node's name (required; in a DaemonSet, from spec.nodeName)");
   f.Define("runsc", "runsc", "the runsc binary");
@@ -79,12 +79,30 @@ int RunNode(const std::vector<std::string>& args) {
   f.Define("pause-snapshot-sync", "deferred",
            "when a Pause snapshot is fsynced (and a Full one hashed): deferred (after the PAUSED write; verified on resume after a reboot) or before-status");
   f.Define("log-level", "info", "debug, info, warn or error");
-  if (auto s = f.Parse(args); !s.ok()) return Fail("node", s);
-  if (f.help_requested()) {
-    std::printf("Usage: stasis node [flags]\n\n%s", f.Usage().c_str());
-    return 0;
+}
+
+stasis::Status Invalid(const std::string& message) {
+  return stasis::Status(stasis::Code::kInvalidArgument, message);
+}
+
+// One worker per GPU (--gpus), else --workers CPU slots.
+stasis::Result<std::vector<std::vector<std::string>>> WorkersFrom(const stasis::Flags& f) {
+  std::vector<std::vector<std::string>> workers;
+  if (f.Get("gpus") == "auto") {
+    auto gpus = stasis::DiscoverGpus();
+    if (!gpus.ok()) return gpus.status();
+    for (const auto& uuid : *gpus) workers.push_back({uuid});
+  } else if (!f.Get("gpus").empty()) {
+    for (const auto& uuid : Split(f.Get("gpus"), ',')) workers.push_back({uuid});
+  } else {
+    auto n = f.GetInt("workers", 1, 1024);
+    if (!n.ok()) return n.status();
+    workers.assign(static_cast<size_t>(*n), {});
   }
-  spdlog::set_level(spdlog::level::from_str(f.Get("log-level")));
+  return workers;
+}
+
+stasis::Result<stasis::NodeAgentOptions> NodeOptions(const stasis::Flags& f) {
   stasis::NodeAgentOptions o;
   o.kubeconfig = f.Get("kubeconfig");
   o.node = f.Get("node-name");
@@ -93,56 +111,54 @@ int RunNode(const std::vector<std::string>& args) {
   o.qemu = f.Get("qemu");
   o.microvm_accel = f.Get("microvm-accel");
   if (o.microvm_accel != "kvm" && o.microvm_accel != "tcg") {
-    return Fail("node", stasis::Status(stasis::Code::kInvalidArgument,
-                                       "--microvm-accel must be kvm or tcg, not \"" + o.microvm_accel + "\""));
+    return Invalid("--microvm-accel must be kvm or tcg, not \"" + o.microvm_accel + "\"");
   }
   if (f.Get("pause-snapshot-sync") == "before-status") {
     o.pause_durability = stasis::Durability::kSynced;
   } else if (f.Get("pause-snapshot-sync") != "deferred") {
-    return Fail("node", stasis::Status(stasis::Code::kInvalidArgument,
-                                       "--pause-snapshot-sync must be deferred or before-status, not \"" +
-                                           f.Get("pause-snapshot-sync") + "\""));
+    return Invalid("--pause-snapshot-sync must be deferred or before-status, not \"" +
+                   f.Get("pause-snapshot-sync") + "\"");
   }
   o.root = f.Get("root");
   o.snapshot_store = f.Get("snapshot-store");
   o.metrics_addr = f.Get("metrics-addr");
   o.lease_namespace = f.Get("lease-namespace");
-  auto concurrency = f.GetInt("concurrency", 1, 256);
-  if (!concurrency.ok()) return Fail("node", concurrency.status());
-  o.concurrency = *concurrency;
-  auto grace = f.GetInt("shutdown-grace", 0, 3600);
-  if (!grace.ok()) return Fail("node", grace.status());
-  o.shutdown_grace_seconds = *grace;
-  auto hb_period = f.GetInt("heartbeat-period", 1, 3600);
-  if (!hb_period.ok()) return Fail("node", hb_period.status());
-  o.heartbeat_period_seconds = *hb_period;
-  auto hb_lease = f.GetInt("heartbeat-lease-duration", 2, 86400);
-  if (!hb_lease.ok()) return Fail("node", hb_lease.status());
-  if (*hb_lease <= *hb_period) {
-    return Fail("node", stasis::Status(stasis::Code::kInvalidArgument,
-                                       "--heartbeat-lease-duration must exceed --heartbeat-period"));
+  for (auto [flag, out, min, max] : {std::tuple{"concurrency", &o.concurrency, 1, 256},
+                                     std::tuple{"shutdown-grace", &o.shutdown_grace_seconds, 0, 3600},
+                                     std::tuple{"heartbeat-period", &o.heartbeat_period_seconds, 1, 3600},
+                                     std::tuple{"heartbeat-lease-duration", &o.heartbeat_lease_seconds, 2, 86400}}) {
+    auto v = f.GetInt(flag, min, max);
+    if (!v.ok()) return v.status();
+    *out = *v;
   }
-  o.heartbeat_lease_seconds = *hb_lease;
+  if (o.heartbeat_lease_seconds <= o.heartbeat_period_seconds) {
+    return Invalid("--heartbeat-lease-duration must exceed --heartbeat-period");
+  }
   o.cdi_spec_dirs = Split(f.Get("cdi-spec-dirs"), ',');
   o.gpu_cdi_kind = f.Get("gpu-cdi-kind");
-  if (f.Get("gpus") == "auto") {
-    auto gpus = stasis::DiscoverGpus();
-    if (!gpus.ok()) return Fail("node", gpus.status());
-    for (const auto& uuid : *gpus) o.workers.push_back({uuid});
-  } else if (!f.Get("gpus").empty()) {
-    for (const auto& uuid : Split(f.Get("gpus"), ',')) o.workers.push_back({uuid});
-  } else {
-    auto n = f.GetInt("workers", 1, 1024);
-    if (!n.ok()) return Fail("node", n.status());
-    o.workers.assign(static_cast<size_t>(*n), {});
+  auto workers = WorkersFrom(f);
+  if (!workers.ok()) return workers.status();
+  o.workers = std::move(*workers);
+  return o;
+}
+
+int RunNode(const std::vector<std::string>& args) {
+  stasis::Flags f;
+  DefineNodeFlags(f);
+  if (auto s = f.Parse(args); !s.ok()) return Fail("node", s);
+  if (f.help_requested()) {
+    std::printf("Usage: stasis node [flags]\n\n%s", f.Usage().c_str());
+    return 0;
   }
+  spdlog::set_level(spdlog::level::from_str(f.Get("log-level")));
+  auto o = NodeOptions(f);
+  if (!o.ok()) return Fail("node", o.status());
   InstallSignalHandlers();
-  if (auto s = stasis::RunNodeAgent(o, &g_stop); !s.ok()) return Fail("node", s);
+  if (auto s = stasis::RunNodeAgent(*o, &g_stop); !s.ok()) return Fail("node", s);
   return 0;
 }
 
-int RunController(const std::vector<std::string>& args) {
-  stasis::Flags f;
+void DefineControllerFlags(stasis::Flags& f) {
   f.Define("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, then in-cluster");
   f.Define("metrics-addr", ":8080", "address for /metrics, /healthz and /readyz");
   f.Define("leader-elect", "true", "elect a leader among replicas through a Lease");
@@ -155,12 +171,9 @@ int RunController(const std::vector<std::string>& args) {
   f.Define("snapshot-store", "", "the snapshot store as mounted here (the node agents' --snapshot-store); needed by --retain");
   f.Define("retain", "", "committed snapshots kept per actor (at least 1; unset keeps all); needs --snapshot-store");
   f.Define("log-level", "info", "debug, info, warn or error");
-  if (auto s = f.Parse(args); !s.ok()) return Fail("controller", s);
-  if (f.help_requested()) {
-    std::printf("Usage: stasis controller [flags]\n\n%s", f.Usage().c_str());
-    return 0;
-  }
-  spdlog::set_level(spdlog::level::from_str(f.Get("log-level")));
+}
+
+stasis::Result<stasis::ClusterControllerOptions> ControllerOptions(const stasis::Flags& f) {
   stasis::ClusterControllerOptions o;
   o.kubeconfig = f.Get("kubeconfig");
   o.metrics_addr = f.Get("metrics-addr");
@@ -170,28 +183,40 @@ int RunController(const std::vector<std::string>& args) {
                            std::pair{"leader-elect-renew-deadline", &o.renew_deadline_s},
                            std::pair{"leader-elect-retry-period", &o.retry_period_s}}) {
     auto v = f.GetSeconds(flag);
-    if (!v.ok()) return Fail("controller", v.status());
+    if (!v.ok()) return v.status();
     *out = *v;
   }
   auto grace = f.GetInt("grace", 0, 86400);
-  if (!grace.ok()) return Fail("controller", grace.status());
+  if (!grace.ok()) return grace.status();
   o.grace_seconds = *grace;
   auto concurrency = f.GetInt("concurrency", 1, 256);
-  if (!concurrency.ok()) return Fail("controller", concurrency.status());
+  if (!concurrency.ok()) return concurrency.status();
   o.concurrency = *concurrency;
   o.snapshot_store = f.Get("snapshot-store");
   if (!f.Get("retain").empty()) {
     auto retain = f.GetInt("retain", 1, 1000000);
     if (!retain.ok()) {
-      return Fail("controller",
-                  stasis::Status(stasis::Code::kInvalidArgument,
-                                 retain.status().message() +
-                                     " (latestSnapshot is always kept; leave --retain unset to keep every snapshot)"));
+      return Invalid(retain.status().message() +
+                     " (latestSnapshot is always kept; leave --retain unset to keep every snapshot)");
     }
     o.retain = *retain;
   }
+  return o;
+}
+
+int RunController(const std::vector<std::string>& args) {
+  stasis::Flags f;
+  DefineControllerFlags(f);
+  if (auto s = f.Parse(args); !s.ok()) return Fail("controller", s);
+  if (f.help_requested()) {
+    std::printf("Usage: stasis controller [flags]\n\n%s", f.Usage().c_str());
+    return 0;
+  }
+  spdlog::set_level(spdlog::level::from_str(f.Get("log-level")));
+  auto o = ControllerOptions(f);
+  if (!o.ok()) return Fail("controller", o.status());
   InstallSignalHandlers();
-  if (auto s = stasis::RunClusterController(o, &g_stop); !s.ok()) return Fail("controller", s);
+  if (auto s = stasis::RunClusterController(*o, &g_stop); !s.ok()) return Fail("controller", s);
   return 0;
 }
 

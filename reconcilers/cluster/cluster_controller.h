@@ -1,6 +1,7 @@
-// `stasis controller`, assembled: informers on Actors, Workers and the node heartbeat Leases;
-// the cluster reconciler behind leader election (only the leader reconciles; a standby keeps
-// its caches warm); the cluster gauges; metrics and health endpoints.
+// `stasis controller`, assembled on a leader-elected controller Manager
+// (controller/manager.h): informers on Actors, Workers and the node heartbeat Leases; the
+// cluster reconciler, which only the leader runs (a standby keeps its caches warm); the
+// cluster gauges. Losing the Lease ends RunClusterController with kAborted.
 #pragma once
 
 #include <atomic>

@@ -1,6 +1,8 @@
-// `stasis node`, assembled: the Actor informers (this node's actors only), the actor
-// reconciler and its controller, the node's Workers, the heartbeat Lease, the metrics and
-// health endpoints. cmd/stasis parses flags into NodeAgentOptions and calls Run.
+// `stasis node`, assembled on a controller Manager (controller/manager.h, which owns the
+// client, the endpoints and the start/stop order): the Actor informers (this node's actors
+// only), the actor reconciler and its controller, the node's Workers, the heartbeat Lease,
+// restart recovery before the first reconcile. cmd/stasis parses flags into NodeAgentOptions
+// and calls RunNodeAgent.
 #pragma once
 
 #include <atomic>

@@ -52,7 +52,7 @@
 #include <vector>
 
 #include "api/names.h"
-#include "controller/flags.h"
+#include "cmd/stasis/flags.h"
 #include "controller/kube_client.h"
 #include "controller/rest_config.h"
 #include "controller/transport.h"

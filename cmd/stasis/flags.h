@@ -1,6 +1,11 @@
-// Command-line flags with environment equivalents, for both roles of stasis. A flag
-// --metrics-addr can also be set as STASIS_METRICS_ADDR; the command line wins. Unknown flags
-// and malformed values are errors, never ignored.
+// The stasis binary's command line: flags with STASIS_<FLAG> environment equivalents
+// (--metrics-addr can also be set as STASIS_METRICS_ADDR; the command line wins). Unknown
+// flags and malformed values are errors, never ignored.
+//
+// It lives in cmd/, not in the controller runtime, because only executables parse flags: the
+// roles take option structs (NodeAgentOptions, ClusterControllerOptions) that tests fill in
+// directly, and the STASIS_ prefix is this binary's convention, not a library's. The one other
+// user is a benchmark program that takes the agent's flags verbatim (bench_pause_overhead).
 #pragma once
 
 #include <map>

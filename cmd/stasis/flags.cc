@@ -1,4 +1,4 @@
-#include "controller/flags.h"
+#include "cmd/stasis/flags.h"
 
 #include <cstdlib>
 #include <stdexcept>

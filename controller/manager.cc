@@ -1,0 +1,200 @@
+#include "controller/manager.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "controller/rest_config.h"
+#include "controller/transport.h"
+
+namespace stasis {
+namespace {
+// How often Run looks at the stop flag (a signal handler's atomic, so it cannot be waited on),
+// the caches and the lease.
+constexpr std::chrono::milliseconds kPoll{50};
+}  // namespace
+
+Manager::Manager(ManagerOptions options)
+    : options_(std::move(options)),
+      metrics_(options_.metrics ? options_.metrics : &Metrics::Global()) {}
+
+Manager::~Manager() {
+  // Run stopped everything it started; without Run only the recorder's thread runs, and its
+  // destructor drops what is queued.
+  informers_stop_ = true;
+  for (auto& t : informer_threads_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+Result<std::unique_ptr<Manager>> Manager::New(ManagerOptions options) {
+  auto config = LoadRestConfig(options.kubeconfig);
+  if (!config.ok()) return config.status();
+  config->user_agent = options.user_agent;
+  std::unique_ptr<Manager> m(new Manager(std::move(options)));
+  auto transport = NewCpprestTransport(*config);
+  const std::string host = transport->Host();
+  m->client_ = std::make_unique<KubeClient>(std::move(transport),
+                                            m->metrics_->RestClientObserver(host));
+  m->events_ = std::make_unique<KubeEventRecorder>(*m->client_, m->options_.events);
+  if (m->options_.leader_election) {
+    m->options_.leader_election->observe = m->metrics_->RestClientObserver(host);
+    if (Status s = m->BuildElector(); !s.ok()) return s;
+  } else {
+    m->leading_ = true;  // nobody to defer to
+  }
+  return m;
+}
+
+Status Manager::BuildElector() {
+  LeaderElectionConfig lc = *options_.leader_election;
+  lc.metrics = metrics_;
+  lc.on_started_leading = [this, then = lc.on_started_leading] {
+    leading_ = true;
+    if (then) then();
+  };
+  lc.on_stopped_leading = [this, then = lc.on_stopped_leading] {
+    lost_ = true;
+    if (then) then();
+  };
+  auto e = LeaderElector::New(*client_, std::move(lc));
+  if (!e.ok()) return e.status();
+  elector_ = std::move(*e);
+  return OkStatus();
+}
+
+Informer& Manager::AddInformer(InformerOptions options) {
+  informers_.push_back(std::make_unique<Informer>(*client_, std::move(options)));
+  return *informers_.back();
+}
+
+Controller& Manager::AddController(std::string name, Reconciler& reconciler, int workers) {
+  controllers_.push_back(
+      std::make_unique<Controller>(std::move(name), reconciler, workers, metrics_));
+  return *controllers_.back();
+}
+
+void Manager::AddReadyzCheck(std::function<Status()> check) {
+  readyz_checks_.push_back(std::move(check));
+}
+
+void Manager::AddRunnable(std::string name, std::function<Status()> start,
+                          std::function<void()> stop) {
+  runnables_.push_back({std::move(name), std::move(start), std::move(stop)});
+}
+
+void Manager::OnCachesSynced(std::function<void()> hook) {
+  on_caches_synced_.push_back(std::move(hook));
+}
+void Manager::OnControllersStarted(std::function<void()> hook) {
+  on_controllers_started_.push_back(std::move(hook));
+}
+void Manager::OnStopping(std::function<void()> hook) { on_stopping_.push_back(std::move(hook)); }
+
+void Manager::Every(std::chrono::milliseconds period, std::function<void()> tick,
+                    bool first_at_start) {
+  tickers_.push_back({period, std::move(tick), first_at_start});
+}
+
+bool Manager::Synced() const {
+  return std::all_of(informers_.begin(), informers_.end(),
+                     [](const auto& i) { return i->HasSynced(); });
+}
+
+Status Manager::Ready() const {
+  if (!Synced()) return Status(Code::kUnavailable, options_.not_synced_message);
+  for (const auto& check : readyz_checks_) {
+    if (Status s = check(); !s.ok()) return s;
+  }
+  return OkStatus();
+}
+
+Status Manager::Run(const std::atomic<bool>* stop) {
+  if (Status s = Start(); !s.ok()) return s;
+  while (!stop->load() && !lost_.load()) {
+    if (!started_.load() && leading_.load() && Synced()) StartControllers();
+    if (started_.load()) RunDueTickers();
+    std::this_thread::sleep_for(kPoll);
+  }
+  Shutdown();
+  return lost_.load() ? Status(Code::kAborted, "leader lease lost") : OkStatus();
+}
+
+Status Manager::Start() {
+  for (size_t i = 0; i < runnables_.size(); ++i) {
+    if (Status s = runnables_[i].start(); !s.ok()) {
+      StopRunnables(i);
+      return Status(s.code(), runnables_[i].name + ": " + s.message());
+    }
+  }
+  HttpEndpointsOptions ho;
+  ho.address = options_.metrics_addr;
+  ho.registry = metrics_->registry();
+  ho.readiness = [this] { return Ready(); };
+  auto endpoints = HttpEndpoints::Start(ho);
+  if (!endpoints.ok()) {
+    StopRunnables(runnables_.size());
+    return endpoints.status();
+  }
+  endpoints_ = std::move(*endpoints);
+  port_ = endpoints_->port();
+  spdlog::info("serving metrics and health addr={} port={}", options_.metrics_addr, port_.load());
+  for (auto& informer : informers_) {
+    informer_threads_.emplace_back([this, i = informer.get()] { i->Run(&informers_stop_); });
+  }
+  if (elector_) elector_->Start();
+  return OkStatus();
+}
+
+void Manager::StartControllers() {
+  for (const auto& hook : on_caches_synced_) hook();
+  for (auto& c : controllers_) c->Start();
+  started_ = true;  // before the hooks: what they enqueue, an event handler may enqueue too
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& t : tickers_) t.next = t.first_at_start ? now : now + t.period;
+  for (const auto& hook : on_controllers_started_) hook();
+}
+
+void Manager::RunDueTickers() {
+  for (auto& t : tickers_) {
+    if (std::chrono::steady_clock::now() < t.next) continue;
+    t.tick();
+    t.next = std::chrono::steady_clock::now() + t.period;
+  }
+}
+
+void Manager::Shutdown() {
+  if (lost_.load()) {
+    spdlog::error("{} lost its leader lease; exiting so a standby takes over", options_.name);
+  }
+  for (const auto& hook : on_stopping_) hook();
+  drained_ = StopControllers();
+  // The Lease goes after the guarded work has stopped, so no two leaders ever work at once.
+  if (elector_) elector_->Stop();
+  // The caches stay live until the reconciles that read them have finished.
+  informers_stop_ = true;
+  for (auto& t : informer_threads_) t.join();
+  informer_threads_.clear();
+  StopRunnables(runnables_.size());
+  events_->Shutdown(options_.events_grace);
+  endpoints_->Stop();
+}
+
+bool Manager::StopControllers() {
+  const auto deadline = std::chrono::steady_clock::now() + options_.shutdown_grace;
+  bool drained = true;
+  for (auto& c : controllers_) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    drained = c->Stop(std::max(left, std::chrono::milliseconds(0))) && drained;
+  }
+  return drained;
+}
+
+void Manager::StopRunnables(size_t started) {
+  for (size_t i = started; i-- > 0;) {
+    if (runnables_[i].stop) runnables_[i].stop();
+  }
+}
+
+}  // namespace stasis
