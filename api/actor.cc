@@ -72,4 +72,48 @@ bool IsTransitioning(ActorState s) {
   return s == ActorState::kResuming || s == ActorState::kSuspending || s == ActorState::kPausing;
 }
 
+namespace {
+
+struct StateConditions {
+  bool paused;
+  bool suspended;
+  const char* reason;
+  const char* message;
+};
+
+StateConditions ConditionsFor(ActorState s) {
+  switch (s) {
+    case ActorState::kRunning: return {false, false, kReasonRunning, "the actor is running"};
+    case ActorState::kResuming: return {false, false, kReasonResuming, "the actor is resuming"};
+    case ActorState::kPausing: return {false, false, kReasonPausing, "the actor is being checkpointed"};
+    case ActorState::kSuspending: return {false, false, kReasonSuspending, "the actor is being checkpointed"};
+    case ActorState::kPaused:
+      return {true, false, kReasonPaused, "its snapshot is kept on its node; it holds no worker"};
+    case ActorState::kSuspended:
+      return {true, true, kReasonSuspended,
+              "its snapshot is in the store and no node holds it; this satisfies Paused too"};
+    case ActorState::kFailed: return {false, false, kReasonFailed, "the actor failed; see Ready"};
+    default: return {false, false, "", ""};
+  }
+}
+
+void Set(std::vector<Condition>& conditions, const char* type, bool status, const StateConditions& sc,
+         int64_t generation, Time now) {
+  SetCondition(conditions,
+               Condition{type, status ? ConditionStatus::kTrue : ConditionStatus::kFalse, generation, {},
+                         sc.reason, sc.message},
+               now);
+}
+
+}  // namespace
+
+void SetStateConditions(ActorStatus& status, int64_t generation, Time now) {
+  const StateConditions sc = ConditionsFor(status.status);
+  if (*sc.reason) {
+    Set(status.conditions, kConditionPaused, sc.paused, sc, generation, now);
+    Set(status.conditions, kConditionSuspended, sc.suspended, sc, generation, now);
+  }
+  for (Condition& c : status.conditions) c.observed_generation = generation;
+}
+
 }  // namespace stasis::api

@@ -126,4 +126,9 @@ struct Actor {
   }
 };
 
+// Before a status write: the Paused and Suspended conditions follow status.status (the table
+// in docs/api.md), and every condition carries `generation`, the generation this write
+// observed, so that no condition reads as stale beside the others.
+void SetStateConditions(ActorStatus& status, int64_t generation, Time now);
+
 }  // namespace stasis::api

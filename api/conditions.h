@@ -22,6 +22,11 @@ inline constexpr char kConditionCheckpointFailed[] = "CheckpointFailed";
 inline constexpr char kConditionCudaCheckpointReady[] = "CudaCheckpointReady";  // GPU preflight
 inline constexpr char kConditionStuck[] = "Stuck";  // a deadline passed or the node was lost
 inline constexpr char kConditionCommitFailed[] = "CommitFailed";  // PAUSED, the store refused it
+// Where an actor rests, for `kubectl wait --for=condition=…`: Paused is True when the actor is
+// not running and its state is saved (PAUSED, or SUSPENDED: a suspended actor satisfies a
+// desired state of Paused), Suspended when its snapshot is committed to the store.
+inline constexpr char kConditionPaused[] = "Paused";
+inline constexpr char kConditionSuspended[] = "Suspended";
 
 // Condition reasons that say where an actor is or what happened to it. Failure reasons
 // derived from a runtime's failure class ("nvproxy_live_clients" → "NvproxyLiveClients") are
@@ -34,6 +39,8 @@ inline constexpr char kReasonSuspended[] = "Suspended";
 inline constexpr char kReasonResuming[] = "Resuming";
 inline constexpr char kReasonResumed[] = "Resumed";
 inline constexpr char kReasonCheckpointed[] = "Checkpointed";
+inline constexpr char kReasonClearedOnResume[] = "ClearedOnResume";  // CheckpointFailed=False
+inline constexpr char kReasonFailed[] = "Failed";
 inline constexpr char kReasonNeverStarted[] = "NeverStarted";
 inline constexpr char kReasonInvalidSpec[] = "InvalidSpec";
 inline constexpr char kReasonRuntimeUnavailable[] = "RuntimeUnavailable";

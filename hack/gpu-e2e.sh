@@ -352,8 +352,9 @@ spec:
 EOF
 }
 patch_desired() { kubectl patch actor "$1" -n "${NS}" --type merge -p "{\"spec\":{\"desiredState\":\"$2\"}}" >/dev/null; }
-sb_root() { echo "${WORK}/root/run/${NS}_$1"; }
-wlog() { timeout 30 "${RUNSC}" -root "$(sb_root "$1")" exec "${NS}_$1" /bin/cat /tmp/w.log 2>/dev/null; }
+sb_id() { jp "$1" '{.status.sandboxID}'; }  # the runsc container id the agent started it with
+sb_root() { echo "${WORK}/root/run/$(sb_id "$1")"; }
+wlog() { timeout 30 "${RUNSC}" -root "$(sb_root "$1")" exec "$(sb_id "$1")" /bin/cat /tmp/w.log 2>/dev/null; }
 last_tick() { wlog "$1" | grep '^tick ' | tail -1 | awk '{ print $2 }'; }
 # tick_after ACTOR TICK SECONDS: the last tick once it is past TICK (polled), or TICK when none
 # came within SECONDS. After a restore the CUDA context comes back asynchronously (~2 s at
@@ -497,7 +498,7 @@ for gib in ${SIZES}; do
   rs_s=$(delta "${rs_before}" "$(op_sum restore)")
   t_first=$(last_tick "${a}")
   t_later=$(tick_after "${a}" "${t_first}" 30)
-  timeout 30 "${RUNSC}" -root "$(sb_root "${a}")" kill "${NS}_${a}" USR1 >/dev/null 2>&1
+  timeout 30 "${RUNSC}" -root "$(sb_root "${a}")" kill "$(sb_id "${a}")" USR1 >/dev/null 2>&1
   wait_log "${a}" '^verify' 120
   verify=$(wlog "${a}" | grep '^verify' | tail -1)
   check "${gib} GiB: resumed — the pattern verifies" "$([[ "${verify}" == "verify ok mismatches=0"* ]]; echo $?)" "${verify:-no answer}"
@@ -550,6 +551,7 @@ kill -TERM "${AGENT_PID}"; wait "${AGENT_PID}" 2>/dev/null
 start_agent "${REPO_ROOT}/tests/support/runsc-drop-cuda-flag.sh" node-agent-drop-flag \
   STASIS_REAL_RUNSC="${RUNSC}" STASIS_DROP_LOG="${WORK}/drop-flag-calls.log"
 wait_status "${a}" STATUS_RUNNING 30
+sid=$(sb_id "${a}"); sroot=$(sb_root "${a}")  # cleared from the status once it fails
 t0=$(now); patch_desired "${a}" Suspended
 deadline=$((SECONDS + 300 + 30))
 final=""
@@ -562,7 +564,7 @@ clean_s=$(secs "${t0}" "$(now)")
 ck_msg=$(jp "${a}" '{.status.conditions[?(@.type=="CheckpointFailed")].message}')
 ck_reason=$(jp "${a}" '{.status.conditions[?(@.type=="CheckpointFailed")].reason}')
 sleep 1
-sandbox_state=$(timeout 30 "${RUNSC}" -root "$(sb_root "${a}")" state "${NS}_${a}" 2>&1 | one_line | cut -c1-200)
+sandbox_state=$(timeout 30 "${RUNSC}" -root "${sroot}" state "${sid}" 2>&1 | one_line | cut -c1-200)
 check "checkpoint without -cuda-checkpoint-path: runsc fails, stasis cleans up within the deadline" \
   "$([[ "${CPU_ONLY}" == 1 || ( "${final}" == STATUS_FAILED && -n "${ck_msg}" ) ]] && [[ "$(worker_phase)" == Free ]]; echo $?)" \
   "patch → ${final} in ${clean_s} s (deadline 300 s); worker $(worker_phase); CheckpointFailed ${ck_reason}: ${ck_msg}; runsc state now: ${sandbox_state}; GPU memory used $(gpu_used) MiB"

@@ -29,6 +29,10 @@ struct ActorReconciler::Ctx {
   std::optional<SnapshotManifest> committed_by_transition;
 };
 
+// Beside a sandbox's runsc root <root>/run/<id>: the file naming its actor ("<ns>/<name>"),
+// so restart recovery can tell whose a sandbox is from its id alone.
+inline constexpr char kOwnerSuffix[] = ".actor";
+
 // For cleanup whose failure changes no decision (a superseded snapshot, a leftover directory):
 // one warning line, never silence.
 inline void WarnIfFailed(const Status& s, const char* event, const std::string& key) {

@@ -10,6 +10,7 @@
 #include "api/validation.h"
 #include "reconcilers/api_resources.h"
 #include "reconcilers/node/actor_context.h"
+#include "reconcilers/node/sandbox_id.h"
 
 namespace stasis {
 namespace {
@@ -58,9 +59,14 @@ Status ActorReconciler::DeleteAnyRuntime(const SandboxRef& ref) {
   return OkStatus();
 }
 
-SandboxRef ActorReconciler::SandboxFor(const std::string& ns, const std::string& name) const {
-  // Namespaces cannot contain '_', so "<ns>_<name>" is unique and a valid runsc container id.
-  const std::string id = ns + "_" + name;
+SandboxRef ActorReconciler::SandboxFor(const std::string& ns, const std::string& name,
+                                       const std::string& recorded_id) const {
+  // The id a running actor's sandbox was started with (status.sandboxID) wins: an agent that
+  // names sandboxes differently than the one that started it must still find it.
+  return SandboxWithId(IsUsableSandboxId(recorded_id) ? recorded_id : SandboxIdFor(ns, name));
+}
+
+SandboxRef ActorReconciler::SandboxWithId(const std::string& id) const {
   SandboxRef ref;
   ref.id = id;
   ref.root = options_.root + "/run/" + id;
@@ -77,7 +83,7 @@ ActorReconciler::Ctx ActorReconciler::NewCtx(const api::Actor& a, const Request&
   Ctx c;
   c.before = a;
   c.a = a;
-  c.ref = SandboxFor(request.ns, request.name);
+  c.ref = SandboxFor(request.ns, request.name, a.status.sandbox_id);
   c.actor_ref = api::ActorRef{request.ns, request.name};
   c.key = request.Key();
   c.ref.bundle = a.spec.bundle;
@@ -92,7 +98,8 @@ ActorReconciler::Ctx ActorReconciler::NewCtx(const api::Actor& a, const Request&
   o.generation_observed = a.status.observed_generation == a.metadata.generation;
   o.transition_start_known = a.status.transition_start_time.has_value();
   o.driver_available = c.driver != nullptr;
-  o.sandbox_root_exists = fs::exists(c.ref.root);
+  std::error_code ec;
+  o.sandbox_root_exists = fs::exists(c.ref.root, ec);
   o.checkpoint_backoff = retries_.Wait(c.key, RetryOp::kCheckpoint, a.metadata.generation).count() > 0;
   o.resume_backoff = retries_.Wait(c.key, RetryOp::kResume, a.metadata.generation).count() > 0;
   o.unsettled_worker = retries_.Unsettled(c.key);
@@ -253,20 +260,28 @@ Result<ReconcileOutcome> ActorReconciler::Act(Ctx& c, const Decision& d) {
 }
 
 Result<ReconcileOutcome> ActorReconciler::RemoveOrphan(const Request& request) {
-  // Gone from the API (or never ours): nothing of it may remain on this node.
+  // Gone from the API (or never ours): nothing of it may remain on this node — under the id
+  // this agent gives it, or the "<ns>_<name>" an older agent gave it.
   const std::string key = request.Key();
-  SandboxRef ref = SandboxFor(request.ns, request.name);
-  if (fs::exists(ref.root)) {
-    if (Status s = DeleteAnyRuntime(ref); !s.ok()) return s;
+  for (const std::string& id : {SandboxIdFor(request.ns, request.name), request.ns + "_" + request.name}) {
+    const SandboxRef ref = SandboxWithId(id);
     std::error_code ec;
-    fs::remove_all(ref.root, ec);
-    fs::remove_all(GpuBundleDir(ref), ec);
+    if (!fs::exists(ref.root, ec)) continue;
+    if (Status s = DeleteAnyRuntime(ref); !s.ok()) return s;
+    RemoveSandboxFiles(ref);
     WarnIfFailed(snapshots_.RemoveAllLocal(request.ns, request.name), "orphan's local snapshots not removed", key);
-    spdlog::info("orphan sandbox removed actor={}", key);
+    spdlog::info("orphan sandbox removed actor={} sandbox={}", key, id);
   }
   if (Status s = workers_.Free(api::ActorRef{request.ns, request.name}); !s.ok()) return s;
   retries_.SetUnsettled(key, false);
   return ReconcileOutcome{};
+}
+
+void ActorReconciler::RemoveSandboxFiles(const SandboxRef& ref) {
+  std::error_code ec;
+  fs::remove_all(ref.root, ec);
+  fs::remove(ref.root + kOwnerSuffix, ec);
+  fs::remove_all(GpuBundleDir(ref), ec);
 }
 
 Result<ReconcileOutcome> ActorReconciler::Delete(Ctx& c) {
@@ -276,9 +291,8 @@ Result<ReconcileOutcome> ActorReconciler::Delete(Ctx& c) {
   if (!c.a.metadata.HasFinalizer(api::kActorFinalizer)) return ReconcileOutcome{};
   const bool active = c.a.status.status == ActorState::kRunning || api::IsTransitioning(c.a.status.status);
   if (Status s = c.driver->Delete(c.ref); !s.ok()) return s;
+  RemoveSandboxFiles(c.ref);
   std::error_code ec;
-  fs::remove_all(c.ref.root, ec);
-  fs::remove_all(GpuBundleDir(c.ref), ec);
   fs::remove(c.ref.log_path, ec);
   if (Status s = snapshots_.RemoveAllLocal(c.a.metadata.namespace_, c.a.metadata.name); !s.ok()) return s;
   for (const auto& m : snapshots_.ListCommitted(c.a.metadata.namespace_, c.a.metadata.name)) {

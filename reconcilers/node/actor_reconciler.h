@@ -105,8 +105,10 @@ class ActorReconciler : public Reconciler {
   // actors that should not hold one. Partial snapshot directories are removed first.
   [[nodiscard]] Status RecoverAtStartup();
 
-  // Where an actor's runtime state lives on this node.
-  SandboxRef SandboxFor(const std::string& ns, const std::string& name) const;
+  // Where an actor's runtime state lives on this node: under `recorded_id` (status.sandboxID)
+  // when the actor has one, else under SandboxIdFor(ns, name) (sandbox_id.h).
+  SandboxRef SandboxFor(const std::string& ns, const std::string& name,
+                        const std::string& recorded_id = "") const;
 
  private:
   struct Ctx;  // one reconcile's working copy of the actor and what was observed of it
@@ -122,6 +124,9 @@ class ActorReconciler : public Reconciler {
   [[nodiscard]] Status Prepare(Ctx& c, Step step);
   Result<ReconcileOutcome> Act(Ctx& c, const Decision& d);
   Result<ReconcileOutcome> RemoveOrphan(const Request& request);
+  SandboxRef SandboxWithId(const std::string& id) const;
+  // Removes the sandbox's runsc root, its owner file and its GPU bundle directory.
+  void RemoveSandboxFiles(const SandboxRef& ref);
   // Deletes ref's sandbox with every driver (for a sandbox whose actor, and runtime, is gone).
   [[nodiscard]] Status DeleteAnyRuntime(const SandboxRef& ref);
   Result<ReconcileOutcome> Delete(Ctx& c);

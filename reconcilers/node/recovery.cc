@@ -3,7 +3,9 @@
 // a sandbox that died (ForceClean); and restart recovery over the whole node.
 #include <spdlog/spdlog.h>
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "api/json_mapping.h"
 #include "reconcilers/api_resources.h"
@@ -17,6 +19,17 @@ namespace fs = std::filesystem;
 using api::ActorState;
 
 constexpr char kAfterRestart[] = "recovered after an agent restart";
+
+// Whose sandbox `id` is: its owner file, or the "<ns>_<name>" an older agent named it by
+// (namespaces hold no '_'); "" when neither says.
+std::string ActorKeyOfSandbox(const fs::path& run, const std::string& id) {
+  std::ifstream owner(run / (id + kOwnerSuffix));
+  std::string key;
+  if (owner && std::getline(owner, key) && key.find('/') != std::string::npos) return key;
+  const auto sep = id.find('_');
+  return sep == std::string::npos ? "" : id.substr(0, sep) + "/" + id.substr(sep + 1);
+}
+
 
 }  // namespace
 
@@ -163,28 +176,35 @@ Status ActorReconciler::RecoverAtStartup() {
 }
 
 void ActorReconciler::RemoveLeftoverSandboxes() {
-  // Sandboxes whose actor is gone or not ours any more.
+  // Sandboxes whose actor is gone or not ours any more, and owner files whose sandbox is gone.
   std::error_code ec;
   const fs::path run = options_.root + "/run";
-  if (!fs::exists(run)) return;
+  if (!fs::exists(run, ec)) return;
   for (const auto& entry : fs::directory_iterator(run, ec)) {
-    const std::string id = entry.path().filename().string();
-    auto sep = id.find('_');
-    if (sep == std::string::npos) continue;
-    const std::string ns = id.substr(0, sep), name = id.substr(sep + 1);
-    ObjectPtr obj = actors_(ns + "/" + name);
+    const std::string file = entry.path().filename().string();
+    if (!entry.is_directory(ec)) {
+      const bool owner = file.size() > std::strlen(kOwnerSuffix) && file.ends_with(kOwnerSuffix);
+      if (owner && !fs::exists(run / file.substr(0, file.size() - std::strlen(kOwnerSuffix)), ec)) {
+        fs::remove(entry.path(), ec);
+      }
+      continue;
+    }
+    const std::string key = ActorKeyOfSandbox(run, file);
+    if (key.empty()) continue;  // not a sandbox of this agent's making
+    ObjectPtr obj = actors_(key);
     bool keep = false;
     if (obj) {
       auto a = api::ActorFromJson(*obj);
       keep = a.ok() && OwnedHere(*a);
     }
     if (keep) continue;
-    SandboxRef ref = SandboxFor(ns, name);
-    const std::string key = ns + "/" + name;
+    const SandboxRef ref = SandboxWithId(file);
     WarnIfFailed(DeleteAnyRuntime(ref), "leftover sandbox not deleted", key);
-    fs::remove_all(ref.root, ec);
-    WarnIfFailed(snapshots_.RemoveAllLocal(ns, name), "local snapshots of a leftover sandbox not removed", key);
-    spdlog::info("leftover sandbox removed actor={}", key);
+    RemoveSandboxFiles(ref);
+    const auto slash = key.find('/');
+    WarnIfFailed(snapshots_.RemoveAllLocal(key.substr(0, slash), key.substr(slash + 1)),
+                 "local snapshots of a leftover sandbox not removed", key);
+    spdlog::info("leftover sandbox removed actor={} sandbox={}", key, file);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "reconcilers/node/actor_context.h"
 #include "reconcilers/node/actor_reconciler.h"
@@ -111,7 +112,7 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
                from_snapshot ? "restored from snapshot " + snap->id
                : from_data   ? "booted from the bundle with the data of snapshot " + snap->id
                              : "booted from the bundle");
-  SetCondition(c, api::kConditionCheckpointFailed, false, api::kReasonResumed, "");
+  SetCondition(c, api::kConditionCheckpointFailed, false, api::kReasonClearedOnResume, "");
   if (Status s = WriteStatus(c); !s.ok()) return s;
   Event(c, false, "Resumed",
         (from_snapshot ? "restored snapshot " + snap->id
@@ -129,6 +130,7 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
   std::error_code ec;
   fs::remove_all(c.ref.root, ec);
   fs::create_directories(c.ref.root, ec);
+  std::ofstream(c.ref.root + kOwnerSuffix) << c.key;
   fs::create_directories(fs::path(c.ref.log_path).parent_path(), ec);
 
   const auto& snap = c.a.status.latest_snapshot;

@@ -44,6 +44,8 @@ Status ActorReconciler::WriteStatus(Ctx& c) {
   } else {
     c.a.status.transition_start_time.reset();
   }
+  api::SetStateConditions(c.a.status, c.a.metadata.generation,
+                          std::chrono::floor<std::chrono::seconds>(clock_.WallNow()));
   auto patch = api::ActorStatusMergePatch(c.before, c.a);
   if (!patch) return OkStatus();
   (*patch)["metadata"]["resourceVersion"] = c.before.metadata.resource_version;

@@ -60,6 +60,7 @@
 #include "runtimes/gpu/cdi.h"
 #include "runtimes/gpu/gpu_bundle.h"
 #include "base/subprocess.h"
+#include "reconcilers/node/sandbox_id.h"
 
 namespace stasis {
 namespace {
@@ -644,7 +645,7 @@ int Main(int argc, char** argv) {
   DirectSandbox direct(cfg);
   std::optional<LogTail> log;
   if (!cfg.agent_log.empty()) log.emplace(cfg.agent_log);
-  const std::string sandbox = cfg.ns + "_" + cfg.name;
+  const std::string sandbox = SandboxIdFor(cfg.ns, cfg.name);
   const std::string actor = cfg.ns + "/" + cfg.name;
 
   std::printf(

@@ -27,6 +27,7 @@
 #include "snapshots/snapshot_store.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/sandbox.h"
+#include "reconcilers/node/sandbox_id.h"
 
 namespace stasis {
 namespace {
@@ -123,7 +124,7 @@ class ActorCacheTest : public ::testing::Test {
   void TearDown() override {
     // The sandbox, if one is left, and the worker: the node is shared by the tests.
     SandboxRef ref;
-    ref.id = ns_ + "_" + kActor;
+    ref.id = SandboxIdFor(ns_, kActor);
     ref.root = (root_.path() / "run" / ref.id).string();
     (void)driver_.Delete(ref);
     (void)workers_.Free(Ref());
@@ -152,7 +153,7 @@ class ActorCacheTest : public ::testing::Test {
     ASSERT_EQ(StatusOf(Live()), want);
   }
   long Counter() {
-    auto r = driver_.Exec(SandboxRef{ns_ + "_" + kActor, (root_.path() / "run" / (ns_ + "_" + kActor)).string(), "", ""},
+    auto r = driver_.Exec(SandboxRef{SandboxIdFor(ns_, kActor), (root_.path() / "run" / SandboxIdFor(ns_, kActor)).string(), "", ""},
                           {"cat", "/tmp/counter"}, 30s);
     if (!r.ok() || r->exit_code != 0) return -1;
     try {
@@ -289,7 +290,7 @@ TEST_F(ActorCacheTest, AFailedWorkerReleaseAfterThePauseIsSettledByTheRetry) {
   const json paused = Live();
   ASSERT_EQ(StatusOf(paused), "STATUS_PAUSED") << "the pause itself completed";
   ASSERT_TRUE(workers_.HeldBy(Ref()).has_value()) << "the injected failure should have kept the worker";
-  EXPECT_FALSE(fs::exists(root_.path() / "run" / (ns_ + "_" + kActor)))
+  EXPECT_FALSE(fs::exists(root_.path() / "run" / SandboxIdFor(ns_, kActor)))
       << "the stopped sandbox is deleted even when the release failed";
 
   Cache(paused);  // the watch has caught up: the cache shows the actor at rest

@@ -20,6 +20,7 @@
 #include "tests/support/background_process.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/sandbox.h"
+#include "reconcilers/node/sandbox_id.h"
 
 namespace stasis::testing {
 namespace {
@@ -146,13 +147,13 @@ class ClusterControllerTest : public ::testing::Test {
   }
   fs::path ArmFile(const std::string& node) const { return dir_->path() / ("armed-" + node); }
   void Arm(const std::string& node, const std::string& actor) {
-    std::ofstream(ArmFile(node), std::ios::app) << ns_ << "_" << actor << "\n";
+    std::ofstream(ArmFile(node), std::ios::app) << SandboxIdFor(ns_, actor) << "\n";
   }
   // Whether the injector on that node has been called for `sub` (checkpoint, restore) of actor.
   bool Injected(const std::string& node, const std::string& sub, const std::string& actor) {
     std::ifstream in(dir_->path() / ("inject-" + node + ".log"));
     for (std::string line; std::getline(in, line);) {
-      if (line.rfind(sub + " " + ns_ + "_" + actor + " ", 0) == 0) return true;
+      if (line.rfind(sub + " " + SandboxIdFor(ns_, actor) + " ", 0) == 0) return true;
     }
     return false;
   }
@@ -419,7 +420,7 @@ TEST_F(ClusterControllerTest, DeleteFromEveryStatusWithTheNodeAgentsDown) {
     std::vector<std::string> out;
     for (const char* node : {"cc-e", "cc-f"}) {
       for (const auto& [n, status] : expected) {
-        for (const fs::path& p : {dir_->path() / node / "run" / (ns_ + "_" + n),
+        for (const fs::path& p : {dir_->path() / node / "run" / SandboxIdFor(ns_, n),
                                   dir_->path() / node / "snapshots" / ns_ / n}) {
           if (fs::exists(p)) out.push_back(p.string());
         }
@@ -692,12 +693,12 @@ TEST_F(ClusterControllerTest, LeaderKilledMidBindingNeverDoubleBooks200ActorsOn2
   for (const char* node : {"cf-a", "cf-b"}) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir_->path() / node / "run", ec)) {
-      roots.insert(std::string(node) + "/" + e.path().filename().string());
+      if (e.is_directory(ec)) roots.insert(std::string(node) + "/" + e.path().filename().string());
     }
   }
   for (auto& [name, a] : Actors()) {
     if (a.value("/status/status"_json_pointer, std::string()) == "STATUS_RUNNING") {
-      running.insert(a.value("/status/nodeName"_json_pointer, std::string()) + "/" + ns_ + "_" + name);
+      running.insert(a.value("/status/nodeName"_json_pointer, std::string()) + "/" + SandboxIdFor(ns_, name));
     }
   }
   EXPECT_EQ(roots, running);

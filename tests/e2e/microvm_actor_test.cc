@@ -28,6 +28,7 @@
 #include "tests/support/control_plane.h"
 #include "tests/support/microvm.h"
 #include "tests/support/sandbox.h"
+#include "reconcilers/node/sandbox_id.h"
 
 namespace stasis::testing {
 namespace {
@@ -234,7 +235,7 @@ class MicrovmActorTest : public ::testing::Test {
     }
   }
 
-  std::string Id(const std::string& actor) const { return ns_ + "_" + actor; }
+  std::string Id(const std::string& actor) const { return SandboxIdFor(ns_, actor); }
   std::string RunDir(const std::string& actor) const { return root_ + "/run/" + Id(actor); }
   std::string ConsoleLog(const std::string& actor) const {
     return root_ + "/logs/" + Id(actor) + ".log";

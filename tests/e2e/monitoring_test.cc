@@ -31,6 +31,7 @@
 #include <thread>
 
 #include "base/subprocess.h"
+#include "reconcilers/node/sandbox_id.h"
 #include "tests/support/background_process.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/grafana_dashboard.h"
@@ -174,7 +175,7 @@ class MonitoringTest : public ::testing::Test {
 
   std::string ArmFile(const std::string& node) const { return (work_.path() / ("armed-" + node)).string(); }
   void Arm(const std::string& node, const std::string& actor) {
-    std::ofstream(ArmFile(node), std::ios::app) << ns_ << "_" << actor << "\n";
+    std::ofstream(ArmFile(node), std::ios::app) << SandboxIdFor(ns_, actor) << "\n";
   }
 
   void StartController() {

@@ -21,6 +21,7 @@
 #include "snapshots/snapshot_store.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/fake_runtime_driver.h"
+#include "reconcilers/node/sandbox_id.h"
 
 namespace stasis {
 namespace {
@@ -118,7 +119,7 @@ class ActorReconcilerTest : public ::testing::Test {
   }
   bool ConditionTrue(const char* type) { return api::IsConditionTrue(Get().status.conditions, type); }
 
-  std::string SandboxId() const { return ns_ + "_" + kActor; }
+  std::string SandboxId() const { return SandboxIdFor(ns_, kActor); }
   bool HoldsWorker() { return workers_->HeldBy(api::ActorRef{ns_, kActor}).has_value(); }
 
   std::string ns_, node_;

@@ -30,6 +30,7 @@
 #include "base/subprocess.h"
 #include "tests/support/background_process.h"
 #include "tests/support/sandbox.h"
+#include "reconcilers/node/sandbox_id.h"
 
 namespace stasis::testing {
 
@@ -84,7 +85,7 @@ class NodeAgentTest : public ::testing::Test {
   std::vector<json> ListActors();
 
   std::string Node(const std::string& suffix) { return ns_ + "-" + suffix; }
-  std::string Id(const std::string& actor) const { return ns_ + "_" + actor; }
+  std::string Id(const std::string& actor) const { return SandboxIdFor(ns_, actor); }
   std::string RunDir(const Agent& a, const std::string& actor) const { return a.root + "/run/" + Id(actor); }
   std::string LocalSnapshots(const Agent& a, const std::string& actor) const {
     return a.root + "/snapshots/" + ns_ + "/" + actor;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "api/actor.h"
 #include "api/conditions.h"
 #include "api/names.h"
 
@@ -102,6 +103,32 @@ TEST(ApiConditionsTest, StatusNames) {
   EXPECT_STREQ(ToString(ConditionStatus::kTrue), "True");
   EXPECT_EQ(ParseConditionStatus("Unknown"), ConditionStatus::kUnknown);
   EXPECT_FALSE(ParseConditionStatus("true").has_value());
+}
+
+TEST(ApiConditionsTest, StateConditionsFollowTheStatusAndEveryConditionTheWritesGeneration) {
+  struct Case {
+    ActorState status;
+    ConditionStatus paused, suspended;
+    const char* reason;
+  };
+  const ConditionStatus T = ConditionStatus::kTrue, F = ConditionStatus::kFalse;
+  for (const Case& c : {Case{ActorState::kRunning, F, F, kReasonRunning}, Case{ActorState::kPausing, F, F, kReasonPausing},
+                        Case{ActorState::kPaused, T, F, kReasonPaused}, Case{ActorState::kSuspending, F, F, kReasonSuspending},
+                        Case{ActorState::kSuspended, T, T, kReasonSuspended}, Case{ActorState::kResuming, F, F, kReasonResuming},
+                        Case{ActorState::kFailed, F, F, kReasonFailed}}) {
+    ActorStatus st;
+    st.status = c.status;
+    // A condition written at an older generation, by another writer.
+    SetCondition(st.conditions, Condition{kConditionStuck, F, 3, {}, "NodeLost", ""}, At(1));
+    SetStateConditions(st, 7, At(2));
+    EXPECT_EQ(GetConditionStatus(st.conditions, kConditionPaused), c.paused) << ToString(c.status);
+    EXPECT_EQ(GetConditionStatus(st.conditions, kConditionSuspended), c.suspended) << ToString(c.status);
+    EXPECT_EQ(FindCondition(st.conditions, kConditionPaused)->reason, c.reason);
+    for (const Condition& cond : st.conditions) EXPECT_EQ(cond.observed_generation, 7) << cond.type;
+  }
+  ActorStatus never;  // never started: no state to describe
+  SetStateConditions(never, 1, At(1));
+  EXPECT_EQ(FindCondition(never.conditions, kConditionPaused), nullptr);
 }
 
 }  // namespace
