@@ -47,6 +47,10 @@ inline constexpr char kReasonRuntimeUnavailable[] = "RuntimeUnavailable";
 inline constexpr char kReasonMicrovmGpuUnsupported[] = "MicrovmGpuUnsupported";
 inline constexpr char kReasonSnapshotOnOtherNode[] = "SnapshotOnOtherNode";
 inline constexpr char kReasonNoFreeWorker[] = "NoFreeWorker";
+// Set by the cluster controller's binder: no live node has a worker that could ever run the
+// actor (no node live, or none with enough GPUs); and, once it binds, that it did.
+inline constexpr char kReasonUnschedulable[] = "Unschedulable";
+inline constexpr char kReasonBound[] = "Bound";
 inline constexpr char kReasonStoreUnavailable[] = "StoreUnavailable";
 inline constexpr char kReasonSnapshotDirUnusable[] = "SnapshotDirUnusable";
 inline constexpr char kReasonSnapshotIncomplete[] = "SnapshotIncomplete";

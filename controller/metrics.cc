@@ -1,5 +1,10 @@
 #include "controller/metrics.h"
 
+#include <mutex>
+#include <vector>
+
+#include "controller/process_metrics.h"
+
 namespace stasis {
 namespace {
 
@@ -13,6 +18,36 @@ const prometheus::Histogram::BucketBoundaries kReconcileBuckets = {
 // has no exponential helper, so the list is written out.
 const prometheus::Histogram::BucketBoundaries kWorkQueueBuckets = {
     1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1, 10, 100, 1000};
+
+// prometheus-cpp's Registry collects only the families it builds; this one also collects
+// other Collectables (the process collector), so that /metrics and every reader of
+// registry() see them.
+class CollectingRegistry final : public prometheus::Registry {
+ public:
+  void Register(std::shared_ptr<const prometheus::Collectable> collectable) {
+    std::lock_guard lock(mu_);
+    collectables_.push_back(std::move(collectable));
+  }
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    auto out = prometheus::Registry::Collect();
+    std::lock_guard lock(mu_);
+    for (const auto& c : collectables_) {
+      auto more = c->Collect();
+      out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    }
+    return out;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::shared_ptr<const prometheus::Collectable>> collectables_;
+};
+
+std::shared_ptr<prometheus::Registry> NewRegistry() {
+  auto r = std::make_shared<CollectingRegistry>();
+  r->Register(std::make_shared<ProcessCollector>());
+  return r;
+}
 
 template <typename T>
 prometheus::Family<T>& Build(prometheus::detail::Builder<T> builder, prometheus::Registry& r,
@@ -69,7 +104,7 @@ const char* ReconcileResultLabel(ReconcileResult result) {
 }
 
 Metrics::Metrics()
-    : registry_(std::make_shared<prometheus::Registry>()),
+    : registry_(NewRegistry()),
       reconcile_total_(Build(prometheus::BuildCounter(), *registry_,
                              "controller_runtime_reconcile_total",
                              "Total number of reconciliations per controller")),

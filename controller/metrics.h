@@ -5,7 +5,8 @@
 // Invariants: one registry per process (Metrics::Global(); tests may build their own); the
 // series of a controller exist, at 0, from RegisterController on (controller-runtime
 // pre-creates all four reconcile results); no label carries a per-object value (cardinality).
-// Other components add their own families to registry().
+// Other components add their own families to registry(). The registry also collects the
+// process_* families (process_metrics.h).
 #pragma once
 
 #include <prometheus/counter.h>

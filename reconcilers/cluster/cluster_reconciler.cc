@@ -290,73 +290,112 @@ IndexFunc IndexBindCandidates() {
   };
 }
 
-bool WorkerSuits(const api::Worker& w, const api::Actor& a) {
-  // A GPU actor needs a worker with as many GPUs (one worker is one GPU with --gpus); a CPU
-  // actor takes a CPU slot, never a GPU another actor could use.
-  if (a.spec.gpu.count > 0) return w.spec.devices.size() >= static_cast<size_t>(a.spec.gpu.count);
-  return w.spec.devices.empty();
+PlacementInput ClusterReconciler::PlacementInputFor(const std::string& avoid) const {
+  PlacementInput in;
+  in.avoid = avoid;
+  for (const auto& obj : workers_.List()) {
+    auto w = api::WorkerFromJson(*obj);
+    if (!w.ok()) continue;
+    if (NodeAlive(w->spec.node_name) == std::optional<bool>(true)) in.live_nodes.insert(w->spec.node_name);
+    in.workers.push_back(std::move(*w));
+  }
+  // A live node without Workers counts too: the message says how many nodes were looked at.
+  const std::string prefix = NodeLeaseName("");
+  for (const auto& obj : leases_.List()) {
+    const json meta = obj->value("metadata", json::object());
+    const std::string name = meta.value("name", "");
+    if (meta.value("namespace", "") != options_.lease_namespace || !name.starts_with(prefix)) continue;
+    const std::string node = name.substr(prefix.size());
+    if (NodeAlive(node) == std::optional<bool>(true)) in.live_nodes.insert(node);
+  }
+  for (const auto& obj : actors_.List()) {
+    auto o = api::ActorFromJson(*obj);
+    if (o.ok() && !o->status.node_name.empty()) in.actors.push_back(std::move(*o));
+  }
+  return in;
 }
+
+namespace {
+ObjectReference RefTo(const api::Actor& a) {
+  return ObjectReference{api::kApiVersion, api::kActorKind, a.metadata.namespace_, a.metadata.name,
+                         a.metadata.uid, "", ""};
+}
+}  // namespace
 
 Result<ReconcileOutcome> ClusterReconciler::Bind(api::Actor& a) {
   const auto& snap = a.status.latest_snapshot;
   const bool snapshot_local = snap && !snap->node_name.empty();
-  const bool waiting = [&] {
-    const api::Condition* ready = api::FindCondition(a.status.conditions, api::kConditionReady);
-    return ready && ready->reason == "NoFreeWorker";
-  }();
-  const std::optional<bool> current_alive = NodeAlive(a.status.node_name);
-  const bool needs_node = a.status.node_name.empty() || current_alive != std::optional<bool>(true) ||
-                          (waiting && !snapshot_local);
-  if (!needs_node) return ReconcileOutcome{};
+  const api::Condition* ready = api::FindCondition(a.status.conditions, api::kConditionReady);
+  // The node agent's word that its node has no free worker for this actor (the binder's own
+  // NoFreeWorker is only ever written on an actor without a live node).
+  const bool waiting = ready && ready->reason == api::kReasonNoFreeWorker;
+  const bool on_live_node =
+      !a.status.node_name.empty() && NodeAlive(a.status.node_name) == std::optional<bool>(true);
+  if (on_live_node && !(waiting && !snapshot_local)) return ReconcileOutcome{};
 
-  std::string target;
-  if (snapshot_local) {
-    if (NodeAlive(snap->node_name) != std::optional<bool>(true)) return ReconcileOutcome{options_.recheck};
-    target = snap->node_name;
-  } else {
-    // Free workers that suit this actor per live node, minus actors of the same kind already
-    // bound there and not yet holding one.
-    std::map<std::string, int> free;
-    for (const auto& obj : workers_.List()) {
-      auto w = api::WorkerFromJson(*obj);
-      if (w.ok() && w->IsFree() && WorkerSuits(*w, a) &&
-          NodeAlive(w->spec.node_name) == std::optional<bool>(true)) {
-        free[w->spec.node_name]++;
-      }
-    }
-    for (const auto& obj : actors_.List()) {
-      auto o = api::ActorFromJson(*obj);
-      if (!o.ok() || o->status.node_name.empty() || !o->status.worker_name.empty()) continue;
-      if (o->metadata.Key() == a.metadata.Key()) continue;
-      if ((o->spec.gpu.count > 0) != (a.spec.gpu.count > 0)) continue;
-      if (o->spec.desired_state == api::DesiredState::kRunning &&
-          o->status.status != ActorState::kRunning && free.count(o->status.node_name)) {
-        free[o->status.node_name]--;
-      }
-    }
-    int best = 0;
-    for (const auto& [n, count] : free) {
-      if (count > best && !(waiting && n == a.status.node_name)) {
-        best = count;
-        target = n;
-      }
-    }
+  const Placement p = Place(a, PlacementInputFor(waiting ? a.status.node_name : ""));
+  if (p.node.empty()) {
+    // On a live node, its agent's condition already says why the actor waits.
+    if (on_live_node) return ReconcileOutcome{options_.recheck};
+    return ReportUnplaced(a, p);
   }
-  if (target.empty() || target == a.status.node_name) return ReconcileOutcome{options_.recheck};
+  if (p.node == a.status.node_name) return ReconcileOutcome{options_.recheck};
+  return BindTo(a, p);
+}
 
+Result<ReconcileOutcome> ClusterReconciler::ReportUnplaced(api::Actor& a, const Placement& p) {
+  const api::Actor before = a;
+  const api::Condition* old = api::FindCondition(before.status.conditions, api::kConditionReady);
+  const bool news = !old || old->status != api::ConditionStatus::kFalse || old->reason != p.reason ||
+                    old->message != p.message;
+  api::SetCondition(a.status.conditions,
+                    api::Condition{api::kConditionReady, api::ConditionStatus::kFalse,
+                                   a.metadata.generation, {}, p.reason, p.message},
+                    Now());
+  if (auto patch = api::ActorStatusMergePatch(before, a)) {
+    (*patch)["metadata"]["resourceVersion"] = before.metadata.resource_version;
+    auto r = client_.Patch(kActorType, a.metadata.namespace_, a.metadata.name, PatchType::kMerge,
+                           *patch, "status");
+    if (!r.ok()) return r.status();
+  }
+  // Once per new message, as the scheduler's FailedScheduling: requeues and rechecks that
+  // find the same counts write nothing and say nothing.
+  if (news) {
+    if (events_) events_->Event(RefTo(a), EventType::kWarning, "FailedBinding", p.message);
+    spdlog::info("binding failed actor={}/{} reason={} message=\"{}\"", a.metadata.namespace_,
+                 a.metadata.name, p.reason, p.message);
+  }
+  return ReconcileOutcome{options_.recheck};
+}
+
+Result<ReconcileOutcome> ClusterReconciler::BindTo(const api::Actor& a, const Placement& p) {
   // The label first (main endpoint), then status.nodeName (which hands it to the agent).
   auto labeled = client_.Patch(kActorType, a.metadata.namespace_, a.metadata.name, PatchType::kMerge,
-                               {{"metadata", {{"labels", {{api::kNodeLabel, target}}}}}});
+                               {{"metadata", {{"labels", {{api::kNodeLabel, p.node}}}}}});
   if (!labeled.ok()) return labeled.status();
   auto fresh = api::ActorFromJson(*labeled);
   if (!fresh.ok()) return fresh.status();
-  json patch = {{"metadata", {{"resourceVersion", fresh->metadata.resource_version}}},
-                {"status", {{"nodeName", target}}}};
+  api::Actor after = *fresh;
+  after.status.node_name = p.node;
+  // A reason for not placing it (the binder's, or an agent's NoFreeWorker on the node it
+  // leaves) is no longer true; the agent of the new node writes its own conditions.
+  const std::string message = "bound to node " + p.node + " (" + std::to_string(p.free) + "/" +
+                              std::to_string(p.suitable) + " suitable workers free)";
+  if (const api::Condition* ready = api::FindCondition(after.status.conditions, api::kConditionReady);
+      ready && (ready->reason == api::kReasonNoFreeWorker || ready->reason == api::kReasonUnschedulable)) {
+    api::SetCondition(after.status.conditions,
+                      api::Condition{api::kConditionReady, api::ConditionStatus::kFalse,
+                                     after.metadata.generation, {}, api::kReasonBound, message},
+                      Now());
+  }
+  json patch = api::ActorStatusMergePatch(*fresh, after).value_or(json::object());
+  patch["metadata"]["resourceVersion"] = fresh->metadata.resource_version;
   auto bound = client_.Patch(kActorType, a.metadata.namespace_, a.metadata.name, PatchType::kMerge,
                              patch, "status");
   if (!bound.ok()) return bound.status();
-  spdlog::info("actor bound actor={}/{} node={} previous={}", a.metadata.namespace_,
-               a.metadata.name, target, a.status.node_name);
+  if (events_) events_->Event(RefTo(a), EventType::kNormal, "Bound", message);
+  spdlog::info("actor bound actor={}/{} node={} previous={} free={} suitable={}", a.metadata.namespace_,
+               a.metadata.name, p.node, a.status.node_name, p.free, p.suitable);
   return ReconcileOutcome{options_.recheck};
 }
 

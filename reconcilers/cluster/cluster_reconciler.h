@@ -12,8 +12,11 @@
 //  - Binding: an unpinned actor that wants Running and has no node (or a lost one, or waits
 //    for a worker on a full node) gets status.nodeName and the label stasis.dev/node: a paused
 //    actor only to the node that holds its snapshot, others to the live node with the most
-//    free workers. Workers are claimed by the node agent (CAS), so a worker is never
-//    double-booked, also across a leader failover.
+//    free workers (Place, placement.h). Workers are claimed by the node agent (CAS), so a
+//    worker is never double-booked, also across a leader failover. An actor with no live node
+//    that it cannot place gets Ready=False (NoFreeWorker or Unschedulable, the candidates
+//    counted) and a FailedBinding Event once per new message; a binding replaces that
+//    condition (Ready=False Bound) and is an Event Bound.
 //  - Retention (with the snapshot store mounted and --retain N): once per new
 //    latestSnapshot of an actor that is not in a transition, its committed snapshots beyond
 //    the newest N are deleted (SnapshotRetention: never latestSnapshot). A deletion the
@@ -35,6 +38,7 @@
 #include "controller/object_store.h"
 #include "controller/reconciler.h"
 #include "reconcilers/cluster/cluster_metrics.h"
+#include "reconcilers/cluster/placement.h"
 #include "reconcilers/cluster/snapshot_retention.h"
 #include "snapshots/snapshot_store.h"
 
@@ -50,10 +54,6 @@ struct ClusterReconcilerOptions {
   // How soon retention that failed (an unreachable store) is tried again for an actor at rest.
   std::chrono::milliseconds retention_retry{std::chrono::minutes(1)};
 };
-
-// Whether a free worker can run this actor: GPU actors need that many GPUs on the worker,
-// CPU actors take CPU slots only.
-bool WorkerSuits(const api::Worker& w, const api::Actor& a);
 
 // Whether Bind may act on this actor: it wants Running, is not pinned, and is at rest (not
 // running, not in a transition, not failed).
@@ -95,6 +95,11 @@ class ClusterReconciler : public Reconciler {
   Result<ReconcileOutcome> ForceClean(api::Actor& a, const std::string& reason,
                                       const std::string& message);
   Result<ReconcileOutcome> Bind(api::Actor& a);
+  // What Place needs, from the cache; `avoid`: a node whose agent found no free worker.
+  PlacementInput PlacementInputFor(const std::string& avoid) const;
+  // Ready=False with the placement's reason, and a FailedBinding Event when its message is new.
+  Result<ReconcileOutcome> ReportUnplaced(api::Actor& a, const Placement& p);
+  Result<ReconcileOutcome> BindTo(const api::Actor& a, const Placement& p);
   // Whether a node the cache says is lost really is: its Lease read from the API server (the
   // cache lags an outage by the informer's reconnect backoff) has expired, and this replica
   // has been leading for at least that lease's duration.

@@ -3,16 +3,21 @@
 // outage) must not get a live node's actors force-cleaned, and a replica that has just become
 // leader gives every node a whole lease duration before it counts as lost. The same actors are
 // cleaned once the Lease the API server holds really has expired.
+// The binder's reports: an actor it cannot place gets Ready=False (NoFreeWorker or
+// Unschedulable, the candidates counted) and one FailedBinding Event per message, however often
+// it is reconciled; a binding replaces that condition and is a Bound Event.
 #include "reconcilers/cluster/cluster_reconciler.h"
 
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
 #include "api/json_mapping.h"
 #include "base/time.h"
+#include "controller/event_recorder.h"
 #include "reconcilers/api_resources.h"
 #include "reconcilers/node/node_heartbeat.h"
 #include "tests/support/control_plane.h"
@@ -35,8 +40,15 @@ class ClusterReconcilerTest : public ::testing::Test {
   ClusterReconcilerTest()
       : client_(ControlPlane::Get().NewClient()),
         metrics_(registry_),
+        recorder_(*client_, RecorderOptions()),
         reconciler_(ClusterReconcilerOptions{}, *client_, actors_, workers_, leases_, metrics_,
-                    nullptr, clock_) {}
+                    &recorder_, clock_) {}
+
+  static KubeEventRecorderOptions RecorderOptions() {
+    KubeEventRecorderOptions o;
+    o.component = "stasis-controller";
+    return o;
+  }
 
   void SetUp() override {
     ns_ = "crt-" + std::to_string(counter_++);
@@ -102,6 +114,63 @@ class ClusterReconcilerTest : public ::testing::Test {
     return "";
   }
 
+  // A live node whose workers are in the cache (`held`: held by actors elsewhere).
+  void NodeWithWorkers(const std::string& node, int free, int held, int gpus = 0) {
+    ServerLease(node, clock_.WallNow());
+    CachedLease(node, clock_.WallNow());
+    for (int i = 0; i < free + held; ++i) {
+      json devices = json::array();
+      for (int g = 0; g < gpus; ++g) devices.push_back("GPU-" + node + std::to_string(i) + "-" + std::to_string(g));
+      json status = {{"phase", "Free"}};
+      if (i >= free) status = {{"phase", "Held"}, {"actorRef", {{"namespace", ns_}, {"name", "other" + std::to_string(i)}}}};
+      workers_.Upsert(std::make_shared<const json>(json{{"apiVersion", "stasis.dev/v1alpha1"},
+                                                        {"kind", "Worker"},
+                                                        {"metadata", {{"name", node + "-w" + std::to_string(i)}}},
+                                                        {"spec", {{"nodeName", node}, {"devices", devices}}},
+                                                        {"status", status}}));
+    }
+  }
+
+  void UnpinnedActor(const std::string& name, int gpus = 0) {
+    json a = {{"apiVersion", "stasis.dev/v1alpha1"},
+              {"kind", "Actor"},
+              {"metadata", {{"name", name}, {"namespace", ns_}}},
+              {"spec", {{"bundle", "/var/lib/stasis/bundles/counter"}, {"gpu", {{"count", gpus}}}}}};
+    ASSERT_TRUE(client_->Create(kActorType, ns_, a).ok());
+  }
+
+  json Actor(const std::string& name) {
+    auto a = client_->Get(kActorType, ns_, name);
+    EXPECT_TRUE(a.ok()) << a.status().ToString();
+    return a.ok() ? *a : json::object();
+  }
+
+  static json Ready(const json& actor) {
+    for (const auto& c : actor.value("/status/conditions"_json_pointer, json::array())) {
+      if (c.value("type", "") == "Ready") return c;
+    }
+    return json::object();
+  }
+
+  // The Events about `name` in the test's namespace, as `kubectl get events` lists them.
+  json EventsFor(const std::string& name) {
+    EXPECT_TRUE(recorder_.Flush(20s));
+    auto r = ControlPlane::Get().Kubectl(
+        {"get", "events", "-n", ns_, "--field-selector", "involvedObject.name=" + name, "-o", "json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto parsed = json::parse(r.out, nullptr, false);
+    return parsed.is_discarded() ? json::array() : parsed.value("items", json::array());
+  }
+
+  static std::vector<std::string> Reasons(const json& events) {
+    std::vector<std::string> out;
+    for (const auto& e : events) {
+      out.push_back(e.value("reason", "") + "/" + e.value("type", "") + " x" + std::to_string(e.value("count", 0)));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
   void Reconcile(const std::string& name) {
     // The cache follows the API for the actor itself (the reconcile decides on a quorum read).
     auto live = client_->Get(kActorType, ns_, name);
@@ -118,6 +187,7 @@ class ClusterReconcilerTest : public ::testing::Test {
   prometheus::Registry registry_;
   ClusterMetrics metrics_;
   ObjectStore actors_, workers_, leases_;
+  KubeEventRecorder recorder_;
   ClusterReconciler reconciler_;
 };
 
@@ -213,6 +283,77 @@ TEST_F(ClusterReconcilerTest, BindsGpuActorsToGpuWorkersAndCpuActorsToSlots) {
   EXPECT_EQ(node_of("gpu"), "bind-gpu");
   EXPECT_EQ(node_of("cpu"), "bind-cpu");
   EXPECT_EQ(node_of("two-gpus"), "") << "no worker holds two GPUs";
+}
+
+// An unpinned actor on a cluster whose every worker is held waits with Ready=False
+// NoFreeWorker and one FailedBinding Event, however often it is reconciled; a new count is a
+// new message and a new Event; it binds when a worker frees, with a Bound Event, and the
+// binder's condition is replaced.
+TEST_F(ClusterReconcilerTest, ReportsAnActorItCannotPlaceOnceAndBindsWhenAWorkerFrees) {
+  NodeWithWorkers("full-n1", 0, 2);
+  UnpinnedActor("waiter");
+  for (int i = 0; i < 4; ++i) {
+    Reconcile("waiter");
+    clock_.Advance(1s);
+  }
+  json a = Actor("waiter");
+  json ready = Ready(a);
+  EXPECT_EQ(ready.value("status", ""), "False") << a.dump(2);
+  EXPECT_EQ(ready.value("reason", ""), "NoFreeWorker");
+  EXPECT_EQ(ready.value("message", ""), "0/2 workers free: 2 held");
+  EXPECT_EQ(ready.value("observedGeneration", -1), a["metadata"].value("generation", -2));
+  EXPECT_EQ(a.value("/status/nodeName"_json_pointer, std::string()), "");
+  json events = EventsFor("waiter");
+  EXPECT_EQ(Reasons(events), std::vector<std::string>{"FailedBinding/Warning x1"}) << events.dump(2);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].value("message", ""), "0/2 workers free: 2 held");
+
+  // Another node, all held too: the count changes, so does the message, once.
+  NodeWithWorkers("full-n2", 0, 1);
+  Reconcile("waiter");
+  Reconcile("waiter");
+  EXPECT_EQ(Ready(Actor("waiter")).value("message", ""), "0/3 workers free: 3 held");
+  EXPECT_EQ(Reasons(EventsFor("waiter")),
+            (std::vector<std::string>{"FailedBinding/Warning x1", "FailedBinding/Warning x1"}));
+
+  // A worker of full-n2 frees.
+  NodeWithWorkers("full-n2", 1, 0);
+  Reconcile("waiter");
+  a = Actor("waiter");
+  EXPECT_EQ(a.value("/status/nodeName"_json_pointer, std::string()), "full-n2");
+  EXPECT_EQ(a.value("/metadata/labels/stasis.dev~1node"_json_pointer, std::string()), "full-n2");
+  ready = Ready(a);
+  EXPECT_EQ(ready.value("reason", ""), "Bound") << a.dump(2);
+  EXPECT_EQ(ready.value("status", ""), "False");
+  EXPECT_EQ(ready.value("observedGeneration", -1), a["metadata"].value("generation", -2));
+  events = EventsFor("waiter");
+  EXPECT_EQ(Reasons(events), (std::vector<std::string>{"Bound/Normal x1", "FailedBinding/Warning x1",
+                                                       "FailedBinding/Warning x1"}));
+  for (const auto& e : events) {
+    if (e.value("reason", "") == "Bound") {
+      EXPECT_EQ(e.value("message", ""), "bound to node full-n2 (1/1 suitable workers free)");
+    }
+  }
+  // Bound, it is its node agent's: more reconciles write and say nothing.
+  const std::string rv = a["metadata"].value("resourceVersion", "");
+  Reconcile("waiter");
+  EXPECT_EQ(Actor("waiter")["metadata"].value("resourceVersion", ""), rv);
+}
+
+// No live node has a worker with the GPUs a GPU actor asks for: Unschedulable, with the count.
+TEST_F(ClusterReconcilerTest, AGpuActorWithNoGpuWorkerIsUnschedulable) {
+  NodeWithWorkers("cpu-only", 2, 0);
+  UnpinnedActor("wants-gpu", 1);
+  Reconcile("wants-gpu");
+  Reconcile("wants-gpu");
+  json a = Actor("wants-gpu");
+  json ready = Ready(a);
+  EXPECT_EQ(ready.value("status", ""), "False") << a.dump(2);
+  EXPECT_EQ(ready.value("reason", ""), "Unschedulable");
+  EXPECT_EQ(ready.value("message", ""), "0/1 live nodes have a worker with 1 GPU");
+  EXPECT_EQ(a.value("/status/nodeName"_json_pointer, std::string()), "");
+  json events = EventsFor("wants-gpu");
+  EXPECT_EQ(Reasons(events), std::vector<std::string>{"FailedBinding/Warning x1"}) << events.dump(2);
 }
 
 }  // namespace

@@ -1,0 +1,119 @@
+#include "reconcilers/cluster/placement.h"
+
+#include <algorithm>
+#include <map>
+
+#include "api/conditions.h"
+
+namespace stasis {
+
+bool WorkerSuits(const api::Worker& w, const api::Actor& a) {
+  // A GPU actor needs a worker with as many GPUs (one worker is one GPU with --gpus); a CPU
+  // actor takes a CPU slot, never a GPU another actor could use.
+  if (a.spec.gpu.count > 0) return w.spec.devices.size() >= static_cast<size_t>(a.spec.gpu.count);
+  return w.spec.devices.empty();
+}
+
+namespace {
+
+struct NodeCount {
+  int suitable = 0;  // workers that suit the actor
+  int free = 0;      // of those, free
+  int promised = 0;  // actors of the same kind bound here, wanting Running, holding no worker
+  int Available() const { return std::max(0, free - promised); }
+};
+
+std::string WhatItNeeds(const api::Actor& a) {
+  if (a.spec.gpu.count > 0) {
+    return "a worker with " + std::to_string(a.spec.gpu.count) + " GPU" + (a.spec.gpu.count > 1 ? "s" : "");
+  }
+  return "a CPU worker";
+}
+
+// Suitable workers per live node, and the actors already bound there that will claim one.
+std::map<std::string, NodeCount> CountLiveNodes(const api::Actor& a, const PlacementInput& in) {
+  std::map<std::string, NodeCount> nodes;
+  for (const auto& w : in.workers) {
+    if (!in.live_nodes.count(w.spec.node_name) || !WorkerSuits(w, a)) continue;
+    NodeCount& n = nodes[w.spec.node_name];
+    n.suitable++;
+    if (w.IsFree()) n.free++;
+  }
+  for (const auto& o : in.actors) {
+    if (o.status.node_name.empty() || !o.status.worker_name.empty()) continue;
+    if (o.metadata.Key() == a.metadata.Key()) continue;
+    if ((o.spec.gpu.count > 0) != (a.spec.gpu.count > 0)) continue;
+    auto it = nodes.find(o.status.node_name);
+    if (it != nodes.end() && o.spec.desired_state == api::DesiredState::kRunning &&
+        o.status.status != api::ActorState::kRunning) {
+      it->second.promised++;
+    }
+  }
+  return nodes;
+}
+
+Placement SnapshotPlacement(const api::Actor& a, const PlacementInput& in) {
+  const api::Snapshot& snap = *a.status.latest_snapshot;
+  Placement p;
+  if (!in.live_nodes.count(snap.node_name)) {
+    p.reason = api::kReasonUnschedulable;
+    p.message = "its snapshot " + snap.id + " is on node " + snap.node_name +
+                ", which is not live (0/" + std::to_string(in.live_nodes.size()) +
+                " live nodes hold it); it can resume only there";
+    return p;
+  }
+  p.node = snap.node_name;
+  auto nodes = CountLiveNodes(a, in);
+  p.free = nodes[p.node].Available();
+  p.suitable = nodes[p.node].suitable;
+  return p;
+}
+
+// Stable while workers only move from promised to held (agents claiming what was promised):
+// a new message is a new Event and a status write for every waiting actor.
+std::string NoFreeWorkerMessage(const std::map<std::string, NodeCount>& nodes, const std::string& avoid) {
+  int suitable = 0, held = 0, promised = 0, avoided = 0;
+  for (const auto& [name, n] : nodes) {
+    suitable += n.suitable;
+    held += n.suitable - n.free;
+    promised += n.free - n.Available();
+    if (name == avoid) avoided += n.Available();
+  }
+  std::string m = "0/" + std::to_string(suitable) + " workers free: " + std::to_string(held + promised);
+  m += promised > 0 ? " held or promised to actors bound to their node" : " held";
+  if (avoided > 0) m += ", " + std::to_string(avoided) + " on node " + avoid + ", whose agent found none free";
+  return m;
+}
+
+}  // namespace
+
+Placement Place(const api::Actor& a, const PlacementInput& in) {
+  const auto& snap = a.status.latest_snapshot;
+  if (snap && !snap->node_name.empty()) return SnapshotPlacement(a, in);
+
+  const auto nodes = CountLiveNodes(a, in);
+  Placement p;
+  for (const auto& [name, n] : nodes) {
+    if (n.Available() > p.free && name != in.avoid) {
+      p.node = name;
+      p.free = n.Available();
+      p.suitable = n.suitable;
+    }
+  }
+  if (!p.node.empty()) return p;
+  if (in.live_nodes.empty()) {
+    std::set<std::string> known;
+    for (const auto& w : in.workers) known.insert(w.spec.node_name);
+    p.reason = api::kReasonUnschedulable;
+    p.message = "0/" + std::to_string(known.size()) + " nodes live: no node agent has renewed its heartbeat";
+  } else if (nodes.empty()) {
+    p.reason = api::kReasonUnschedulable;
+    p.message = "0/" + std::to_string(in.live_nodes.size()) + " live nodes have " + WhatItNeeds(a);
+  } else {
+    p.reason = api::kReasonNoFreeWorker;
+    p.message = NoFreeWorkerMessage(nodes, in.avoid);
+  }
+  return p;
+}
+
+}  // namespace stasis

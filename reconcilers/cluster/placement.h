@@ -1,0 +1,45 @@
+// Where the binder sends an actor, or why it cannot send it anywhere yet: a pure decision over
+// the actor, the Workers and actors of the cache and the set of live nodes, so that every case
+// is unit-tested without an API server (tests/unit/placement_test.cc).
+//
+// Invariant: a Placement names a node, or a reason (kReasonNoFreeWorker: some live node has a
+// worker that suits the actor but every such worker is held or promised; kReasonUnschedulable:
+// no live node has a worker that could ever run it) with a message that counts the candidates,
+// as the kube-scheduler's "0/3 nodes are available: …" does. Never both, never neither.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/actor.h"
+#include "api/worker.h"
+
+namespace stasis {
+
+// Whether a worker can run this actor: GPU actors need that many GPUs on the worker, CPU
+// actors take CPU slots only.
+bool WorkerSuits(const api::Worker& w, const api::Actor& a);
+
+struct Placement {
+  std::string node;     // where to bind; empty when nowhere yet
+  int free = 0;         // suitable free workers there, not promised to actors bound to it
+  int suitable = 0;     // suitable workers there in all
+  std::string reason;   // when `node` is empty: api::kReasonNoFreeWorker or kReasonUnschedulable
+  std::string message;  // for people: the counts behind the choice or the refusal
+};
+
+struct PlacementInput {
+  std::vector<api::Worker> workers;  // every Worker of the cache
+  std::vector<api::Actor> actors;    // every Actor of the cache (the one placed may be among them)
+  std::set<std::string> live_nodes;  // nodes whose heartbeat Lease is unexpired
+  // A node not to choose: the one whose agent found no free worker for this actor.
+  std::string avoid;
+};
+
+// A paused actor goes only to the node that holds its snapshot; any other to the live node
+// with the most suitable free workers not already promised to actors bound there (ties: the
+// first node by name).
+Placement Place(const api::Actor& a, const PlacementInput& in);
+
+}  // namespace stasis

@@ -1,0 +1,119 @@
+// The binder's decision, table by table: where an unpinned actor goes, and when it goes
+// nowhere, the reason (NoFreeWorker: suitable workers exist on live nodes but are held or
+// promised; Unschedulable: no live node could ever run it) and the counts in the message.
+#include "reconcilers/cluster/placement.h"
+
+#include <gtest/gtest.h>
+
+#include "api/conditions.h"
+
+namespace stasis {
+namespace {
+
+api::Worker W(const std::string& node, int i, bool free, int gpus = 0) {
+  api::Worker w;
+  w.metadata.name = node + "-w" + std::to_string(i);
+  w.spec.node_name = node;
+  for (int g = 0; g < gpus; ++g) w.spec.devices.push_back("GPU-" + w.metadata.name + "-" + std::to_string(g));
+  if (!free) {
+    w.status.phase = api::WorkerPhase::kHeld;
+    w.status.actor_ref = api::ActorRef{"ns", "holder-" + w.metadata.name};
+  }
+  return w;
+}
+
+api::Actor A(const std::string& name, int gpus = 0, const std::string& bound_to = "") {
+  api::Actor a;
+  a.metadata.namespace_ = "ns";
+  a.metadata.name = name;
+  a.spec.gpu.count = gpus;
+  a.status.node_name = bound_to;
+  return a;
+}
+
+TEST(PlacementTest, TheLiveNodeWithTheMostFreeSuitableWorkers) {
+  PlacementInput in;
+  in.workers = {W("n1", 0, true), W("n2", 0, true), W("n2", 1, true), W("n2", 2, false), W("dead", 0, true),
+                W("dead", 1, true), W("dead", 2, true)};
+  in.live_nodes = {"n1", "n2"};
+  Placement p = Place(A("a"), in);
+  EXPECT_EQ(p.node, "n2");
+  EXPECT_EQ(p.free, 2);
+  EXPECT_EQ(p.suitable, 3);
+  EXPECT_EQ(p.reason, "");
+
+  // Two actors already bound to n2 and waiting for a worker there take its two free ones.
+  in.actors = {A("b", 0, "n2"), A("c", 0, "n2")};
+  EXPECT_EQ(Place(A("a"), in).node, "n1");
+  // A node its agent found full is avoided.
+  in.actors.clear();
+  in.avoid = "n2";
+  EXPECT_EQ(Place(A("a"), in).node, "n1");
+}
+
+TEST(PlacementTest, EveryWorkerHeldIsNoFreeWorkerWithTheCounts) {
+  PlacementInput in;
+  in.workers = {W("n1", 0, false), W("n2", 0, false), W("n2", 1, false)};
+  in.live_nodes = {"n1", "n2"};
+  Placement p = Place(A("a"), in);
+  EXPECT_EQ(p.node, "");
+  EXPECT_EQ(p.reason, api::kReasonNoFreeWorker);
+  EXPECT_EQ(p.message, "0/3 workers free: 3 held");
+
+  // One frees but is promised to an actor bound there: the message does not change when the
+  // agent then claims it (no new Event for every waiting actor).
+  in.workers[0] = W("n1", 0, true);
+  in.actors = {A("b", 0, "n1")};
+  p = Place(A("a"), in);
+  EXPECT_EQ(p.reason, api::kReasonNoFreeWorker);
+  EXPECT_EQ(p.message, "0/3 workers free: 3 held or promised to actors bound to their node");
+
+  // GPU workers are not candidates for a CPU actor, nor actors of the other kind promises.
+  in.workers.push_back(W("n2", 9, true, 1));
+  in.actors.push_back(A("gpu", 1, "n1"));
+  EXPECT_EQ(Place(A("a"), in).message, "0/3 workers free: 3 held or promised to actors bound to their node");
+}
+
+TEST(PlacementTest, NoWorkerThatCouldEverRunItIsUnschedulable) {
+  PlacementInput in;
+  in.workers = {W("n1", 0, true), W("n2", 0, true, 1), W("n3", 0, true, 2)};
+  in.live_nodes = {"n1", "n2"};
+  Placement p = Place(A("a", 2), in);
+  EXPECT_EQ(p.node, "");
+  EXPECT_EQ(p.reason, api::kReasonUnschedulable);
+  EXPECT_EQ(p.message, "0/2 live nodes have a worker with 2 GPUs");
+  EXPECT_EQ(Place(A("b", 1), in).node, "n2");
+
+  in.workers = {W("g", 0, false, 1)};
+  in.live_nodes = {"g"};
+  EXPECT_EQ(Place(A("cpu"), in).message, "0/1 live nodes have a CPU worker");
+  EXPECT_EQ(Place(A("gpu", 1), in).reason, api::kReasonNoFreeWorker) << "a held GPU worker frees one day";
+
+  in.live_nodes.clear();
+  p = Place(A("a"), in);
+  EXPECT_EQ(p.reason, api::kReasonUnschedulable);
+  EXPECT_EQ(p.message, "0/1 nodes live: no node agent has renewed its heartbeat");
+}
+
+TEST(PlacementTest, APausedActorGoesOnlyToTheNodeOfItsSnapshot) {
+  PlacementInput in;
+  in.workers = {W("n1", 0, true), W("n1", 1, true), W("n2", 0, false)};
+  in.live_nodes = {"n1", "n2"};
+  api::Actor a = A("a");
+  a.status.latest_snapshot = api::Snapshot{};
+  a.status.latest_snapshot->id = "s1";
+  a.status.latest_snapshot->node_name = "n2";
+  Placement p = Place(a, in);
+  EXPECT_EQ(p.node, "n2") << "even with its only worker held: its agent reports that";
+  EXPECT_EQ(p.free, 0);
+  EXPECT_EQ(p.suitable, 1);
+
+  in.live_nodes = {"n1"};
+  p = Place(a, in);
+  EXPECT_EQ(p.node, "");
+  EXPECT_EQ(p.reason, api::kReasonUnschedulable);
+  EXPECT_EQ(p.message, "its snapshot s1 is on node n2, which is not live (0/1 live nodes hold it); it can resume only there");
+}
+
+}  // namespace
+}  // namespace stasis
