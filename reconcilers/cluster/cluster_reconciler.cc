@@ -240,9 +240,10 @@ Result<ReconcileOutcome> ClusterReconciler::ForceClean(api::Actor& a, const std:
                                    "cleaned by the cluster controller: " + message},
                     now);
   api::SetCondition(a.status.conditions,
-                    api::Condition{"Progressing", api::ConditionStatus::kFalse,
+                    api::Condition{api::kConditionProgressing, api::ConditionStatus::kFalse,
                                    a.metadata.generation, {}, cond_reason, "cleaned up"},
                     now);
+  api::SetStateConditions(a.status, a.metadata.generation, now);
   auto patch = api::ActorStatusMergePatch(before, a);
   if (patch) {
     (*patch)["metadata"]["resourceVersion"] = before.metadata.resource_version;
@@ -352,6 +353,7 @@ Result<ReconcileOutcome> ClusterReconciler::ReportUnplaced(api::Actor& a, const 
                     api::Condition{api::kConditionReady, api::ConditionStatus::kFalse,
                                    a.metadata.generation, {}, p.reason, p.message},
                     Now());
+  api::SetStateConditions(a.status, a.metadata.generation, Now());
   if (auto patch = api::ActorStatusMergePatch(before, a)) {
     (*patch)["metadata"]["resourceVersion"] = before.metadata.resource_version;
     auto r = client_.Patch(kActorType, a.metadata.namespace_, a.metadata.name, PatchType::kMerge,

@@ -175,6 +175,17 @@ Status ActorReconciler::Prepare(Ctx& c, Step step) {
 }
 
 Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
+  // The host's errors reach here as exceptions only from the standard library (a filesystem
+  // call without an error_code): a value, retried with the queue's backoff, never a throw.
+  try {
+    return ReconcileSteps(request);
+  } catch (const std::exception& e) {
+    spdlog::error("reconcile failed on a host error actor={} error=\"{}\"", request.Key(), e.what());
+    return Status(Code::kUnavailable, std::string("host error: ") + e.what(), "host_error");
+  }
+}
+
+Result<ReconcileOutcome> ActorReconciler::ReconcileSteps(const Request& request) {
   ObjectPtr obj = actors_(request.Key());
   if (!obj) return RemoveOrphan(request);
   Ctx c;

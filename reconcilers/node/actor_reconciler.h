@@ -114,6 +114,7 @@ class ActorReconciler : public Reconciler {
   struct Ctx;  // one reconcile's working copy of the actor and what was observed of it
 
   // actor_reconciler.cc: read → decide → act.
+  Result<ReconcileOutcome> ReconcileSteps(const Request& request);
   bool OwnedHere(const api::Actor& a) const;
   RuntimeDriver* DriverFor(api::Runtime runtime) const;
   Ctx NewCtx(const api::Actor& a, const Request& request, ActorSource source);

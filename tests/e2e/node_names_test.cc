@@ -39,14 +39,15 @@ std::string NameOfLength(size_t n) {
 }
 
 TEST_F(NodeAgentTest, EveryNameLengthTheApiAcceptsRunsPausesResumesSuspendsAndIsDeleted) {
-  const std::string node = Node("a");  // before the namespace changes: a node name is a label value
+  const std::vector<size_t> lengths = {1, 63, 83, 84, 120, 200, 253};
+  // Started in the test's own namespace (its node name, a label value, derives from it); the
+  // actors then live in one of 63 characters.
+  Agent* a = StartAgent(Node("a"), PinnedRunsc(), {}, static_cast<int>(lengths.size()));
+  ASSERT_NE(a, nullptr);
   const std::string long_ns = "nm-" + std::string(60, 'n');
   ASSERT_EQ(long_ns.size(), 63u);
   ASSERT_EQ(Kubectl({"create", "namespace", long_ns}).exit_code, 0);
   ns_ = long_ns;
-  const std::vector<size_t> lengths = {1, 63, 83, 84, 120, 200, 253};
-  Agent* a = StartAgent(node, PinnedRunsc(), {}, static_cast<int>(lengths.size()));
-  ASSERT_NE(a, nullptr);
   std::vector<std::string> names;
   for (size_t n : lengths) {
     names.push_back(NameOfLength(n));

@@ -317,6 +317,59 @@ TEST_F(ActorReconcilerTest, AnInterruptedPauseThatCompletedItsSnapshotAdoptsIt) 
   EXPECT_EQ(driver_.CountCalls("Checkpoint"), 0) << "adopted, not taken again";
 }
 
+TEST_F(ActorReconcilerTest, AnInterruptedSuspendAdoptsItsCommittedSnapshot) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  // The agent died after the commit, before the SUSPENDED write: only the store has it.
+  const std::string id = NewSnapshotId();
+  auto dir = store_->BeginLocal(ns_, kActor, id);
+  ASSERT_TRUE(dir.ok());
+  std::ofstream(*dir + "/checkpoint.img") << "image";
+  SnapshotManifest m;
+  m.id = id;
+  m.ns = ns_;
+  m.name = kActor;
+  m.scope = "Full";
+  m.trigger = "Suspend";
+  ASSERT_TRUE(store_->CompleteLocal(m).ok());
+  ASSERT_TRUE(store_->Commit(ns_, kActor, id, /*just_completed=*/true).ok());
+  ASSERT_TRUE(store_->RemoveLocal(ns_, kActor, id).ok());
+  driver_.SetState(SandboxId(), SandboxState::kStopped);
+  Desire("Suspended");
+  PatchStatus({{"status", "STATUS_SUSPENDING"}, {"transitionStartTime", "2026-01-01T00:00:00Z"}});
+  ASSERT_TRUE(Reconcile().ok());
+  const api::Actor a = Get();
+  EXPECT_EQ(std::string(api::ToString(a.status.status)), "STATUS_SUSPENDED");
+  ASSERT_TRUE(a.status.latest_snapshot);
+  EXPECT_EQ(a.status.latest_snapshot->id, id);
+  EXPECT_EQ(a.status.latest_snapshot->node_name, "") << "the committed copy";
+  EXPECT_EQ(Reason(api::kConditionProgressing), api::kReasonRecovered);
+  EXPECT_FALSE(HoldsWorker());
+}
+
+TEST_F(ActorReconcilerTest, ACommitRetriedOnceTheStoreIsBackClearsCommitFailed) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  Desire("Paused");
+  ASSERT_TRUE(Settle("STATUS_PAUSED"));
+  // The store goes away (its mount point now a dangling link).
+  fs::rename(root_ / "store", root_ / "store-away");
+  fs::create_directory_symlink(root_ / "nowhere", root_ / "store");
+  Desire("Suspended");
+  EXPECT_FALSE(Reconcile().ok());
+  EXPECT_EQ(StatusName(), "STATUS_PAUSED") << "nothing is lost: the snapshot stays on the node";
+  EXPECT_TRUE(ConditionTrue(api::kConditionCommitFailed));
+  EXPECT_EQ(Reason(api::kConditionCommitFailed), api::kReasonStoreUnavailable);
+  fs::remove(root_ / "store");
+  fs::rename(root_ / "store-away", root_ / "store");
+  ASSERT_TRUE(Reconcile().ok());
+  const api::Actor a = Get();
+  EXPECT_EQ(std::string(api::ToString(a.status.status)), "STATUS_SUSPENDED");
+  EXPECT_EQ(api::FindCondition(a.status.conditions, api::kConditionCommitFailed), nullptr);
+  EXPECT_EQ(a.status.latest_snapshot->node_name, "");
+  EXPECT_TRUE(api::IsConditionTrue(a.status.conditions, api::kConditionSuspended));
+}
+
 TEST_F(ActorReconcilerTest, ASandboxFrozenForADataArchiveWithoutASnapshotIsThawed) {
   Create("Running");
   ASSERT_TRUE(Settle("STATUS_RUNNING"));
