@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -82,10 +83,15 @@ class InformerTest : public ::testing::Test {
     ASSERT_FALSE(ns_.empty());
     client_ = NewClient();
   }
-  void Start(Informer& informer) {
+  // Runs the informer on a thread until the returned guard goes. Held in a local declared after
+  // the informer, it goes first, so the thread never outlives the informer it runs (a stop only
+  // in TearDown left it running on a destroyed informer after the test body).
+  [[nodiscard]] std::shared_ptr<void> Start(Informer& informer) {
     stop_ = false;
     thread_ = std::thread([&] { informer.Run(&stop_); });
-    ASSERT_TRUE(informer.WaitForSync(&stop_, 30s));
+    std::shared_ptr<void> running(nullptr, [this](void*) { StopInformer(); });
+    EXPECT_TRUE(informer.WaitForSync(&stop_, 30s));
+    return running;
   }
   void StopInformer() {
     stop_ = true;
@@ -109,7 +115,7 @@ TEST_F(InformerTest, SyncsPagedListAndIndexes) {
   informer.AddIndex("v", IndexByField("/data/v"));
   Recorder rec;
   informer.AddEventHandler(rec.Handler());
-  Start(informer);
+  auto running = Start(informer);
   EXPECT_EQ(informer.store().size(), 25u);
   EXPECT_EQ(informer.store().ByIndex("v", "odd").size(), 12u);
   EXPECT_EQ(rec.For(ns_ + "/cm-3"), std::vector<std::string>{"add"});
@@ -124,7 +130,7 @@ TEST_F(InformerTest, CachesWithoutManagedFields) {
   ASSERT_TRUE(live.ok());
   ASSERT_TRUE((*live)["metadata"].contains("managedFields"));  // the server does send them
   Informer informer(*client_, Options(ns_));
-  Start(informer);
+  auto running = Start(informer);
   ASSERT_TRUE(client_->Create(kConfigMaps, ns_, ConfigMap("watched", "1")).ok());
   ASSERT_TRUE(Eventually([&] { return informer.store().Get(ns_ + "/watched") != nullptr; }));
   ASSERT_TRUE(client_->Patch(kConfigMaps, ns_, "listed", PatchType::kMerge, {{"data", {{"v", "2"}}}}).ok());
@@ -145,7 +151,7 @@ TEST_F(InformerTest, WatchSurvivesApiServerRestart) {
   Recorder rec;
   informer.AddEventHandler(rec.Handler());
   ASSERT_TRUE(client_->Create(kConfigMaps, ns_, ConfigMap("before", "1")).ok());
-  Start(informer);
+  auto running = Start(informer);
   ASSERT_TRUE(client_->Create(kConfigMaps, ns_, ConfigMap("during", "1")).ok());
   ASSERT_TRUE(Eventually([&] { return informer.store().Get(ns_ + "/during") != nullptr; }));
 
@@ -188,9 +194,9 @@ TEST_F(InformerTest, GoneLeadsToRelistWithDeleteNotifications) {
   informer.AddEventHandler(rec.Handler());
   ASSERT_TRUE(client_->Create(kConfigMaps, ns_, ConfigMap("keep", "1")).ok());
   ASSERT_TRUE(client_->Create(kConfigMaps, ns_, ConfigMap("doomed", "1")).ok());
-  Start(informer);
+  auto running = Start(informer);
   EXPECT_EQ(informer.list_count(), 1);
-  StopInformer();
+  running.reset();  // stopped
   const std::string old_rv = informer.last_resource_version();
 
   // While the informer is away: one object vanishes, one changes, one appears; then history
@@ -206,7 +212,7 @@ TEST_F(InformerTest, GoneLeadsToRelistWithDeleteNotifications) {
 
   // The old resourceVersion is gone: the informer's watch from it comes back 410 (the only
   // thing that makes it list again), and the relist reconciles what changed meanwhile.
-  Start(informer);
+  running = Start(informer);
   ASSERT_TRUE(Eventually([&] { return informer.list_count() == 2; })) << informer.list_count();
   ASSERT_TRUE(Eventually([&] { return informer.store().Get(ns_ + "/new") != nullptr; }));
   EXPECT_EQ(informer.store().Get(ns_ + "/doomed"), nullptr);
