@@ -119,6 +119,21 @@ class ActorReconcilerTest : public ::testing::Test {
   }
   bool ConditionTrue(const char* type) { return api::IsConditionTrue(Get().status.conditions, type); }
 
+  // A complete node-local snapshot of the actor, as a checkpoint leaves it; its id ("" on error).
+  std::string CompleteLocalSnapshot(const std::string& trigger) {
+    const std::string id = NewSnapshotId();
+    auto dir = store_->BeginLocal(ns_, kActor, id);
+    if (!dir.ok()) return "";
+    std::ofstream(*dir + "/checkpoint.img") << "image";
+    SnapshotManifest m;
+    m.id = id;
+    m.ns = ns_;
+    m.name = kActor;
+    m.scope = "Full";
+    m.trigger = trigger;
+    return store_->CompleteLocal(m).ok() ? id : "";
+  }
+
   std::string SandboxId() const { return SandboxIdFor(ns_, kActor); }
   bool HoldsWorker() { return workers_->HeldBy(api::ActorRef{ns_, kActor}).has_value(); }
 
@@ -293,17 +308,8 @@ TEST_F(ActorReconcilerTest, AnInterruptedPauseThatCompletedItsSnapshotAdoptsIt) 
   Create("Running");
   ASSERT_TRUE(Settle("STATUS_RUNNING"));
   // The agent died after the snapshot was complete, before the PAUSED write.
-  const std::string id = NewSnapshotId();
-  auto dir = store_->BeginLocal(ns_, kActor, id);
-  ASSERT_TRUE(dir.ok());
-  std::ofstream(*dir + "/checkpoint.img") << "image";
-  SnapshotManifest m;
-  m.id = id;
-  m.ns = ns_;
-  m.name = kActor;
-  m.scope = "Full";
-  m.trigger = "Pause";
-  ASSERT_TRUE(store_->CompleteLocal(m).ok());
+  const std::string id = CompleteLocalSnapshot("Pause");
+  ASSERT_FALSE(id.empty());
   driver_.SetState(SandboxId(), SandboxState::kStopped);
   Desire("Paused");
   PatchStatus({{"status", "STATUS_PAUSING"}, {"transitionStartTime", "2026-01-01T00:00:00Z"}});
@@ -321,17 +327,8 @@ TEST_F(ActorReconcilerTest, AnInterruptedSuspendAdoptsItsCommittedSnapshot) {
   Create("Running");
   ASSERT_TRUE(Settle("STATUS_RUNNING"));
   // The agent died after the commit, before the SUSPENDED write: only the store has it.
-  const std::string id = NewSnapshotId();
-  auto dir = store_->BeginLocal(ns_, kActor, id);
-  ASSERT_TRUE(dir.ok());
-  std::ofstream(*dir + "/checkpoint.img") << "image";
-  SnapshotManifest m;
-  m.id = id;
-  m.ns = ns_;
-  m.name = kActor;
-  m.scope = "Full";
-  m.trigger = "Suspend";
-  ASSERT_TRUE(store_->CompleteLocal(m).ok());
+  const std::string id = CompleteLocalSnapshot("Suspend");
+  ASSERT_FALSE(id.empty());
   ASSERT_TRUE(store_->Commit(ns_, kActor, id, /*just_completed=*/true).ok());
   ASSERT_TRUE(store_->RemoveLocal(ns_, kActor, id).ok());
   driver_.SetState(SandboxId(), SandboxState::kStopped);
