@@ -99,7 +99,9 @@ wait_status() {  # wait_status NAME STATUS
   die "actor $1 did not reach $2"
 }
 counter() {  # counter NAME → the workload's counter, read inside its sandbox
-  "${RUNSC}" -root "${demo}/node/run/default_$1" exec "default_$1" cat /tmp/counter
+  local id
+  id="$(kubectl get actor "$1" -o jsonpath='{.status.sandboxID}')"  # the runsc id it runs under
+  "${RUNSC}" -root "${demo}/node/run/${id}" exec "${id}" cat /tmp/counter
 }
 
 step "actor A: Running"
