@@ -319,7 +319,7 @@ TEST_F(ClusterControllerTest, AgentKilledDuringSuspendingIsCleanedAndItsLeftover
   for (auto& [worker, holder] : Holders()) EXPECT_TRUE(holder.empty()) << worker;
 
   // The sandbox is still there on the node; the returning agent removes it.
-  const fs::path root = dir_->path() / "cc-c" / "run" / (ns_ + "_victim");
+  const fs::path root = dir_->path() / "cc-c" / "run" / SandboxIdFor(ns_, "victim");
   ASSERT_TRUE(fs::exists(root));
   StartAgent("cc-c", 1);
   ASSERT_TRUE(Eventually([&] { return !fs::exists(root); }, 60s));
