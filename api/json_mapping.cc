@@ -354,11 +354,6 @@ Result<Actor> ActorFromJson(const json& object) {
   ReadActorStatus(r, object, a.status);
   if (!r.status().ok()) return r.status();
   a.raw = object;
-  // The server's field-ownership records are most of a read object and nothing here uses
-  // them; an Actor is copied several times a reconcile. An update that omits them keeps them.
-  if (auto meta = a.raw.find("metadata"); meta != a.raw.end() && meta->is_object()) {
-    meta->erase("managedFields");
-  }
   return a;
 }
 

@@ -33,6 +33,14 @@ struct ActorReconciler::Ctx {
 // so restart recovery can tell whose a sandbox is from its id alone.
 inline constexpr char kOwnerSuffix[] = ".actor";
 
+// An actor object as the API server returns it (a GET, a PATCH's answer), without the server's
+// field-ownership records: most of the object, used by nothing here, and copied several times
+// a reconcile (the informer's cache drops them for the same reason).
+inline nlohmann::json WithoutManagedFields(nlohmann::json object) {
+  if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) meta->erase("managedFields");
+  return object;
+}
+
 // For cleanup whose failure changes no decision (a superseded snapshot, a leftover directory):
 // one warning line, never silence.
 inline void WarnIfFailed(const Status& s, const char* event, const std::string& key) {

@@ -117,7 +117,7 @@ Result<bool> ActorReconciler::ReadQuorum(Ctx& c, const Request& request, bool un
     if (live.status().code() == Code::kNotFound) return false;
     return live.status();
   }
-  auto parsed = api::ActorFromJson(*live);
+  auto parsed = api::ActorFromJson(WithoutManagedFields(std::move(*live)));
   if (!parsed.ok()) {
     spdlog::error("actor unreadable actor={} error=\"{}\"", c.key, parsed.status().ToString());
     return false;  // nothing to act on until it changes

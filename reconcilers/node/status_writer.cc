@@ -58,7 +58,7 @@ Status ActorReconciler::WriteStatus(Ctx& c) {
                 api::ToString(c.a.status.status), r.status().ToString());
     return r.status();
   }
-  return Adopt(c, *r);
+  return Adopt(c, WithoutManagedFields(std::move(*r)));
 }
 
 Status ActorReconciler::Adopt(Ctx& c, const json& written) {
@@ -87,7 +87,7 @@ Status ActorReconciler::SetFinalizer(Ctx& c, bool present) {
     if (!present && r.status().code() == Code::kNotFound) return OkStatus();
     return r.status();
   }
-  return Adopt(c, *r);
+  return Adopt(c, WithoutManagedFields(std::move(*r)));
 }
 
 api::Snapshot ActorReconciler::ToSnapshot(const SnapshotManifest& m, const std::string& location,
