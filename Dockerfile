@@ -26,8 +26,11 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
+COPY base base
 COPY api api
 COPY controller controller
+COPY runtimes runtimes
+COPY snapshots snapshots
 COPY reconcilers reconcilers
 COPY cmd cmd
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTASIS_BUILD_TESTS=OFF \
