@@ -17,8 +17,8 @@ using api::SnapshotTrigger;
 
 double Seconds(Clock::TimePoint::duration d) { return std::chrono::duration<double>(d).count(); }
 
-const char* kSuccess = "success";
-const char* kError = "error";
+constexpr char kSuccess[] = "success";
+constexpr char kError[] = "error";
 
 }  // namespace
 
