@@ -7,9 +7,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "api/field_error.h"
 #include "reconcilers/node/actor_reconciler.h"
 
 namespace stasis {
@@ -24,6 +27,7 @@ struct ActorReconciler::Ctx {
   bool wrote = false;    // an API write of this reconcile succeeded
   bool claimed = false;  // Resume claimed a worker
   Observation observed;  // what Decide sees
+  std::vector<api::FieldError> spec_errors;  // what kValidateSpec found
   // What kListSnapshots found (Observation says only whether).
   std::optional<SnapshotManifest> newer_local;
   std::optional<SnapshotManifest> committed_by_transition;
@@ -40,6 +44,8 @@ inline nlohmann::json WithoutManagedFields(nlohmann::json object) {
   if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) meta->erase("managedFields");
   return object;
 }
+
+inline double Seconds(Clock::TimePoint::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // For cleanup whose failure changes no decision (a superseded snapshot, a leftover directory):
 // one warning line, never silence.

@@ -129,7 +129,8 @@ Result<bool> ActorReconciler::ReadQuorum(Ctx& c, const Request& request, bool un
 Status ActorReconciler::Observe(Ctx& c, Step step) {
   Observation& o = c.observed;
   if (step == Step::kValidateSpec) {
-    o.spec_valid = api::ValidateActor(c.a).empty();
+    c.spec_errors = api::ValidateActor(c.a);
+    o.spec_valid = c.spec_errors.empty();
     return OkStatus();
   }
   if (step == Step::kListSnapshots) return ListSnapshots(c);
@@ -240,7 +241,7 @@ Result<ReconcileOutcome> ActorReconciler::Act(Ctx& c, const Decision& d) {
     case Step::kWatchLiveness: return WatchLiveness(c);
     case Step::kDelete: return Delete(c);
     case Step::kFailInvalidSpec:
-      return FailActor(c, api::kReasonInvalidSpec, JoinErrors(api::ValidateActor(c.a)));
+      return FailActor(c, api::kReasonInvalidSpec, JoinErrors(c.spec_errors));
     case Step::kFailRuntimeUnavailable:
       return FailActor(c, api::kReasonRuntimeUnavailable,
                        std::string("this node agent has no driver for runtime ") + api::ToString(c.a.spec.runtime));

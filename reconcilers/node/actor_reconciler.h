@@ -178,6 +178,9 @@ class ActorReconciler : public Reconciler {
   Result<ReconcileOutcome> RecoverResumed(Ctx& c);
   Result<ReconcileOutcome> RestartResume(Ctx& c);
   Result<ReconcileOutcome> RecoverCheckpointInterrupted(Ctx& c);
+  // Rests the actor on a complete snapshot its interrupted checkpoint left (sandbox deleted,
+  // worker freed); the caller sets the conditions and writes.
+  [[nodiscard]] Status AdoptSnapshot(Ctx& c, api::Snapshot snapshot, api::ActorState resting);
   Result<ReconcileOutcome> AdoptLocalSnapshot(Ctx& c);
   Result<ReconcileOutcome> AdoptCommittedSnapshot(Ctx& c);
   [[nodiscard]] Status ListSnapshots(Ctx& c);

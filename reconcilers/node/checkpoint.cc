@@ -15,8 +15,6 @@ namespace fs = std::filesystem;
 using api::ActorState;
 using api::SnapshotTrigger;
 
-double Seconds(Clock::TimePoint::duration d) { return std::chrono::duration<double>(d).count(); }
-
 constexpr char kSuccess[] = "success";
 constexpr char kError[] = "error";
 

@@ -58,15 +58,25 @@ Result<ReconcileOutcome> ActorReconciler::RecoverCheckpointInterrupted(Ctx& c) {
   return ReconcileOutcome{std::chrono::milliseconds(1)};  // the checkpoint starts again
 }
 
-Result<ReconcileOutcome> ActorReconciler::AdoptLocalSnapshot(Ctx& c) {
-  // The sandbox is gone and the checkpoint had finished before the agent died: nothing is lost.
-  const SnapshotManifest& m = *c.newer_local;
+Status ActorReconciler::AdoptSnapshot(Ctx& c, api::Snapshot snapshot, ActorState resting) {
+  // The sandbox is gone and its snapshot is complete: the actor rests on it, nothing is lost.
   WarnIfFailed(c.driver->Delete(c.ref), "sandbox of an adopted snapshot not deleted", c.key);
   if (Status s = workers_.Free(c.actor_ref); !s.ok()) return s;
-  c.a.status.latest_snapshot = ToSnapshot(m, snapshots_.LocalPath(m.ns, m.name, m.id), options_.node);
-  c.a.status.status = ActorState::kPaused;
+  c.a.status.latest_snapshot = std::move(snapshot);
+  c.a.status.status = resting;
   c.a.status.worker_name.clear();
   c.a.status.sandbox_id.clear();
+  return OkStatus();
+}
+
+Result<ReconcileOutcome> ActorReconciler::AdoptLocalSnapshot(Ctx& c) {
+  // The checkpoint had finished before the agent died.
+  const SnapshotManifest& m = *c.newer_local;
+  if (Status s = AdoptSnapshot(c, ToSnapshot(m, snapshots_.LocalPath(m.ns, m.name, m.id), options_.node),
+                               ActorState::kPaused);
+      !s.ok()) {
+    return s;
+  }
   SetCondition(c, api::kConditionProgressing, false, api::kReasonRecovered, "adopted complete snapshot " + m.id);
   SetCondition(c, api::kConditionReady, false, api::kReasonPaused, "snapshot " + m.id);
   if (Status s = WriteStatus(c); !s.ok()) return s;
@@ -78,12 +88,11 @@ Result<ReconcileOutcome> ActorReconciler::AdoptCommittedSnapshot(Ctx& c) {
   // A suspend that committed its snapshot and was then cut short by an API error (freeing the
   // worker, writing the status: an API server restarting answers 503/429 for a while).
   const SnapshotManifest& m = *c.committed_by_transition;
-  WarnIfFailed(c.driver->Delete(c.ref), "sandbox of an adopted snapshot not deleted", c.key);
-  if (Status s = workers_.Free(c.actor_ref); !s.ok()) return s;
-  c.a.status.latest_snapshot = ToSnapshot(m, snapshots_.StorePath(m.ns, m.name, m.id), "");
-  c.a.status.status = ActorState::kSuspended;
-  c.a.status.worker_name.clear();
-  c.a.status.sandbox_id.clear();
+  if (Status s = AdoptSnapshot(c, ToSnapshot(m, snapshots_.StorePath(m.ns, m.name, m.id), ""),
+                               ActorState::kSuspended);
+      !s.ok()) {
+    return s;
+  }
   SetCondition(c, api::kConditionProgressing, false, api::kReasonRecovered, "adopted committed snapshot " + m.id);
   SetCondition(c, api::kConditionReady, false, api::kReasonSuspended, "snapshot " + m.id + " committed");
   SetCondition(c, api::kConditionCheckpointFailed, false, api::kReasonCheckpointed, "");

@@ -17,8 +17,6 @@ namespace {
 namespace fs = std::filesystem;
 using api::ActorState;
 
-double Seconds(Clock::TimePoint::duration d) { return std::chrono::duration<double>(d).count(); }
-
 // A snapshot check that failed, as a resume failure: missing or corrupt, the snapshot can never
 // be restored (kFailedPrecondition fails the actor); a store that cannot be read now is retried.
 Status UnrestorableOrRetry(const Status& check) {
