@@ -14,19 +14,14 @@ empty image would say nothing), 2 for bad arguments or an unreachable Prometheus
 tests/e2e/monitoring_test.cc runs it against the Prometheus of its end-to-end run.
 """
 import argparse
-import json
 import math
 import os
 import re
 import subprocess
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_DASHBOARD = os.path.join(HERE, "..", "manifests", "monitoring", "dashboards",
-                                 "stasis-snapshot-health.json")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dashboard  # noqa: E402  (hack/dashboard.py, beside this script)
 
 # (file name, dashboard panel title): the panels a reader most needs to see.
 KEY_PANELS = [
@@ -55,39 +50,11 @@ def fail(code, msg):
     sys.exit(code)
 
 
-def panels(dashboard):
-    out = {}
-    def walk(ps):
-        for p in ps:
-            if p.get("type") == "row":
-                walk(p.get("panels", []))
-            else:
-                out[p.get("title", "")] = p
-    walk(dashboard.get("panels", []))
-    return out
-
-
-def expand(expr, values):
-    def repl(m):
-        name = m.group(1) or m.group(2) or m.group(3)
-        if name not in values:
-            fail(2, "no value for Grafana variable $%s in: %s" % (name, expr))
-        return values[name]
-    return re.sub(r"\$\{(\w+)\}|\[\[(\w+)\]\]|\$(\w+)", repl, expr)
-
-
 def query_range(url, expr, start, end, step):
-    q = urllib.parse.urlencode({"query": expr, "start": start, "end": end, "step": step})
     try:
-        with urllib.request.urlopen(url.rstrip("/") + "/api/v1/query_range?" + q, timeout=60) as r:
-            body = json.load(r)
-    except urllib.error.HTTPError as e:
-        fail(2, "query failed (%s): %s: %s" % (e.code, expr, e.read().decode(errors="replace")[:300]))
-    except (urllib.error.URLError, OSError) as e:
-        fail(2, "cannot reach %s: %s" % (url, e))
-    if body.get("status") != "success":
-        fail(2, "query failed: %s: %s" % (expr, body.get("error")))
-    return body["data"]["result"]
+        return dashboard.query(url, "query_range", {"query": expr, "start": start, "end": end, "step": step})
+    except dashboard.QueryError as e:
+        fail(2, str(e))
 
 
 def legend(fmt, metric):
@@ -103,7 +70,10 @@ def render(args, url_values, fname, panel):
     unit = panel.get("fieldConfig", {}).get("defaults", {}).get("unit", "short")
     series = []  # (legend, [(t, v)])
     for t in panel.get("targets", []):
-        expr = expand(t["expr"], url_values)
+        try:
+            expr = dashboard.expand(t["expr"], url_values)
+        except KeyError as e:
+            fail(2, str(e))
         for s in query_range(args.prometheus, expr, args.start, args.end, args.step):
             pts = []
             for ts, v in s.get("values", []):
@@ -169,13 +139,12 @@ def main():
                         "max(step + scrape interval, 4 x scrape interval))")
     p.add_argument("--node", default=".*", help="the $node variable, a regex (default all)")
     p.add_argument("--out", required=True, help="directory for the PNGs")
-    p.add_argument("--dashboard", default=DEFAULT_DASHBOARD)
+    p.add_argument("--dashboard", default=dashboard.DEFAULT_DASHBOARD)
     p.add_argument("--gnuplot", default="gnuplot")
     args = p.parse_args()
     if args.end <= args.start or args.step <= 0:
         fail(2, "need --start < --end and --step > 0")
-    with open(args.dashboard) as f:
-        by_title = panels(json.load(f))
+    by_title = dashboard.panels_by_title(args.dashboard)
     os.makedirs(args.out, exist_ok=True)
     values = {"node": args.node, "__rate_interval": args.rate_interval,
               "__interval": "%gs" % args.step, "__range": "%ds" % int(args.end - args.start),

@@ -41,3 +41,24 @@ bench_teardown() {
   findmnt -rn -o TARGET | grep -F "${work}/" | sort -r | while read -r m; do umount -l "${m}"; done
   if ((keep)); then log "kept ${work}"; else rm -rf "${work}"; fi
 }
+
+# start_prometheus DIR TARGET: Debian's Prometheus scraping TARGET (host:port) every second, its
+# data in DIR; sets prom_pid and prom_url once it answers /-/ready. The caller stops prom_pid.
+start_prometheus() {
+  local dir="$1" target="$2" port
+  mkdir -p "${dir}/tsdb"
+  cat >"${dir}/prometheus.yml" <<YML
+global: {scrape_interval: 1s, evaluation_interval: 1s}
+scrape_configs:
+  - job_name: stasis-node
+    static_configs: [{targets: ["${target}"]}]
+YML
+  port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
+  prometheus --config.file="${dir}/prometheus.yml" --storage.tsdb.path="${dir}/tsdb" \
+    --web.listen-address="127.0.0.1:${port}" >"${dir}/prometheus.log" 2>&1 &
+  prom_pid=$!
+  prom_url="http://127.0.0.1:${port}"
+  for _ in $(seq 300); do curl -fs "${prom_url}/-/ready" >/dev/null 2>&1 && return 0; sleep 0.2; done
+  tail -20 "${dir}/prometheus.log" >&2
+  die "prometheus did not become ready on ${prom_url}"
+}

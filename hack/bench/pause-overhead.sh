@@ -18,10 +18,14 @@
 #                plain counter of hack/make-bundle.sh, a ~0.4 MB image)
 #   --out FILE   also write the report there (and FILE.csv: every cycle)
 #   --keep       keep the work directory (logs, CSV) after tearing down the processes
+#   --prometheus also scrape the agent with a real Prometheus (Debian's, every second) and check
+#                the dashboard's quantile panels against this run's own percentiles of the same
+#                samples (hack/bench/dashboard-quantiles.py); no warm-up cycles then, so that
+#                the agent's histograms hold exactly the samples the benchmark measured
 source "$(dirname "$0")/../lib.sh"
 source "${HACK_DIR}/bench/lib.sh"
 
-cycles=50 warmup=2 fill_mb=0 keep=0 out=""
+cycles=50 warmup=2 fill_mb=0 keep=0 out="" prometheus=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --cycles) cycles="$2"; shift 2 ;;
@@ -29,6 +33,7 @@ while [[ $# -gt 0 ]]; do
     --fill-mb) fill_mb="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
+    --prometheus) prometheus=1; shift ;;
     *) die "unknown argument: $1 (see the header of $0)" ;;
   esac
 done
@@ -43,11 +48,12 @@ export PATH="${PATH}:${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}"
 
 work="$(mktemp -d /tmp/stasis-bench-pause.XXXXXX)"
 export STASIS_CONTROL_PLANE_DIR="${work}/control-plane"
-node_pid=""
+node_pid="" prom_pid=""
 
 teardown() {
   local rc=$?
   set +e
+  stop_process "${prom_pid}"
   stop_process "${node_pid}"
   # Sandboxes the agent or the benchmark left (after a failure): one runsc root each.
   bench_teardown "${work}" "${keep}" "${work}"/node/run/*/ "${work}/direct-root/"
@@ -81,6 +87,12 @@ node_pid=$!
 for _ in $(seq 200); do curl -fs "127.0.0.1:${port}/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 curl -fs "127.0.0.1:${port}/readyz" >/dev/null || { tail -20 "${work}/node.log" >&2; die "the node agent is not ready"; }
 
+if ((prometheus)); then
+  warmup=0
+  start_prometheus "${work}/prometheus" "127.0.0.1:${port}"
+  run_start="$(date +%s)"
+fi
+
 cmd=("${build}/tests/bench_pause_overhead" --kubeconfig "${KUBECONFIG}" --runsc "${RUNSC}"
      --bundle "${work}/bundle" --node bench-node --work-dir "${work}"
      --cycles "${cycles}" --warmup "${warmup}" --agent-log "${work}/node.log" --csv "${work}/cycles.csv")
@@ -89,4 +101,26 @@ log "commit $(git -C "${REPO_ROOT}" rev-parse --short HEAD 2>/dev/null || echo u
 if [[ -n "${out}" ]]; then
   cp "${work}/report.txt" "${out}"
   cp "${work}/cycles.csv" "${out}.csv"
+fi
+if ((prometheus)); then
+  # Every sample the agent recorded: both actors' checkpoints and snapshot sizes from the CSV
+  # (status.latestSnapshot), their restores from the agent's log (the histogram's own values).
+  python3 - "${work}/cycles.csv" "${work}/node.log" >"${work}/samples.json" <<'PY'
+import csv, json, re, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+pairs = [(float(r["agent_checkpoint_ms"]) / 1e3, float(r["agent_image_bytes"])) for r in rows]
+pairs += [(float(r["lr_checkpoint_ms"]) / 1e3, float(r["lr_image_bytes"]))
+          for r in rows if float(r["lr_pause_e2e_ms"]) > 0]
+restores = [float(m.group(1)) for m in
+            re.finditer(r"actor resumed .*from_snapshot=true duration_s=([0-9.]+)", open(sys.argv[2]).read())]
+json.dump({"checkpoint_seconds": [s for s, _ in pairs], "snapshot_bytes": [b for _, b in pairs],
+           "throughput_bytes_per_second": [b / s for s, b in pairs], "restore_seconds": restores},
+          sys.stdout)
+PY
+  rc=0
+  "${HACK_DIR}/bench/dashboard-quantiles.py" --prometheus "${prom_url}" --since "${run_start}" \
+    --samples "${work}/samples.json" >"${work}/quantiles.txt" || rc=$?
+  tee -a "${work}/report.txt" <"${work}/quantiles.txt"
+  if [[ -n "${out}" ]]; then cp "${work}/report.txt" "${out}"; fi
+  ((rc == 0)) || die "dashboard quantiles: exit ${rc} (1: a panel is off by more than a bucket; 2: no verdict)"
 fi

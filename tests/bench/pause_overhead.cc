@@ -669,7 +669,8 @@ int Main(int argc, char** argv) {
   if (!cfg.csv.empty()) {
     csv.open(cfg.csv);
     csv << "cycle,order,pause_e2e_ms,agent_checkpoint_ms,overhead_ms,direct_checkpoint_ms,"
-           "direct_delete_ms,resume_e2e_ms,direct_restore_ms,lr_pause_e2e_ms,lr_checkpoint_ms\n";
+           "direct_delete_ms,resume_e2e_ms,direct_restore_ms,lr_pause_e2e_ms,lr_checkpoint_ms,"
+           "agent_image_bytes,lr_image_bytes\n";
   }
   for (int i = 0; i < cfg.warmup + cfg.cycles; ++i) {
     const bool measured = i >= cfg.warmup;
@@ -746,7 +747,8 @@ int Main(int argc, char** argv) {
       csv << (i - cfg.warmup) << "," << first[static_cast<size_t>(i) % sides.size()] << ","
           << pause.e2e_ms << "," << pause.checkpoint_ms << "," << overhead << ","
           << base.checkpoint_ms << "," << base.delete_ms << "," << resume.e2e_ms << ","
-          << base.restore_ms << "," << lr_pause.e2e_ms << "," << lr_pause.checkpoint_ms << "\n";
+          << base.restore_ms << "," << lr_pause.e2e_ms << "," << lr_pause.checkpoint_ms << ","
+          << pause.image_bytes << "," << lr_pause.image_bytes << "\n";
       csv.flush();  // a run cut short keeps every cycle it finished
     }
     std::fprintf(stderr,
