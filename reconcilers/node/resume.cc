@@ -173,7 +173,7 @@ Result<ReconcileOutcome> ActorReconciler::ResumeFailed(Ctx& c, ActorState restin
     Event(c, true, "ResumeFailed", v.note + result.message());
   }
   spdlog::warn("resume failed actor={} reason={} permanent={} error=\"{}\"", c.key,
-               result.reason(), permanent, result.message());
+               v.reason, permanent, result.message());
   if (Status s = WriteStatus(c); !s.ok()) return s;
   if (permanent || v.gave_up) return ReconcileOutcome{};
   return result;  // transient: retried with backoff
