@@ -71,7 +71,15 @@ class HostErrorsTest : public NodeAgentTest {
     return n;
   }
 
-  // The Warning Events of the actor with that reason (the recorder sends in the background).
+  // How many times Warning Events of the actor with that reason were recorded: repeats of one
+  // message are one Event object with a count (the recorder sends in the background).
+  static int Times(const std::vector<json>& events) {
+    int n = 0;
+    for (const auto& e : events) n += e.value("count", 1);
+    return n;
+  }
+
+  // The Warning Events of the actor with that reason.
   std::vector<json> Warnings(const std::string& actor, const std::string& reason, size_t at_least) {
     std::vector<json> out;
     for (int i = 0; i < 50; ++i) {
@@ -116,6 +124,7 @@ TEST_F(HostErrorsTest, LogDirReadOnly) {
   EXPECT_EQ(FailedCalls(*a, "run", "a1"), 3) << AgentLogs();
   const auto events = Warnings("a1", "ResumeFailed", 2);
   ASSERT_EQ(events.size(), 2u) << json(events).dump(2);
+  EXPECT_EQ(Times(events), 2) << "a retry that fails the same way says nothing new: " << json(events).dump(2);
   EXPECT_THAT(events[0].value("message", "") + events[1].value("message", ""), HasSubstr("Read-only file system"));
   EXPECT_THAT(events[0].value("message", "") + events[1].value("message", ""), HasSubstr(kGaveUp));
   ExpectAllWorkersFree(a->node);
@@ -152,6 +161,7 @@ TEST_F(HostErrorsTest, RootPathTooLong) {
   EXPECT_THAT(CondMessage(x, "Ready"), HasSubstr("cannot lock container metadata file"));
   const auto events = Warnings("a1", "ResumeFailed", 1);
   ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(Times(events), 1);
   EXPECT_THAT(events[0].value("message", ""), StartsWith(kGaveUp));
   std::this_thread::sleep_for(3s);  // past the first backoff: never retried
   const std::string log = ReadFile(a->proc->log_path());
@@ -192,6 +202,7 @@ TEST_F(HostErrorsTest, SnapshotDiskFull) {
   EXPECT_EQ(StatusOf(GetActor("a1")), "STATUS_RUNNING");
   const auto events = Warnings("a1", "CheckpointFailed", 2);
   ASSERT_EQ(events.size(), 2u) << json(events).dump(2);
+  EXPECT_EQ(Times(events), 2) << json(events).dump(2);
   EXPECT_THAT(PartialDirs(a->root), ::testing::IsEmpty());
 
   fs::remove(fill);
