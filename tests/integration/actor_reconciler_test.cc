@@ -6,6 +6,7 @@
 // with real runsc are in tests/e2e/.
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
+#include <sys/mount.h>
 
 #include <filesystem>
 #include <fstream>
@@ -505,6 +506,45 @@ TEST_F(ActorReconcilerTest, ADiskFullCheckpointKeepsRunningWithBoundedRetries) {
   EXPECT_EQ(Reason(api::kConditionCheckpointFailed), api::kReasonHostDiskFull);
   EXPECT_TRUE(HoldsWorker());
   EXPECT_EQ(events_.Warnings().size(), 2u) << ::testing::PrintToString(events_.Warnings());
+}
+
+// The snapshot store read-only (a read-only bind mount: root passes permission bits): the
+// suspend's commit fails with HostPathNotWritable, the snapshot stays on the node (PAUSED),
+// one Event per new message; after --host-error-attempts the commit is not tried again until
+// the spec changes, and then it commits.
+TEST_F(ActorReconcilerTest, AReadOnlyStoreStopsCommitRetriesAtTheBound) {
+  NewReconciler(RuntimeDrivers{&driver_, nullptr}, /*host_error_attempts=*/2);
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  Desire("Paused");
+  ASSERT_TRUE(Settle("STATUS_PAUSED"));
+  const std::string store = (root_ / "store").string();
+  struct Unmount {
+    std::string dir;
+    ~Unmount() { umount2(dir.c_str(), MNT_DETACH); }
+  } unmount{store};
+  ASSERT_EQ(mount(store.c_str(), store.c_str(), nullptr, MS_BIND, nullptr), 0);
+  ASSERT_EQ(mount(nullptr, store.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr), 0);
+  Desire("Suspended");
+  for (int i = 0; i < 5; ++i) (void)Reconcile();
+  api::Actor a = Get();
+  EXPECT_EQ(std::string(api::ToString(a.status.status)), "STATUS_PAUSED") << "the snapshot stays on the node";
+  EXPECT_EQ(a.status.latest_snapshot->node_name, node_);
+  EXPECT_TRUE(fs::exists(a.status.latest_snapshot->location + "/manifest.json"));
+  EXPECT_EQ(Reason(api::kConditionCommitFailed), api::kReasonHostPathNotWritable);
+  const api::Condition* failed = api::FindCondition(a.status.conditions, api::kConditionCommitFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->message.rfind("not retried until the spec changes (failed 2 times in a row): ", 0), 0u) << failed->message;
+  EXPECT_NE(failed->message.find("Read-only file system"), std::string::npos) << failed->message;
+  EXPECT_EQ(events_.Warnings().size(), 2u) << ::testing::PrintToString(events_.Warnings());
+
+  ASSERT_EQ(umount2(store.c_str(), 0), 0);
+  (void)Reconcile();
+  EXPECT_EQ(StatusName(), "STATUS_PAUSED") << "given up: not tried again at this generation";
+  ASSERT_TRUE(client_->Patch(kActorType, ns_, kActor, PatchType::kMerge,
+                             {{"spec", {{"timeouts", {{"restoreSeconds", 61}}}}}}).ok());
+  ASSERT_TRUE(Settle("STATUS_SUSPENDED"));
+  EXPECT_EQ(Get().status.latest_snapshot->node_name, "") << "committed";
 }
 
 }  // namespace
