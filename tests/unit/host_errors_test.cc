@@ -1,5 +1,5 @@
 // ClassifyHostError (reconcilers/node/host_errors.h) on the exact texts the real programs print
-// for each fault, copied from producing it on this machine: runsc run under a --root whose lock
+// for each fault, copied from producing it on this machine (one exception, below): runsc run under a --root whose lock
 // file passes PATH_MAX, runsc checkpoint into a full tmpfs, the agent opening its sandbox log in
 // a read-only bind mount (base/subprocess.cc's strerror, wrapped by runsc_driver.cc), and
 // libstdc++'s filesystem_error for the same faults.
@@ -30,6 +30,9 @@ TEST(HostErrors, RunscLockFilePastPathMaxIsPermanentPathTooLong) {
   EXPECT_TRUE(e->permanent);
 }
 
+// The one text not produced here: runsc prints it when its control socket fits in none of the
+// root, /var/run, /run, /tmp; this runsc binds a socket under a root of 4,000 characters, so
+// the text is runsc's source's (createControlSocket), wrapped as runsc_driver.cc wraps stderr.
 TEST(HostErrors, RunscWithNoSocketLocationIsPermanentPathTooLong) {
   auto e = Classify("runsc run: exit 128: running container: creating container: cannot create sandbox: "
                     "unable to find location to write socket file");
