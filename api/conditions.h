@@ -60,6 +60,11 @@ inline constexpr char kReasonRecovered[] = "Recovered";
 inline constexpr char kReasonSandboxDied[] = "SandboxDied";
 inline constexpr char kReasonNodeLost[] = "NodeLost";
 inline constexpr char kReasonDeadlineExceeded[] = "DeadlineExceeded";
+// Errors of the node itself (reconcilers/node/host_errors.h): a path the kernel refuses as too
+// long (permanent), one of the agent's directories unwritable, its disk full (retried, bounded).
+inline constexpr char kReasonHostPathTooLong[] = "HostPathTooLong";
+inline constexpr char kReasonHostPathNotWritable[] = "HostPathNotWritable";
+inline constexpr char kReasonHostDiskFull[] = "HostDiskFull";
 
 enum class ConditionStatus { kTrue, kFalse, kUnknown };
 

@@ -76,6 +76,7 @@ void DefineNodeFlags(stasis::Flags& f) {
   f.Define("heartbeat-period", "10", "seconds between renewals of the node's heartbeat Lease");
   f.Define("heartbeat-lease-duration", "40", "seconds after the last renewal that the node counts as lost");
   f.Define("shutdown-grace", "30", "seconds in-flight reconciles get to finish on SIGTERM");
+  f.Define("host-error-attempts", "5", "consecutive host errors (unwritable directory, full disk) after which a transition is retried only when its spec changes");
   f.Define("pause-snapshot-sync", "deferred",
            "when a Pause snapshot is fsynced (and a Full one hashed): deferred (after the PAUSED write; verified on resume after a reboot) or before-status");
   f.Define("log-level", "info", "debug, info, warn or error");
@@ -126,7 +127,8 @@ stasis::Result<stasis::NodeAgentOptions> NodeOptions(const stasis::Flags& f) {
   for (auto [flag, out, min, max] : {std::tuple{"concurrency", &o.concurrency, 1, 256},
                                      std::tuple{"shutdown-grace", &o.shutdown_grace_seconds, 0, 3600},
                                      std::tuple{"heartbeat-period", &o.heartbeat_period_seconds, 1, 3600},
-                                     std::tuple{"heartbeat-lease-duration", &o.heartbeat_lease_seconds, 2, 86400}}) {
+                                     std::tuple{"heartbeat-lease-duration", &o.heartbeat_lease_seconds, 2, 86400},
+                                     std::tuple{"host-error-attempts", &o.host_error_attempts, 1, 1000}}) {
     auto v = f.GetInt(flag, min, max);
     if (!v.ok()) return v.status();
     *out = *v;

@@ -33,6 +33,15 @@ struct ActorReconciler::Ctx {
   std::optional<SnapshotManifest> committed_by_transition;
 };
 
+// How a failed transition is reported and whether it is tried again (host_failures.cc).
+struct ActorReconciler::FailureVerdict {
+  std::string reason;     // the condition's: Host* for a host error, else the failure class's
+  bool host = false;      // an error of the host (host_errors.h)
+  bool permanent = false;  // a host error no retry can fix
+  bool gave_up = false;   // not retried at this generation
+  std::string note;       // put before the condition's message when it gave up
+};
+
 // Beside a sandbox's runsc root <root>/run/<id>: the file naming its actor ("<ns>/<name>"),
 // so restart recovery can tell whose a sandbox is from its id alone.
 inline constexpr char kOwnerSuffix[] = ".actor";

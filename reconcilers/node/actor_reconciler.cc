@@ -100,8 +100,11 @@ ActorReconciler::Ctx ActorReconciler::NewCtx(const api::Actor& a, const Request&
   o.driver_available = c.driver != nullptr;
   std::error_code ec;
   o.sandbox_root_exists = fs::exists(c.ref.root, ec);
-  o.checkpoint_backoff = retries_.Wait(c.key, RetryOp::kCheckpoint, a.metadata.generation).count() > 0;
-  o.resume_backoff = retries_.Wait(c.key, RetryOp::kResume, a.metadata.generation).count() > 0;
+  // A transition the agent gave up on (host errors, host_failures.cc) waits for a new generation.
+  const int64_t gen = a.metadata.generation;
+  o.checkpoint_backoff = retries_.Wait(c.key, RetryOp::kCheckpoint, gen).count() > 0 ||
+                         retries_.GaveUp(c.key, RetryOp::kCheckpoint, gen);
+  o.resume_backoff = retries_.Wait(c.key, RetryOp::kResume, gen).count() > 0 || retries_.GaveUp(c.key, RetryOp::kResume, gen);
   o.unsettled_worker = retries_.Unsettled(c.key);
   return c;
 }

@@ -14,6 +14,10 @@
 //    its previous snapshot (STATUS_FAILED without one), with a condition quoting the runtime.
 //  - A checkpoint that fails while the sandbox lives leaves the actor RUNNING (CheckpointFailed).
 //  - A GPU preflight failure never checkpoints and never stops the actor.
+//  - An error of the host (host_errors.h) in a start, resume, checkpoint or commit is the
+//    transition's condition with a Host* reason and a Warning Event (once per new reason or
+//    message), retried with backoff at most host_error_attempts times per generation; a
+//    permanent one fails a start or resume. It never costs a sandbox or a snapshot.
 //  - Only a complete (renamed, with its manifest) snapshot becomes status.latestSnapshot; a
 //    Pause snapshot's checksums and fsyncs may follow it in the background (snapshot_store.h).
 //  - The worker is claimed before the sandbox starts and freed after it has stopped: a sandbox
@@ -65,6 +69,10 @@ struct ActorReconcilerOptions {
   // transiently: first retry after `retry_base`, doubling per failure up to `retry_max`.
   std::chrono::milliseconds retry_base{std::chrono::seconds(1)};
   std::chrono::milliseconds retry_max{std::chrono::minutes(5)};
+  // Consecutive host errors (host_errors.h: an unwritable directory, a full disk) after which
+  // a transition is no longer retried at that generation (--host-error-attempts); a new
+  // generation tries again. A permanent host error (a path too long) is not retried at all.
+  int host_error_attempts = 5;
   // When a Pause snapshot's files reach the disk, and a Full one's are hashed
   // (--pause-snapshot-sync): kDeferred, after the PAUSED write (snapshot_store.h says why
   // nothing is lost); kSynced, before it.
@@ -148,6 +156,8 @@ class ActorReconciler : public Reconciler {
   [[nodiscard]] Status CheckpointData(Ctx& c, const std::vector<DataDir>& dirs,
                                       const std::string& image_dir, std::chrono::milliseconds deadline);
   Result<ReconcileOutcome> CheckpointFailed(Ctx& c, const Status& failure);
+  // The snapshot's directory could not be made: nothing was frozen, the actor runs on.
+  Result<ReconcileOutcome> SnapshotDirFailed(Ctx& c, const Status& failure);
   struct Checkpointed;  // what a successful checkpoint hands to its completion
   Result<ReconcileOutcome> CompleteCheckpoint(Ctx& c, const Checkpointed& ck);
   // Writes the snapshot's manifest (completion); removes the image when that fails.
@@ -191,6 +201,15 @@ class ActorReconciler : public Reconciler {
                                       const std::string& message);
   void RemoveLeftoverSandboxes();
   void RemoveSnapshotsOfDeletedActors();
+
+  // host_failures.cc: a failed transition's reason and its retries, host errors bounded.
+  struct FailureVerdict;
+  FailureVerdict JudgeFailure(Ctx& c, RetryOp op, const Status& failure);
+  // Sets the failure's condition (its message with the verdict's note); returns whether it is
+  // news worth a Warning Event: always for the runtime's failures, for a host error only when
+  // the condition's reason or message changed (a retry that fails the same way says nothing).
+  bool SetFailureCondition(Ctx& c, const char* type, bool status, const FailureVerdict& v,
+                           const std::string& message);
 
   // status_writer.cc: the Actor's status, finalizer, conditions and Events.
   [[nodiscard]] Status WriteStatus(Ctx& c);

@@ -118,13 +118,7 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
 
   ck.id = NewSnapshotId();
   auto dir = snapshots_.BeginLocal(c.a.metadata.namespace_, c.a.metadata.name, ck.id);
-  if (!dir.ok()) {
-    c.a.status.status = ActorState::kRunning;
-    SetCondition(c, api::kConditionCheckpointFailed, true, api::kReasonSnapshotDirUnusable, dir.status().message());
-    SetCondition(c, api::kConditionProgressing, false, api::kReasonSnapshotDirUnusable, "");
-    if (Status s = WriteStatus(c); !s.ok()) return s;
-    return dir.status();
-  }
+  if (!dir.ok()) return SnapshotDirFailed(c, dir.status());
   ck.image_dir = *dir;
   CheckpointOptions co;
   co.image_dir = *dir;
@@ -147,17 +141,34 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   return CompleteCheckpoint(c, ck);
 }
 
+Result<ReconcileOutcome> ActorReconciler::SnapshotDirFailed(Ctx& c, const Status& failure) {
+  // Nothing was frozen yet: the actor runs on, and the checkpoint is retried with backoff.
+  c.a.status.status = ActorState::kRunning;
+  FailureVerdict v = JudgeFailure(c, RetryOp::kCheckpoint, failure);
+  if (!v.host) v.reason = api::kReasonSnapshotDirUnusable;
+  const bool news = SetFailureCondition(c, api::kConditionCheckpointFailed, true, v, failure.message());
+  SetCondition(c, api::kConditionProgressing, false, v.reason, "");
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+  if (news) Event(c, true, "CheckpointFailed", v.note + failure.message() + " (the actor keeps running)");
+  if (v.gave_up) return ReconcileOutcome{};
+  return failure;
+}
+
 Result<ReconcileOutcome> ActorReconciler::CheckpointFailed(Ctx& c, const Status& failure) {
   const std::string reason = failure.reason().empty() ? "runtime_error" : failure.reason();
   if (ClassifyCheckpointFailure(failure, c.driver->State(c.ref)) == CheckpointFailure::kSurvived) {
     // The workload survived (a refused save, -leave-running, an error before the save, a Data
-    // archive that failed and was thawed): it keeps running, retried with backoff.
+    // archive that failed and was thawed, a full disk): it keeps running, retried with backoff
+    // (a host error a bounded number of times).
     c.a.status.status = ActorState::kRunning;
-    retries_.NoteFailure(c.key, RetryOp::kCheckpoint, c.a.metadata.generation);
-    SetCondition(c, api::kConditionCheckpointFailed, true, ConditionReason(reason), failure.message());
-    SetCondition(c, api::kConditionProgressing, false, ConditionReason(reason), "checkpoint failed; still running");
+    const FailureVerdict v = JudgeFailure(c, RetryOp::kCheckpoint, failure);
+    const bool news = SetFailureCondition(c, api::kConditionCheckpointFailed, true, v, failure.message());
+    SetCondition(c, api::kConditionProgressing, false, v.reason,
+                 v.gave_up ? "checkpoint failed; still running; not retried until the spec changes"
+                           : "checkpoint failed; still running");
     if (Status s = WriteStatus(c); !s.ok()) return s;
-    Event(c, true, "CheckpointFailed", failure.message() + " (the actor keeps running)");
+    if (news) Event(c, true, "CheckpointFailed", v.note + failure.message() + " (the actor keeps running)");
+    if (v.gave_up) return ReconcileOutcome{};
     return failure;
   }
   // The sandbox is dead or suspect (timeout): never retry, clean up.
@@ -313,6 +324,8 @@ Result<ReconcileOutcome> ActorReconciler::CommitPaused(Ctx& c) {
     return ReconcileOutcome{};
   }
   if (snap->node_name != options_.node) return ReconcileOutcome{};  // its node commits it
+  // Host errors gave up on this generation: the snapshot stays here, PAUSED, until the spec changes.
+  if (retries_.GaveUp(c.key, RetryOp::kCommit, c.a.metadata.generation)) return ReconcileOutcome{};
   const bool gpu = c.a.spec.gpu.count > 0;
   const auto start = clock_.Now();
   auto committed = snapshots_.Commit(c.a.metadata.namespace_, c.a.metadata.name, snap->id);
@@ -320,10 +333,16 @@ Result<ReconcileOutcome> ActorReconciler::CommitPaused(Ctx& c) {
                            Seconds(clock_.Now() - start));
   metrics_.CountOperation("commit", committed.ok() ? kSuccess : kError, committed.ok() ? "" : "store_error");
   if (!committed.ok()) {
-    SetCondition(c, api::kConditionCommitFailed, true, api::kReasonStoreUnavailable, committed.status().message());
+    FailureVerdict v = JudgeFailure(c, RetryOp::kCommit, committed.status());
+    if (!v.host) v.reason = api::kReasonStoreUnavailable;
+    // The store's own unavailability is said by the condition alone, as it always was.
+    const bool news = SetFailureCondition(c, api::kConditionCommitFailed, true, v, committed.status().message()) && v.host;
     if (Status s = WriteStatus(c); !s.ok()) return s;
+    if (news) Event(c, true, "CommitFailed", v.note + committed.status().message() + " (the snapshot stays on this node)");
+    if (v.gave_up) return ReconcileOutcome{};
     return committed.status();
   }
+  retries_.Clear(c.key, RetryOp::kCommit);
   const std::string id = snap->id;
   WarnIfFailed(snapshots_.RemoveLocal(c.a.metadata.namespace_, c.a.metadata.name, id),
                "committed snapshot's local copy not removed", c.key);

@@ -159,22 +159,23 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
 Result<ReconcileOutcome> ActorReconciler::ResumeFailed(Ctx& c, ActorState resting, const Status& result) {
   WarnIfFailed(c.driver->Delete(c.ref), "sandbox of a failed resume not deleted", c.key);
   WarnIfFailed(workers_.Free(c.actor_ref), "worker of a failed resume not freed", c.key);
-  const bool permanent = ResumeFailureIsPermanent(result);
-  // A bundle or image that cannot work fails the actor; anything else returns it to where it
-  // rested, and the resume is retried with backoff.
+  const FailureVerdict v = JudgeFailure(c, RetryOp::kResume, result);
+  // A bundle or image that cannot work, or a host error no retry can fix, fails the actor (its
+  // snapshot is kept: a new generation resumes from it); anything else returns it to where it
+  // rested, retried with backoff — a host error a bounded number of times.
+  const bool permanent = v.host ? v.permanent : ResumeFailureIsPermanent(result);
   c.a.status.status = permanent ? ActorState::kFailed : resting;
   c.a.status.worker_name.clear();
   c.a.status.sandbox_id.clear();
-  const std::string reason = ConditionReason(result.reason().empty() ? "runtime_error" : result.reason());
-  SetCondition(c, api::kConditionProgressing, false, reason, "resume failed");
-  SetCondition(c, api::kConditionReady, false, reason,
-               std::string(FromFullSnapshot(c.a) ? "restore" : "start") + " failed: " + result.message());
-  Event(c, true, "ResumeFailed", result.message());
+  SetCondition(c, api::kConditionProgressing, false, v.reason, "resume failed");
+  const std::string what = std::string(FromFullSnapshot(c.a) ? "restore" : "start") + " failed: " + result.message();
+  if (SetFailureCondition(c, api::kConditionReady, false, v, what)) {
+    Event(c, true, "ResumeFailed", v.note + result.message());
+  }
   spdlog::warn("resume failed actor={} reason={} permanent={} error=\"{}\"", c.key,
-               result.reason(), permanent, result.message());
-  if (!permanent) retries_.NoteFailure(c.key, RetryOp::kResume, c.a.metadata.generation);
+               v.reason, permanent, result.message());
   if (Status s = WriteStatus(c); !s.ok()) return s;
-  if (permanent) return ReconcileOutcome{};
+  if (permanent || v.gave_up) return ReconcileOutcome{};
   return result;  // transient: retried with backoff
 }
 

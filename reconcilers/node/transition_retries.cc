@@ -4,6 +4,15 @@
 
 namespace stasis {
 
+const char* ToString(RetryOp op) {
+  switch (op) {
+    case RetryOp::kCheckpoint: return "checkpoint";
+    case RetryOp::kResume: return "resume";
+    case RetryOp::kCommit: return "commit";
+  }
+  return "unknown";
+}
+
 std::string TransitionRetries::RetryKey(RetryOp op, const std::string& key) {
   return std::to_string(static_cast<int>(op)) + " " + key;
 }
@@ -21,14 +30,30 @@ std::chrono::milliseconds TransitionRetries::Wait(const std::string& key, RetryO
   return std::chrono::ceil<std::chrono::milliseconds>(left);
 }
 
-void TransitionRetries::NoteFailure(const std::string& key, RetryOp op, int64_t generation) {
+int TransitionRetries::NoteFailure(const std::string& key, RetryOp op, int64_t generation, bool host_error) {
   std::lock_guard lock(mu_);
   Retry& r = retries_[RetryKey(op, key)];
-  if (r.generation != generation) r = Retry{generation, 0, {}};
+  if (r.generation != generation) r = Retry{generation, 0, 0, false, {}};
   auto delay = base_ * (1LL << std::min(r.failures, 20));
   if (delay > max_) delay = max_;
   ++r.failures;
+  r.host_failures = host_error ? r.host_failures + 1 : 0;
   r.not_before = clock_.Now() + delay;
+  return r.host_failures;
+}
+
+void TransitionRetries::GiveUp(const std::string& key, RetryOp op, int64_t generation) {
+  std::lock_guard lock(mu_);
+  Retry& r = retries_[RetryKey(op, key)];
+  if (r.generation != generation) r = Retry{generation, 0, 0, false, {}};
+  r.gave_up = true;
+  r.not_before = clock_.Now();  // nothing to wait for: nothing will be tried
+}
+
+bool TransitionRetries::GaveUp(const std::string& key, RetryOp op, int64_t generation) {
+  std::lock_guard lock(mu_);
+  auto it = retries_.find(RetryKey(op, key));
+  return it != retries_.end() && it->second.generation == generation && it->second.gave_up;
 }
 
 void TransitionRetries::Clear(const std::string& key, RetryOp op) {

@@ -5,7 +5,9 @@
 // at once.
 //
 // Invariants: a retry waits base·2^failures (capped) after the last failure; a new generation
-// (the user changed the spec) or a success forgets it. An unsettled actor key is decided on a
+// (the user changed the spec) or a success forgets it. Errors of the host (host_errors.h) are
+// also counted apart: after the caller's bound of consecutive ones, or one permanent one, it
+// gives up on that generation (GaveUp) until a new one. An unsettled actor key is decided on a
 // quorum read, never on the cache, until that read settles it. Thread-safe.
 #pragma once
 
@@ -20,7 +22,8 @@
 
 namespace stasis {
 
-enum class RetryOp { kCheckpoint, kResume };
+enum class RetryOp { kCheckpoint, kResume, kCommit };
+const char* ToString(RetryOp op);
 
 class TransitionRetries {
  public:
@@ -29,7 +32,12 @@ class TransitionRetries {
 
   // How long `op` on this actor (at `generation`) must still wait; zero: go ahead.
   std::chrono::milliseconds Wait(const std::string& key, RetryOp op, int64_t generation);
-  void NoteFailure(const std::string& key, RetryOp op, int64_t generation);
+  // Returns how many consecutive failures of this generation were host errors (0 if this one
+  // is not).
+  int NoteFailure(const std::string& key, RetryOp op, int64_t generation, bool host_error = false);
+  // No more attempts of `op` at this generation; Wait says zero, GaveUp true, until a new one.
+  void GiveUp(const std::string& key, RetryOp op, int64_t generation);
+  bool GaveUp(const std::string& key, RetryOp op, int64_t generation);
   void Clear(const std::string& key, RetryOp op);
 
   // Actor keys that may hold a worker they should not: a resume started from a stale cache
@@ -42,6 +50,8 @@ class TransitionRetries {
   struct Retry {
     int64_t generation = 0;
     int failures = 0;
+    int host_failures = 0;  // consecutive
+    bool gave_up = false;
     Clock::TimePoint not_before;
   };
   static std::string RetryKey(RetryOp op, const std::string& key);

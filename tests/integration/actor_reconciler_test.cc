@@ -6,13 +6,17 @@
 // with real runsc are in tests/e2e/.
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
+#include <sys/mount.h>
 
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <string>
 
 #include "api/json_mapping.h"
+#include "controller/event_recorder.h"
 #include "controller/object_store.h"
 #include "reconcilers/api_resources.h"
 #include "reconcilers/node/actor_reconciler.h"
@@ -32,6 +36,24 @@ using testing::FakeRuntimeDriver;
 using Call = FakeRuntimeDriver::Call;
 
 constexpr char kActor[] = "a1";
+
+// The Warning Events the reconciler records, as "Reason: message".
+class RecordedEvents : public EventRecorder {
+ public:
+  using EventRecorder::Event;
+  void Event(const ObjectReference&, EventType type, const std::string& reason, const std::string& message) override {
+    std::lock_guard lock(mu_);
+    if (type == EventType::kWarning) warnings_.push_back(reason + ": " + message);
+  }
+  std::vector<std::string> Warnings() {
+    std::lock_guard lock(mu_);
+    return warnings_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> warnings_;
+};
 
 class ActorReconcilerTest : public ::testing::Test {
  protected:
@@ -56,14 +78,17 @@ class ActorReconcilerTest : public ::testing::Test {
 
   void TearDown() override { fs::remove_all(root_); }
 
-  void NewReconciler(RuntimeDrivers drivers) {
+  void NewReconciler(RuntimeDrivers drivers, int host_error_attempts = 5,
+                     std::chrono::milliseconds retry_base = std::chrono::seconds(1)) {
     ActorReconcilerOptions o;
     o.node = node_;
     o.root = root_.string();
     o.pause_durability = Durability::kSynced;
+    o.host_error_attempts = host_error_attempts;
+    o.retry_base = retry_base;
     reconciler_ = std::make_unique<ActorReconciler>(
         o, *client_, [this](const std::string& key) { return cache_.Get(key); }, drivers, *store_, *workers_,
-        *metrics_, nullptr);
+        *metrics_, &events_);
   }
 
   void Create(const std::string& desired, const std::string& runtime = "gvisor") {
@@ -146,6 +171,7 @@ class ActorReconcilerTest : public ::testing::Test {
   std::unique_ptr<NodeWorkers> workers_;
   ObjectStore cache_;
   FakeRuntimeDriver driver_;
+  RecordedEvents events_;
   std::unique_ptr<ActorReconciler> reconciler_;
 };
 
@@ -390,6 +416,135 @@ TEST_F(ActorReconcilerTest, ASandboxOfADeletedActorIsRemoved) {
   EXPECT_EQ(driver_.StateOf(SandboxId()), SandboxState::kNotFound);
   EXPECT_FALSE(fs::exists(root_ / "run" / SandboxId()));
   EXPECT_FALSE(HoldsWorker());
+}
+
+// Host errors (reconcilers/node/host_errors.h), with the texts the real programs print.
+// An unwritable log directory fails each start the same way: one condition, one Event, retried
+// with backoff until the bound; then the condition says it gave up and nothing is tried until
+// the spec changes, when it starts.
+TEST_F(ActorReconcilerTest, AHostErrorIsRetriedABoundedNumberOfTimes) {
+  NewReconciler(RuntimeDrivers{&driver_, nullptr}, /*host_error_attempts=*/3, std::chrono::milliseconds(1));
+  const std::string log = (root_ / "logs" / (SandboxId() + ".log")).string();
+  const Status unwritable(Code::kInternal, "runsc run: cannot start runsc: " + log + ": Read-only file system",
+                          "runtime_error");
+  // Exactly as many failures as the bound: a fourth attempt would start the sandbox.
+  for (int i = 0; i < 3; ++i) driver_.FailNext(Call::kRun, unwritable);
+  Create("Running");
+  for (int i = 0; i < 12; ++i) {
+    (void)Reconcile();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // past the 1 ms backoff
+  }
+  EXPECT_EQ(driver_.CountCalls("Run"), 3) << "bounded: --host-error-attempts";
+  api::Actor a = Get();
+  EXPECT_NE(std::string(api::ToString(a.status.status)), "STATUS_RUNNING");
+  EXPECT_NE(std::string(api::ToString(a.status.status)), "STATUS_FAILED") << "an unwritable directory can be fixed";
+  EXPECT_EQ(Reason(api::kConditionReady), api::kReasonHostPathNotWritable);
+  const api::Condition* ready = api::FindCondition(a.status.conditions, api::kConditionReady);
+  ASSERT_NE(ready, nullptr);
+  EXPECT_EQ(ready->message.rfind("not retried until the spec changes (failed 3 times in a row): ", 0), 0u) << ready->message;
+  EXPECT_NE(ready->message.find(log + ": Read-only file system"), std::string::npos) << ready->message;
+  // One Event for the failure, one when it gave up: a retry that fails the same way says nothing.
+  const auto warnings = events_.Warnings();
+  ASSERT_EQ(warnings.size(), 2u) << ::testing::PrintToString(warnings);
+  EXPECT_EQ(warnings[0], "ResumeFailed: " + unwritable.message());
+  EXPECT_EQ(warnings[1].rfind("ResumeFailed: not retried until the spec changes", 0), 0u) << warnings[1];
+  EXPECT_FALSE(HoldsWorker());
+
+  // A new generation (the operator fixed the host and touched the spec) tries again.
+  ASSERT_TRUE(client_->Patch(kActorType, ns_, kActor, PatchType::kMerge,
+                             {{"spec", {{"timeouts", {{"restoreSeconds", 61}}}}}}).ok());
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+}
+
+// A path the kernel refuses as too long never gets shorter: a resume fails the actor at the
+// first attempt, and keeps its snapshot, from which a new generation resumes.
+TEST_F(ActorReconcilerTest, APermanentHostErrorFailsTheResumeAndKeepsTheSnapshot) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  Desire("Paused");
+  ASSERT_TRUE(Settle("STATUS_PAUSED"));
+  const api::Snapshot kept = *Get().status.latest_snapshot;
+  const std::string lock = (root_ / "run" / SandboxId() / (SandboxId() + "_sandbox:" + SandboxId() + ".lock")).string();
+  driver_.FailNext(Call::kRestore,
+                   Status(Code::kInternal, "runsc restore: exit 128: cannot lock container metadata file: acquiring lock on \"" +
+                                               lock + "\": open " + lock + ": file name too long", "runtime_error"));
+  Desire("Running");
+  (void)Reconcile();
+  (void)Reconcile();
+  api::Actor a = Get();
+  EXPECT_EQ(std::string(api::ToString(a.status.status)), "STATUS_FAILED");
+  EXPECT_EQ(Reason(api::kConditionReady), api::kReasonHostPathTooLong);
+  EXPECT_EQ(driver_.CountCalls("Restore"), 1) << "never retried at this generation";
+  ASSERT_TRUE(a.status.latest_snapshot);
+  EXPECT_EQ(a.status.latest_snapshot->id, kept.id);
+  EXPECT_TRUE(fs::exists(kept.location + "/manifest.json")) << "a host error never costs a snapshot";
+  ASSERT_EQ(events_.Warnings().size(), 1u);
+  ASSERT_TRUE(client_->Patch(kActorType, ns_, kActor, PatchType::kMerge,
+                             {{"spec", {{"timeouts", {{"restoreSeconds", 61}}}}}}).ok());
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  EXPECT_EQ(driver_.CountCalls("Restore"), 2) << "restored from the kept snapshot";
+}
+
+// A full disk fails the checkpoint while the sandbox lives: it keeps running, with the reason,
+// retried at most --host-error-attempts times.
+TEST_F(ActorReconcilerTest, ADiskFullCheckpointKeepsRunningWithBoundedRetries) {
+  NewReconciler(RuntimeDrivers{&driver_, nullptr}, /*host_error_attempts=*/2, std::chrono::milliseconds(1));
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  const Status full(Code::kInternal, "runsc checkpoint: exit 128: checkpoint failed: checkpointing container \"" +
+                                         SandboxId() + "\": statefile.NewWriter failed: no space left on device",
+                    "runtime_error");
+  for (int i = 0; i < 2; ++i) driver_.FailNext(Call::kCheckpoint, full);  // a third attempt would pause it
+  Desire("Paused");
+  for (int i = 0; i < 8; ++i) {
+    (void)Reconcile();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(driver_.CountCalls("Checkpoint"), 2);
+  EXPECT_EQ(StatusName(), "STATUS_RUNNING");
+  EXPECT_EQ(driver_.StateOf(SandboxId()), SandboxState::kRunning);
+  EXPECT_EQ(Reason(api::kConditionCheckpointFailed), api::kReasonHostDiskFull);
+  EXPECT_TRUE(HoldsWorker());
+  EXPECT_EQ(events_.Warnings().size(), 2u) << ::testing::PrintToString(events_.Warnings());
+}
+
+// The snapshot store read-only (a read-only bind mount: root passes permission bits): the
+// suspend's commit fails with HostPathNotWritable, the snapshot stays on the node (PAUSED),
+// one Event per new message; after --host-error-attempts the commit is not tried again until
+// the spec changes, and then it commits.
+TEST_F(ActorReconcilerTest, AReadOnlyStoreStopsCommitRetriesAtTheBound) {
+  NewReconciler(RuntimeDrivers{&driver_, nullptr}, /*host_error_attempts=*/2);
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  Desire("Paused");
+  ASSERT_TRUE(Settle("STATUS_PAUSED"));
+  const std::string store = (root_ / "store").string();
+  struct Unmount {
+    std::string dir;
+    ~Unmount() { umount2(dir.c_str(), MNT_DETACH); }
+  } unmount{store};
+  ASSERT_EQ(mount(store.c_str(), store.c_str(), nullptr, MS_BIND, nullptr), 0);
+  ASSERT_EQ(mount(nullptr, store.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr), 0);
+  Desire("Suspended");
+  for (int i = 0; i < 5; ++i) (void)Reconcile();
+  api::Actor a = Get();
+  EXPECT_EQ(std::string(api::ToString(a.status.status)), "STATUS_PAUSED") << "the snapshot stays on the node";
+  EXPECT_EQ(a.status.latest_snapshot->node_name, node_);
+  EXPECT_TRUE(fs::exists(a.status.latest_snapshot->location + "/manifest.json"));
+  EXPECT_EQ(Reason(api::kConditionCommitFailed), api::kReasonHostPathNotWritable);
+  const api::Condition* failed = api::FindCondition(a.status.conditions, api::kConditionCommitFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->message.rfind("not retried until the spec changes (failed 2 times in a row): ", 0), 0u) << failed->message;
+  EXPECT_NE(failed->message.find("Read-only file system"), std::string::npos) << failed->message;
+  EXPECT_EQ(events_.Warnings().size(), 2u) << ::testing::PrintToString(events_.Warnings());
+
+  ASSERT_EQ(umount2(store.c_str(), 0), 0);
+  (void)Reconcile();
+  EXPECT_EQ(StatusName(), "STATUS_PAUSED") << "given up: not tried again at this generation";
+  ASSERT_TRUE(client_->Patch(kActorType, ns_, kActor, PatchType::kMerge,
+                             {{"spec", {{"timeouts", {{"restoreSeconds", 61}}}}}}).ok());
+  ASSERT_TRUE(Settle("STATUS_SUSPENDED"));
+  EXPECT_EQ(Get().status.latest_snapshot->node_name, "") << "committed";
 }
 
 }  // namespace
