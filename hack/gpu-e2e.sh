@@ -565,8 +565,12 @@ ck_msg=$(jp "${a}" '{.status.conditions[?(@.type=="CheckpointFailed")].message}'
 ck_reason=$(jp "${a}" '{.status.conditions[?(@.type=="CheckpointFailed")].reason}')
 sleep 1
 sandbox_state=$(timeout 30 "${RUNSC}" -root "${sroot}" state "${sid}" 2>&1 | one_line | cut -c1-200)
-check "checkpoint without -cuda-checkpoint-path: runsc fails, stasis cleans up within the deadline" \
-  "$([[ "${CPU_ONLY}" == 1 || ( "${final}" == STATUS_FAILED && -n "${ck_msg}" ) ]] && [[ "$(worker_phase)" == Free ]]; echo $?)" \
+# The failure must be the one provoked: live GPU state met by a checkpoint without the helper
+# (runsc's failure class nvproxy_live_clients, as the agent names it in the condition's reason;
+# reconcilers/node/transitions.h), not any other failure that also ends in STATUS_FAILED.
+want_reason=NvproxyLiveClients
+check "checkpoint without -cuda-checkpoint-path: runsc fails (${want_reason}), stasis cleans up within the deadline" \
+  "$([[ "${CPU_ONLY}" == 1 || ( "${final}" == STATUS_FAILED && "${ck_reason}" == "${want_reason}" && -n "${ck_msg}" ) ]] && [[ "$(worker_phase)" == Free ]]; echo $?)" \
   "patch → ${final} in ${clean_s} s (deadline 300 s); worker $(worker_phase); CheckpointFailed ${ck_reason}: ${ck_msg}; runsc state now: ${sandbox_state}; GPU memory used $(gpu_used) MiB"
 CONTRAST+=("**Checkpoint forced without \`-cuda-checkpoint-path\`** (the node agent restarted with tests/support/runsc-drop-cuda-flag.sh in front of the real runsc; its call: \`$(tail -1 "${WORK}/drop-flag-calls.log" 2>/dev/null | sed "s#${WORK}#\$W#g")\`):" "" '```' \
   "status after ${clean_s} s: ${final}" "worker ${WORKER}: $(worker_phase)" "CheckpointFailed reason=${ck_reason}" "message: ${ck_msg}" \

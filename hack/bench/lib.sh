@@ -62,3 +62,52 @@ YML
   tail -20 "${dir}/prometheus.log" >&2
   die "prometheus did not become ready on ${prom_url}"
 }
+
+# A target verdict ("met"/"missed") is printed only from figures that can be trusted. These
+# refuse instead — say why (on stderr, which a command substitution does not swallow) and exit 1 —
+# when a process measured has died, a sample is empty, fewer objects were seen than expected,
+# or a case is missing. tests/unit/bench_refusals_test.sh feeds them each refusal.
+
+# refuse REASON…: no verdict; exits 1 (from a command substitution: that subshell, which
+# set -e turns into the script's exit at the assignment).
+refuse() {
+  echo "[$(basename "$0")] no verdict: $*" >&2
+  exit 1
+}
+
+# require_alive NAME PID: refuses unless PID is a running process: a dead one reads as 0 MB
+# and 0 % CPU, and a child that died is a zombie until it is reaped.
+require_alive() {
+  local name="$1" pid="$2" state=""
+  [[ "${pid}" =~ ^[0-9]+$ ]] || refuse "${name}: no process id"
+  state="$(awk '/^State:/ {print $2}' "/proc/${pid}/status" 2>/dev/null || true)"
+  [[ -n "${state}" ]] || refuse "${name} (pid ${pid}) has exited"
+  [[ "${state}" != Z && "${state}" != X ]] || refuse "${name} (pid ${pid}) has died (state ${state})"
+}
+
+# require_number NAME VALUE: refuses unless VALUE is a number (an empty sample, or a figure a
+# failed step left blank).
+require_number() {
+  [[ "$2" =~ ^-?[0-9]+(\.[0-9]+)?$ ]] || refuse "$1: no figure (got '${2}')"
+}
+
+# require_positive NAME VALUE: a number above zero (a rate or a ceiling of 0 is a failed run).
+require_positive() {
+  require_number "$1" "$2"
+  [[ "$(echo "$2 > 0" | bc)" == 1 ]] || refuse "$1 is $2"
+}
+
+# require_cases EXPECTED GOT: refuses unless every case named in EXPECTED (words) is in GOT.
+require_cases() {
+  local c missing=""
+  for c in $1; do
+    [[ " $2 " == *" ${c} "* ]] || missing+=" ${c}"
+  done
+  [[ -z "${missing}" ]] || refuse "case(s) missing from the run:${missing}"
+}
+
+# verdict VALUE OP TARGET: "met" or "missed" (OP: < <= >= >), from two numbers.
+verdict() {
+  require_number value "$1"
+  [[ "$(echo "$1 $2 $3" | bc)" == 1 ]] && echo met || echo missed
+}

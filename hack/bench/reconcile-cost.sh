@@ -64,6 +64,13 @@ for f in "${work}"/cg.out.*; do
   awk '/^desc: Trigger: Client Request: / {name = $NF} /^(summary|totals):/ {n = $2} END {if (name != "") print name, n}' "${f}"
 done | sort >"${work}/counts.txt"
 cases="$(cut -d' ' -f1 "${work}/counts.txt" | sort -u)"
+# No verdict from a partial run: every case of the baseline, each measured --repeat times (a
+# missing case would otherwise count as no regression). --update-baseline writes what ran.
+((update)) || require_cases "$(awk '!/^#/ && NF {print $1}' "${baseline}")" "$(echo ${cases})"
+for c in ${cases}; do
+  n="$(awk -v c="${c}" '$1 == c && $2 ~ /^[0-9]+$/' "${work}/counts.txt" | wc -l)"
+  ((n == repeat)) || refuse "case ${c}: ${n} of ${repeat} measurements"
+done
 declare -A median
 printf '%-18s %14s %14s %14s %14s %9s\n' "case" "median" "min" "max" "baseline" "vs base"
 regressions=0 result="RESULT"

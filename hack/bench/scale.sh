@@ -80,17 +80,20 @@ start_node() {
 }
 # Seconds until $2's /readyz answers 200 (polled every 20 ms), counted from $1.
 wait_ready() {
-  local t0="$1" port="$2"
+  local t0="$1" port="$2" pid="$3"
   for _ in $(seq 6000); do
+    require_alive "the process on port ${port}" "${pid}"
     curl -fs "127.0.0.1:${port}/readyz" >/dev/null 2>&1 && { calc "$(now) - ${t0}"; return 0; }
     sleep 0.02
   done
   die "not ready after 120 s (port ${port})"
 }
 # Seconds (from $1) until the work queue on $2 is empty with nothing in flight, twice 0.5 s apart.
+# A process that died answers no /metrics, which would read as an empty queue: it is checked.
 wait_settled() {
-  local t0="$1" port="$2" quiet=0
+  local t0="$1" port="$2" pid="$3" quiet=0
   for _ in $(seq 2400); do
+    require_alive "the process on port ${port}" "${pid}"
     if [[ "$(metric "${port}" workqueue_depth)" == 0 && \
           "$(metric "${port}" workqueue_unfinished_work_seconds)" == 0 ]]; then
       ((++quiet >= 2)) && { calc "$(now) - ${t0} - 0.5"; return 0; }
@@ -109,10 +112,12 @@ run_phase() {
   t0="$(now)"
   start_ctl
   start_node
-  R[${phase}_ctl_ready]="$(wait_ready "${t0}" "${ctl_port}")"
-  R[${phase}_node_ready]="$(wait_ready "${t0}" "${node_port}")"
-  R[${phase}_ctl_settled]="$(wait_settled "${t0}" "${ctl_port}")"
-  R[${phase}_node_settled]="$(wait_settled "${t0}" "${node_port}")"
+  R[${phase}_ctl_ready]="$(wait_ready "${t0}" "${ctl_port}" "${ctl_pid}")"
+  R[${phase}_node_ready]="$(wait_ready "${t0}" "${node_port}" "${node_pid}")"
+  R[${phase}_ctl_settled]="$(wait_settled "${t0}" "${ctl_port}" "${ctl_pid}")"
+  R[${phase}_node_settled]="$(wait_settled "${t0}" "${node_port}" "${node_pid}")"
+  require_alive controller "${ctl_pid}"
+  require_alive "node agent" "${node_pid}"
   R[${phase}_ctl_cpu]="$(calc "$(cpu_ticks "${ctl_pid}") / ${tck}")"
   R[${phase}_node_cpu]="$(calc "$(cpu_ticks "${node_pid}") / ${tck}")"
   R[${phase}_ctl_gets]="$(metric "${ctl_port}" rest_client_requests_total 'method="GET"')"
@@ -129,11 +134,29 @@ echo "stasis $(git -C "${REPO_ROOT}" rev-parse --short HEAD 2>/dev/null || echo 
 list_line="$("${build}/tests/bench_fleet" list --kubeconfig "${KUBECONFIG}" --repeat 3)"
 echo "${list_line}" | head -1
 list_s="$(echo "${list_line}" | sed -n 's/^RESULT list_s=//p')"
+listed="$(echo "${list_line}" | sed -n 's/^baseline: paged LIST of \([0-9]*\) actors + \([0-9]*\) workers.*/\1 \2/p')"
+[[ "${listed}" == "${actors} ${workers}" ]] || refuse "the baseline LIST saw '${listed}' actors and workers, not ${actors} ${workers}"
 
 run_phase first
+# Both saw the whole fleet: fewer objects would flatter every figure. The controller counts its
+# actors by status in a gauge set every 5 s; the agent counts its workers, and reconciled each actor.
+seen_actors=0
+for _ in $(seq 60); do
+  seen_actors="$(metric "${ctl_port}" stasis_actors)"
+  ((seen_actors >= actors)) && break
+  sleep 0.5
+done
+((seen_actors == actors)) || refuse "the controller counts ${seen_actors} actors, not ${actors}"
+seen_workers="$(metric "${node_port}" stasis_workers)"
+((seen_workers == workers)) || refuse "the node agent counts ${seen_workers} workers, not ${workers}"
+node_reconciles="$(metric "${node_port}" controller_runtime_reconcile_total)"
+((node_reconciles >= actors)) || refuse "the node agent reconciled ${node_reconciles} times, fewer than the ${actors} actors"
 # Idle: both settled; CPU over the window as a share of one core.
 c0="$(cpu_ticks "${ctl_pid}")" n0="$(cpu_ticks "${node_pid}")"
 sleep "${idle_s}"
+# Both alive through the window: a dead one reads as 0 % CPU and 0 MB.
+require_alive controller "${ctl_pid}"
+require_alive "node agent" "${node_pid}"
 idle_ctl="$(calc "100 * ($(cpu_ticks "${ctl_pid}") - ${c0}) / ${tck} / ${idle_s}")"
 idle_node="$(calc "100 * ($(cpu_ticks "${node_pid}") - ${n0}) / ${tck} / ${idle_s}")"
 hwm_ctl="$(kb "${ctl_pid}" VmHWM)" hwm_node="$(kb "${node_pid}" VmHWM)"
@@ -143,6 +166,8 @@ stop_process "${node_pid}"; node_pid=""
 
 # A full resync: both restarted on the same fleet (everything listed and reconciled again).
 run_phase resync
+require_alive controller "${ctl_pid}"
+require_alive "node agent" "${node_pid}"
 hwm2_ctl="$(kb "${ctl_pid}" VmHWM)" hwm2_node="$(kb "${node_pid}" VmHWM)"
 
 mb() { echo "scale=0; $1 / 1024" | bc; }
@@ -166,10 +191,13 @@ printf '%-58s %12s %12s\n' "full resync: CPU, s" "${R[resync_ctl_cpu]}" "${R[res
 printf '%-58s %12s %12s\n' "full resync: API requests GET+LIST / writes" \
   "${R[resync_ctl_gets]}/${R[resync_ctl_writes]}" "${R[resync_node_gets]}/${R[resync_node_writes]}"
 printf '%-58s %12s %12s\n' "full resync: peak RSS, MB" "$(mb "${hwm2_ctl}")" "$(mb "${hwm2_node}")"
+for v in hwm_ctl hwm_node rss_ctl rss_node hwm2_ctl hwm2_node; do require_positive "${v} (kB)" "${!v}"; done
+for v in first_ctl_ready first_node_ready first_ctl_settled first_node_settled; do require_number "${v}" "${R[${v}]}"; done
+require_positive "the paged LIST (s)" "${list_s}"
 max_hwm=$(( hwm_ctl > hwm_node ? hwm_ctl : hwm_node ))
 max_ready="$(echo "if (${R[first_ctl_ready]} > ${R[first_node_ready]}) ${R[first_ctl_ready]} else ${R[first_node_ready]}" | bc)"
-echo "target peak RSS < 200 MB: $( (( max_hwm < 200 * 1024 )) && echo met || echo missed) ($(mb "${max_hwm}") MB)"
-echo "target synced < 10 s: $( [[ "$(echo "${max_ready} < 10" | bc)" == 1 ]] && echo met || echo missed) (${max_ready} s)"
+echo "target peak RSS < 200 MB: $(verdict "${max_hwm}" '<' $((200 * 1024))) ($(mb "${max_hwm}") MB)"
+echo "target synced < 10 s: $(verdict "${max_ready}" '<' 10) (${max_ready} s)"
 result="RESULT actors=${actors} workers=${workers} list_s=${list_s} ctl_rss_mb=$(mb "${hwm_ctl}") node_rss_mb=$(mb "${hwm_node}")"
 result+=" ctl_ready_s=${R[first_ctl_ready]} node_ready_s=${R[first_node_ready]}"
 result+=" ctl_settled_s=${R[first_ctl_settled]} node_settled_s=${R[first_node_settled]}"

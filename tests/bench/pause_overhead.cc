@@ -812,6 +812,14 @@ int Main(int argc, char** argv) {
     std::printf("\n  the agent log could not be split into steps (run the agent at --log-level debug)\n");
   }
 
+  // No verdict from samples that are not all there (an empty one reads as 0 ms: "met").
+  const size_t want = static_cast<size_t>(std::max(cfg.cycles, 0));
+  if (want == 0 || s.pause_e2e.size() != want || s.direct_checkpoint.size() != want ||
+      s.overhead.size() != want) {
+    std::printf("\n  no verdict: %zu agent pauses and %zu direct checkpoints measured, not %zu\n",
+                s.pause_e2e.size(), s.direct_checkpoint.size(), want);
+    return 1;
+  }
   const bool overhead_ok = overhead99 <= 100.0;
   const bool ratio_ok = ratio50 <= 1.1 && ratio99 <= 1.1;
   std::printf("\n  target overhead p99 <= 100 ms: %s (%.1f ms)\n", overhead_ok ? "MET" : "MISSED",

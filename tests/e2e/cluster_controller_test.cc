@@ -260,6 +260,7 @@ TEST_F(ClusterControllerTest, BindsUnpinnedActorsAndNeverDoubleBooksAWorker) {
   std::this_thread::sleep_for(3s);  // let any double-booking race show itself
   ASSERT_TRUE(three_running());
   auto holders = Holders();
+  ASSERT_FALSE(holders.empty()) << "no worker of this test's nodes listed";
   std::map<std::string, int> held_by;
   for (auto& [worker, holder] : holders) {
     ASSERT_FALSE(holder.empty()) << worker << " is free while two actors wait";
@@ -316,7 +317,9 @@ TEST_F(ClusterControllerTest, AgentKilledDuringSuspendingIsCleanedAndItsLeftover
   }
   EXPECT_TRUE(stuck);
   EXPECT_TRUE(a["status"].value("workerName", "").empty());
-  for (auto& [worker, holder] : Holders()) EXPECT_TRUE(holder.empty()) << worker;
+  const auto holders = Holders();
+  ASSERT_FALSE(holders.empty()) << "no worker of this test's nodes listed";
+  for (auto& [worker, holder] : holders) EXPECT_TRUE(holder.empty()) << worker;
 
   // The sandbox is still there on the node; the returning agent removes it.
   const fs::path root = dir_->path() / "cc-c" / "run" / SandboxIdFor(ns_, "victim");
@@ -399,7 +402,9 @@ TEST_F(ClusterControllerTest, DeleteFromEveryStatusWithTheNodeAgentsDown) {
   ASSERT_TRUE(Eventually([&] { return Actors().empty(); }, 60s)) << Actors().size() << " actors left";
   std::cout << "[ measure  ] 8 actors deleted with their agents down in "
             << std::chrono::duration<double>(Clock::now() - deleted).count() << " s (heartbeat lease 4 s)\n";
-  for (auto& [worker, holder] : Holders()) EXPECT_TRUE(holder.empty()) << worker << " held by " << holder;
+  const auto holders = Holders();
+  ASSERT_FALSE(holders.empty()) << "no worker of this test's nodes listed";
+  for (auto& [worker, holder] : holders) EXPECT_TRUE(holder.empty()) << worker << " held by " << holder;
   EXPECT_TRUE(Committed("susp").empty()) << "committed snapshots of a deleted actor left in the store";
 
   // Let the held runsc calls go, wait until they are done, then bring the agents back: they
@@ -528,7 +533,9 @@ TEST_F(ClusterControllerTest, ApiServerRestartMidSuspendConverges) {
   EXPECT_TRUE(a["status"].value("workerName", "").empty());
   EXPECT_NE(CondOf(a, "Stuck").value("status", "False"), "True") << a["status"].dump(2);
   EXPECT_NE(CondOf(a, "CheckpointFailed").value("status", "False"), "True") << a["status"].dump(2);
-  for (auto& [worker, holder] : Holders()) EXPECT_TRUE(holder.empty()) << worker << " held by " << holder;
+  const auto holders_down = Holders();
+  ASSERT_FALSE(holders_down.empty()) << "no worker of this test's nodes listed";
+  for (auto& [worker, holder] : holders_down) EXPECT_TRUE(holder.empty()) << worker << " held by " << holder;
   ASSERT_TRUE(agents_["cc-g"]->Running()) << agents_["cc-g"]->LogTail();
   ASSERT_TRUE(controller->Running()) << controller->LogTail();
 
@@ -540,7 +547,9 @@ TEST_F(ClusterControllerTest, ApiServerRestartMidSuspendConverges) {
   }
   EXPECT_EQ(Actor("after")["status"].value("nodeName", ""), "cc-g");
   std::map<std::string, int> held_by;
-  for (auto& [worker, holder] : Holders()) held_by[holder]++;
+  const auto holders_back = Holders();
+  ASSERT_FALSE(holders_back.empty()) << "no worker of this test's nodes listed";
+  for (auto& [worker, holder] : holders_back) held_by[holder]++;
   EXPECT_EQ(held_by[ns_ + "/mover"], 1);
   EXPECT_EQ(held_by[ns_ + "/after"], 1);
   EXPECT_TRUE(agents_["cc-g"]->Running());

@@ -283,6 +283,68 @@ std::set<std::string> FamiliesOf(const PrometheusServer& prom, const std::string
   return out;
 }
 
+struct Check {
+  std::string name, expr;
+  bool instant;
+};
+
+// Every panel query (for all nodes and, where it has $node, for mon-a) and every rule
+// expression, expanded as Grafana would for a run of `run_s` seconds at a 1 s step and a 1 s
+// scrape interval: $__rate_interval = max($__interval + scrape, 4 × scrape).
+std::vector<Check> ChecksFor(const Dashboard& dashboard, double run_s) {
+  const std::map<std::string, std::string> all_nodes = {
+      {"node", ".*"}, {"__interval", "1s"}, {"__rate_interval", "4s"},
+      {"__range", std::to_string(static_cast<int>(run_s)) + "s"}};
+  const std::map<std::string, std::string> one_node = [&] {
+    auto m = all_nodes;
+    m["node"] = "mon-a";  // `.*` would also match series without a node label
+    return m;
+  }();
+  std::vector<Check> checks;
+  for (const auto& q : dashboard.queries) {
+    for (const std::map<std::string, std::string>* values : {&all_nodes, &one_node}) {
+      if (values == &one_node && q.expr.find("$node") == std::string::npos) continue;
+      auto e = ExpandVariables(q.expr, *values);
+      EXPECT_TRUE(e.ok()) << e.status().message();
+      if (!e.ok()) continue;
+      checks.push_back({"panel \"" + q.panel + "\" " + q.ref_id + " node=" + values->at("node"), *e, q.instant});
+    }
+  }
+  for (const auto& g : YAML::LoadFile(kRules)["groups"]) {
+    for (const auto& r : g["rules"]) {
+      const std::string name = r["record"] ? r["record"].as<std::string>() : r["alert"].as<std::string>();
+      checks.push_back({name, r["expr"].as<std::string>(), false});
+    }
+  }
+  return checks;
+}
+
+// The alerts (pending or firing) Prometheus had between start and end.
+std::set<std::string> AlertsBetween(const PrometheusServer& prom, double start, double end) {
+  std::set<std::string> out;
+  auto alerts = prom.QueryRange("max by (alertname, alertstate) (ALERTS)", start, end, 1);
+  if (!alerts.ok()) return out;
+  for (const auto& s : (*alerts)["result"]) out.insert(s["metric"].value("alertname", ""));
+  return out;
+}
+
+// What this run must have produced and Prometheus does not show yet: checks without data that
+// may not be empty, and the two alerts the run sets off.
+std::vector<std::string> NotYetThere(const PrometheusServer& prom, const Dashboard& dashboard, double start,
+                                     double end) {
+  std::vector<std::string> missing;
+  for (const auto& c : ChecksFor(dashboard, end - start)) {
+    if (kMayBeEmpty.count(c.name)) continue;
+    auto data = c.instant ? prom.Query(c.expr, end) : prom.QueryRange(c.expr, start, end, 1);
+    if (!data.ok() || !HasFiniteSample(*data)) missing.push_back(c.name);
+  }
+  const auto alerts = AlertsBetween(prom, start, end);
+  for (const char* a : {"StasisNodeAgentDown", "StasisSnapshotFailuresRising"}) {
+    if (!alerts.count(a)) missing.push_back(a);
+  }
+  return missing;
+}
+
 TEST_F(MonitoringTest, EveryPanelQueryAndRuleHasDataFromARealRun) {
   const auto test_start = Clock::now();
   auto doc = LoadMetricsReference(kSource + "/docs/metrics.md");
@@ -333,7 +395,14 @@ TEST_F(MonitoringTest, EveryPanelQueryAndRuleHasDataFromARealRun) {
   agents_["mon-b"].proc->Kill(SIGKILL);
   agents_["mon-b"].proc->Wait(10s);
   ASSERT_TRUE(WaitStatus("victim", "STATUS_FAILED"));
-  std::this_thread::sleep_for(3s);  // a few more scrapes of the agent down
+  // A rule evaluation has seen the agent down (its alert pending) before the agent returns.
+  bool seen_down = false;
+  for (const auto until = Clock::now() + 60s; !seen_down && Clock::now() < until;) {
+    auto down = prom->Query("ALERTS{alertname=\"StasisNodeAgentDown\"}", UnixNow());
+    seen_down = down.ok() && HasFiniteSample(*down);
+    if (!seen_down) std::this_thread::sleep_for(250ms);
+  }
+  ASSERT_TRUE(seen_down) << "Prometheus never evaluated StasisNodeAgentDown as pending";
   ASSERT_NO_FATAL_FAILURE(StartAgent("mon-b", 1, ""));
 
   // Life goes on after the incident; then the last gauges (every 5 s) and scrapes land.
@@ -342,8 +411,14 @@ TEST_F(MonitoringTest, EveryPanelQueryAndRuleHasDataFromARealRun) {
   if (const char* extra = std::getenv("STASIS_MONITORING_EXTRA_CYCLES"); extra && *extra) {
     for (int i = 0; i < std::atoi(extra); ++i) ASSERT_NO_FATAL_FAILURE(Cycle(i % 2 ? "beta" : "alpha"));
   }
-  std::this_thread::sleep_for(7s);
-  const double end = UnixNow();
+  // The last gauges (every 5 s) and scrapes land: polled until every query that must have data
+  // has it and both alerts went off, or a minute passed (the assertions below then say what
+  // is missing).
+  double end = UnixNow();
+  for (const auto until = Clock::now() + 60s; Clock::now() < until; std::this_thread::sleep_for(1s)) {
+    end = UnixNow();
+    if (NotYetThere(*prom, *dashboard, start, end).empty()) break;
+  }
   const double run_s = end - start;
   std::cout << "[ measure  ] scenario " << run_s << " s\n";
 
@@ -371,36 +446,8 @@ TEST_F(MonitoringTest, EveryPanelQueryAndRuleHasDataFromARealRun) {
   }
 
   // --- every panel query and rule expression has data ------------------------------------
-  // Grafana's expansion for this range at a 1 s step and a 1 s scrape interval:
-  // $__rate_interval = max($__interval + scrape, 4 × scrape).
-  const std::map<std::string, std::string> all_nodes = {
-      {"node", ".*"}, {"__interval", "1s"}, {"__rate_interval", "4s"},
-      {"__range", std::to_string(static_cast<int>(run_s)) + "s"}};
-  const std::map<std::string, std::string> one_node = [&] {
-    auto m = all_nodes;
-    m["node"] = "mon-a";  // `.*` would also match series without a node label
-    return m;
-  }();
-
-  struct Check {
-    std::string name, expr;
-    bool instant;
-  };
-  std::vector<Check> checks;
-  for (const auto& q : dashboard->queries) {
-    for (const std::map<std::string, std::string>* values : {&all_nodes, &one_node}) {
-      if (values == &one_node && q.expr.find("$node") == std::string::npos) continue;
-      auto e = ExpandVariables(q.expr, *values);
-      ASSERT_TRUE(e.ok()) << e.status().message();
-      checks.push_back({"panel \"" + q.panel + "\" " + q.ref_id + " node=" + values->at("node"), *e, q.instant});
-    }
-  }
-  for (const auto& g : YAML::LoadFile(kRules)["groups"]) {
-    for (const auto& r : g["rules"]) {
-      const std::string name = r["record"] ? r["record"].as<std::string>() : r["alert"].as<std::string>();
-      checks.push_back({name, r["expr"].as<std::string>(), false});
-    }
-  }
+  const std::vector<Check> checks = ChecksFor(*dashboard, run_s);
+  ASSERT_FALSE(checks.empty());
   int with_data = 0;
   std::vector<std::string> empty;
   for (const auto& c : checks) {

@@ -229,8 +229,15 @@ TEST(WorkQueueTest, ShutDownWithDrainDeadlinePassesOnTheClock) {
   q.Add("ns/a");
   ASSERT_EQ(q.Get(), "ns/a");
   std::atomic<int> result{-1};
-  std::thread stopper([&] { result = q.ShutDownWithDrain(clock.Now() + 30s) ? 1 : 0; });
-  std::this_thread::sleep_for(20ms);
+  // The deadline is fixed before the stopper runs: computed inside it, an Advance that came
+  // first would push it out of reach and the stopper would never return.
+  const auto deadline = clock.Now() + 30s;
+  std::thread stopper([&] { result = q.ShutDownWithDrain(deadline) ? 1 : 0; });
+  // The queue's delay loop also waits on the clock, until the shutdown ends it: the stopper is
+  // the one waiter once the queue is shutting down.
+  for (int i = 0; i < 5000 && !q.ShuttingDown(); ++i) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(q.ShuttingDown());
+  ASSERT_TRUE(clock.AwaitWaiters(1));
   EXPECT_EQ(result.load(), -1);
   clock.Advance(30s);
   stopper.join();
