@@ -118,6 +118,11 @@ class ActorReconcilerTest : public ::testing::Test {
     const api::Condition* c = api::FindCondition(a.status.conditions, type);
     return c ? c->reason : "";
   }
+  std::string Message(const char* type) {
+    const api::Actor a = Get();
+    const api::Condition* c = api::FindCondition(a.status.conditions, type);
+    return c ? c->message : "";
+  }
   bool ConditionTrue(const char* type) { return api::IsConditionTrue(Get().status.conditions, type); }
 
   // A complete node-local snapshot of the actor, as a checkpoint leaves it; its id ("" on error).
@@ -466,7 +471,9 @@ TEST_F(ActorReconcilerTest, AnInterruptedPauseThatCompletedItsSnapshotAdoptsIt) 
   EXPECT_EQ(std::string(api::ToString(a.status.status)), "STATUS_PAUSED");
   ASSERT_TRUE(a.status.latest_snapshot);
   EXPECT_EQ(a.status.latest_snapshot->id, id);
+  EXPECT_EQ(a.status.latest_snapshot->node_name, node_) << "the local copy";
   EXPECT_EQ(Reason(api::kConditionProgressing), api::kReasonRecovered);
+  EXPECT_EQ(Message(api::kConditionProgressing), "adopted complete snapshot " + id);
   EXPECT_FALSE(HoldsWorker());
   EXPECT_EQ(driver_.CountCalls("Checkpoint"), 0) << "adopted, not taken again";
 }
@@ -489,6 +496,7 @@ TEST_F(ActorReconcilerTest, AnInterruptedSuspendAdoptsItsCommittedSnapshot) {
   EXPECT_EQ(a.status.latest_snapshot->id, id);
   EXPECT_EQ(a.status.latest_snapshot->node_name, "") << "the committed copy";
   EXPECT_EQ(Reason(api::kConditionProgressing), api::kReasonRecovered);
+  EXPECT_EQ(Message(api::kConditionProgressing), "adopted committed snapshot " + id);
   EXPECT_FALSE(HoldsWorker());
 }
 
