@@ -1,8 +1,9 @@
 // `stasis controller` with real node agents, real sandboxes and real processes killed: it binds
 // unpinned actors without double-booking a worker (also with 200 actors on 20 workers and the
 // leader killed mid-binding), cleans actors stranded on a dead node agent (mid-SUSPENDING, and
-// on deletion from every status), converges across a kube-apiserver restart mid-transition,
-// and keeps the newest --retain committed snapshots; the returning agent removes leftovers.
+// on deletion from every status) and a transition a stopped agent let pass its deadline,
+// converges across a kube-apiserver restart mid-transition, and keeps the newest --retain
+// committed snapshots; the returning agent removes leftovers.
 #include <gtest/gtest.h>
 #include <signal.h>
 
