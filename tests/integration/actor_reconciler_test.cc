@@ -409,6 +409,21 @@ TEST_F(ActorReconcilerTest, AnInvalidSpecStoredUnderAnOlderCrdFailsTheActor) {
   EXPECT_FALSE(HoldsWorker());
 }
 
+TEST_F(ActorReconcilerTest, ANewGenerationAtRestIsOnlyAcknowledged) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  Desire("Paused");
+  ASSERT_TRUE(Settle("STATUS_PAUSED"));
+  const auto calls = driver_.Calls().size();
+  ASSERT_TRUE(client_->Patch(kActorType, ns_, kActor, PatchType::kMerge,
+                             {{"spec", {{"timeouts", {{"checkpointSeconds", 7}}}}}}).ok());
+  ASSERT_TRUE(Reconcile().ok());
+  const api::Actor a = Get();
+  EXPECT_EQ(a.status.observed_generation, a.metadata.generation);
+  EXPECT_EQ(std::string(api::ToString(a.status.status)), "STATUS_PAUSED");
+  EXPECT_EQ(driver_.Calls().size(), calls) << "nothing asked of the runtime";
+}
+
 TEST_F(ActorReconcilerTest, AResumeWithEveryWorkerHeldWaitsForOne) {
   ASSERT_TRUE(workers_->Claim(api::ActorRef{ns_, "other"}).ok());  // the node's only worker
   Create("Running");
