@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tests/support/node_agent_fixture.h"
@@ -25,7 +24,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
-using Clock = std::chrono::steady_clock;
 
 const std::string kNoCudaWrapper = std::string(STASIS_SOURCE_DIR) + "/tests/support/runsc-no-cuda-checkpoint.sh";
 
