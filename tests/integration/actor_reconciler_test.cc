@@ -402,9 +402,8 @@ TEST_F(ActorReconcilerTest, AnInvalidSpecStoredUnderAnOlderCrdFailsTheActor) {
   (void)Reconcile();
   EXPECT_EQ(StatusName(), "STATUS_FAILED");
   EXPECT_EQ(Reason(api::kConditionReady), api::kReasonInvalidSpec);
-  const api::Condition* ready = api::FindCondition(Get().status.conditions, api::kConditionReady);
-  ASSERT_NE(ready, nullptr);
-  EXPECT_NE(ready->message.find("bundle must be an absolute path"), std::string::npos) << ready->message;
+  EXPECT_NE(Message(api::kConditionReady).find("bundle must be an absolute path"), std::string::npos)
+      << Message(api::kConditionReady);
   EXPECT_EQ(driver_.CountCalls("Run"), 0);
   EXPECT_FALSE(HoldsWorker());
 }
