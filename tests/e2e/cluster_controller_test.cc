@@ -1,8 +1,9 @@
 // `stasis controller` with real node agents, real sandboxes and real processes killed: it binds
 // unpinned actors without double-booking a worker (also with 200 actors on 20 workers and the
 // leader killed mid-binding), cleans actors stranded on a dead node agent (mid-SUSPENDING, and
-// on deletion from every status), converges across a kube-apiserver restart mid-transition,
-// and keeps the newest --retain committed snapshots; the returning agent removes leftovers.
+// on deletion from every status) and a transition a stopped agent let pass its deadline,
+// converges across a kube-apiserver restart mid-transition, and keeps the newest --retain
+// committed snapshots; the returning agent removes leftovers.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -345,6 +346,45 @@ json CondOf(const json& a, const std::string& type) {
     if (c.value("type", "") == type) return c;
   }
   return json::object();
+}
+
+// The node agent stopped (SIGSTOP) mid-SUSPENDING, its node still alive (a heartbeat lease
+// longer than the test): the controller's deadline cleanup, not the node-loss one, ends the
+// transition after checkpointSeconds + grace. Continued, the agent leaves the controller's
+// verdict alone and removes the sandbox it finds under an actor at rest.
+TEST_F(ClusterControllerTest, AgentStoppedMidSuspendIsCleanedAtTheDeadline) {
+  StartAgent("cc-s", 1, kInjector, HoldEnv("hold-checkpoint", "cc-s"), {"--heartbeat-lease-duration", "120"});
+  StartController();
+  CreateActor("slow", "Running", /*checkpoint_timeout=*/3);
+  ASSERT_TRUE(Eventually([&] { return StatusOf("slow") == "STATUS_RUNNING"; }, 60s));
+  Arm("cc-s", "slow");
+  SetDesired("slow", "Suspended");
+  // Stopped as soon as its checkpoint starts, well within the agent's own 3 s deadline.
+  const auto asked = Clock::now();
+  while (Clock::now() - asked < 30s && !Injected("cc-s", "checkpoint", "slow")) std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(Injected("cc-s", "checkpoint", "slow"));
+  agents_["cc-s"]->Kill(SIGSTOP);
+  struct Continue {
+    BackgroundProcess* p;
+    ~Continue() { p->Kill(SIGCONT); }
+  } resume_agent{agents_["cc-s"].get()};
+  ASSERT_EQ(StatusOf("slow"), "STATUS_SUSPENDING");
+
+  ASSERT_TRUE(Eventually([&] { return StatusOf("slow") == "STATUS_FAILED"; }, 30s));
+  auto a = Actor("slow");
+  const json stuck = CondOf(a, "Stuck");
+  EXPECT_EQ(stuck.value("status", ""), "True") << a["status"].dump(2);
+  EXPECT_EQ(stuck.value("reason", ""), "DeadlineExceeded");
+  EXPECT_NE(stuck.value("message", "").find("past its deadline"), std::string::npos) << stuck.dump();
+  EXPECT_TRUE(a["status"].value("workerName", "").empty());
+  for (auto& [worker, holder] : Holders()) EXPECT_TRUE(holder.empty()) << worker;
+
+  const fs::path root = dir_->path() / "cc-s" / "run" / SandboxIdFor(ns_, "slow");
+  ASSERT_TRUE(fs::exists(root)) << "the controller cannot reach the node's sandbox";
+  agents_["cc-s"]->Kill(SIGCONT);
+  ASSERT_TRUE(Eventually([&] { return !fs::exists(root); }, 60s));
+  EXPECT_EQ(StatusOf("slow"), "STATUS_FAILED");
+  EXPECT_EQ(CondOf(Actor("slow"), "Stuck").value("reason", ""), "DeadlineExceeded");
 }
 
 // `kubectl delete actor` completes from every status with the node agents down (kill -9): once

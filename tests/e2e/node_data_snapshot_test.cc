@@ -4,6 +4,7 @@
 // fixture is tests/support/node_agent_fixture.h.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/mount.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/node_agent_fixture.h"
@@ -233,6 +235,38 @@ TEST_F(DataSnapshotTest, DataDirNotABindMountKeepsRunning) {
   ExpectHeldBy(a->node, "nb", x);
   WaitCounter(*a, "nb", before + 5);  // it runs on, not frozen
   EXPECT_THAT(PartialDirs(a->root + "/snapshots"), ::testing::IsEmpty());
+}
+
+// The agent died while a Data pause held the sandbox frozen, before any snapshot was complete
+// (frozen here with the real `runsc pause`, PAUSING written as that agent had): the next agent
+// thaws the sandbox and the workload runs on — not rebooted, nothing lost.
+TEST_F(DataSnapshotTest, FrozenMidArchiveIsThawed) {
+  Agent* first = StartAgent(Node("a"), PinnedRunsc());
+  ASSERT_NE(first, nullptr);
+  CreateActor("fz", DataSpec(first->node));
+  ASSERT_TRUE(WaitStatus("fz", "STATUS_RUNNING", 30s));
+  WaitCounter(*first, "fz", 5);
+  first->proc->Kill(SIGKILL);
+  ASSERT_TRUE(first->proc->Wait(10s).has_value());
+  auto paused = RunCommand({PinnedRunsc(), "-root", RunDir(*first, "fz"), "pause", Id("fz")}, 30s);
+  ASSERT_TRUE(paused.ok() && paused->success()) << (paused.ok() ? paused->err : paused.status().ToString());
+  const long frozen = HostCount();
+  std::this_thread::sleep_for(500ms);
+  ASSERT_EQ(HostCount(), frozen) << "not frozen";
+  auto r = Kubectl({"patch", "actor", "fz", "-n", ns_, "--subresource=status", "--type=merge", "-p",
+                    R"({"status":{"status":"STATUS_PAUSING","transitionStartTime":"2026-01-01T00:00:00Z"}})"});
+  ASSERT_TRUE(r.success()) << r.err;
+
+  Agent* second = StartAgent(Node("a"), PinnedRunsc());
+  ASSERT_NE(second, nullptr);
+  json x;
+  ASSERT_TRUE(WaitStatus("fz", "STATUS_RUNNING", 30s, &x));
+  EXPECT_EQ(CondReason(x, "Progressing"), "CheckpointInterrupted");
+  WaitCounter(*second, "fz", frozen + 5);
+  EXPECT_GT(HostCount(), frozen) << "still frozen";
+  EXPECT_EQ(Boots(), 1) << "thawed, not booted again";
+  EXPECT_FALSE(StatusField(x, "latestSnapshot").is_object());
+  ExpectHeldBy(second->node, "fz", x);
 }
 
 }  // namespace

@@ -319,27 +319,6 @@ TEST_F(RunscDriverTest, ATooShortDeadlineIsTimeout) {
   EXPECT_TRUE(driver_.Delete(other).ok());
 }
 
-// Rewrites runsc_version in checkpoint.img's metadata header (magic "gVisorSF", 8-byte
-// big-endian length, JSON string map; reference/runsc.md §8).
-void PatchRunscVersion(const fs::path& checkpoint_img, const std::string& version) {
-  std::ifstream in(checkpoint_img, std::ios::binary);
-  std::string data((std::istreambuf_iterator<char>(in)), {});
-  in.close();
-  ASSERT_GE(data.size(), 16u);
-  ASSERT_EQ(data.substr(0, 8), "gVisorSF");
-  uint64_t len = 0;
-  for (int i = 8; i < 16; ++i) len = (len << 8) | static_cast<unsigned char>(data[i]);
-  ASSERT_LE(16 + len, data.size());
-  auto meta = nlohmann::json::parse(data.substr(16, len));
-  ASSERT_TRUE(meta.contains("runsc_version"));
-  meta["runsc_version"] = version;
-  const std::string json = meta.dump();
-  std::string header = "gVisorSF";
-  for (int i = 7; i >= 0; --i) header.push_back(static_cast<char>((json.size() >> (8 * i)) & 0xff));
-  std::ofstream out(checkpoint_img, std::ios::binary | std::ios::trunc);
-  out << header << json << data.substr(16 + len);
-}
-
 TEST_F(RunscDriverTest, RestoreOfAnImageFromAnotherVersionIsVersionMismatch) {
   const SandboxRef ref = Ref("a");
   ASSERT_NO_FATAL_FAILURE(StartCounter(ref, driver_));

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 #include <string>
+#include <thread>
 
 #include "api/json_mapping.h"
 #include "controller/event_recorder.h"
@@ -142,6 +143,11 @@ class ActorReconcilerTest : public ::testing::Test {
     const api::Condition* c = api::FindCondition(a.status.conditions, type);
     return c ? c->reason : "";
   }
+  std::string Message(const char* type) {
+    const api::Actor a = Get();
+    const api::Condition* c = api::FindCondition(a.status.conditions, type);
+    return c ? c->message : "";
+  }
   bool ConditionTrue(const char* type) { return api::IsConditionTrue(Get().status.conditions, type); }
 
   // A complete node-local snapshot of the actor, as a checkpoint leaves it; its id ("" on error).
@@ -160,6 +166,22 @@ class ActorReconcilerTest : public ::testing::Test {
   }
 
   std::string SandboxId() const { return SandboxIdFor(ns_, kActor); }
+
+  // A GPU actor RUNNING on this node's worker, its status as a resume leaves it (a GPU resume
+  // needs CDI specs this test does not have), for the checkpoint's GPU preflight.
+  void CreateRunningGpuActor() {
+    json body = {{"apiVersion", "stasis.dev/v1alpha1"}, {"kind", "Actor"},
+                 {"metadata", {{"name", kActor}, {"namespace", ns_}}},
+                 {"spec", {{"bundle", (root_ / "bundle").string()}, {"nodeName", node_},
+                           {"desiredState", "Running"}, {"gpu", {{"count", 1}}}}}};
+    ASSERT_TRUE(client_->Create(kActorType, ns_, body).ok());
+    auto worker = workers_->Claim(api::ActorRef{ns_, kActor}, 0);
+    ASSERT_TRUE(worker.ok()) << worker.status().ToString();
+    PatchStatus({{"status", "STATUS_RUNNING"}, {"nodeName", node_}, {"workerName", worker->metadata.name},
+                 {"sandboxId", SandboxId()}});
+    driver_.SetState(SandboxId(), SandboxState::kRunning);
+    ASSERT_TRUE(HoldsWorker());
+  }
   bool HoldsWorker() { return workers_->HeldBy(api::ActorRef{ns_, kActor}).has_value(); }
 
   std::string ns_, node_;
@@ -296,6 +318,151 @@ TEST_F(ActorReconcilerTest, ARuntimeThisNodeDoesNotRunFailsTheActor) {
   EXPECT_EQ(driver_.CountCalls("Run"), 0);
 }
 
+TEST_F(ActorReconcilerTest, ARuntimeWithoutCudaCheckpointIsRefusedByThePreflight) {
+  CreateRunningGpuActor();
+  driver_.SetSupportsCuda(false);
+  Desire("Suspended");
+  auto r = Reconcile();
+  ASSERT_TRUE(r.ok());
+  EXPECT_GT(r->requeue_after.count(), 0) << "the preflight is tried again later";
+  EXPECT_EQ(StatusName(), "STATUS_RUNNING") << "the workload keeps running";
+  EXPECT_FALSE(ConditionTrue(api::kConditionCudaCheckpointReady));
+  EXPECT_EQ(Reason(api::kConditionCudaCheckpointReady), "RuntimeLacksCudaCheckpoint");
+  EXPECT_EQ(driver_.CountCalls("Checkpoint"), 0);
+  EXPECT_EQ(driver_.StateOf(SandboxId()), SandboxState::kRunning);
+}
+
+TEST_F(ActorReconcilerTest, APreflightOnADeadSandboxCleansItUp) {
+  CreateRunningGpuActor();
+  driver_.SetState(SandboxId(), SandboxState::kStopped);  // died since the last liveness check
+  Desire("Suspended");
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_EQ(StatusName(), "STATUS_FAILED") << "no snapshot to rest on";
+  EXPECT_EQ(Reason(api::kConditionReady), api::kReasonSandboxDied);
+  EXPECT_EQ(driver_.CountCalls("Exec"), 1);
+  EXPECT_EQ(driver_.CountCalls("Checkpoint"), 0);
+  EXPECT_EQ(driver_.StateOf(SandboxId()), SandboxState::kNotFound);
+  EXPECT_FALSE(HoldsWorker());
+}
+
+TEST_F(ActorReconcilerTest, AnUnusableSnapshotDirKeepsItRunning) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  // The node's snapshot directory is not a directory any more.
+  fs::remove_all(root_ / "snapshots");
+  std::ofstream(root_ / "snapshots") << "not a directory";
+  Desire("Paused");
+  EXPECT_FALSE(Reconcile().ok());
+  EXPECT_EQ(StatusName(), "STATUS_RUNNING");
+  EXPECT_TRUE(ConditionTrue(api::kConditionCheckpointFailed));
+  EXPECT_EQ(Reason(api::kConditionCheckpointFailed), api::kReasonSnapshotDirUnusable);
+  EXPECT_EQ(driver_.CountCalls("Checkpoint"), 0) << "no checkpoint without a place for its image";
+  EXPECT_EQ(driver_.StateOf(SandboxId()), SandboxState::kRunning);
+  EXPECT_TRUE(HoldsWorker());
+}
+
+TEST_F(ActorReconcilerTest, ASnapshotThatCannotBeCompletedIsCleanedUp) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  // The checkpoint succeeds, then its image directory is gone before the manifest is sealed.
+  driver_.SetAfterCheckpoint([](const std::string& dir) { fs::remove_all(dir); });
+  Desire("Paused");
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_EQ(StatusName(), "STATUS_FAILED") << "the sandbox was stopped by its checkpoint; nothing to rest on";
+  EXPECT_EQ(Reason(api::kConditionReady), api::kReasonSnapshotIncomplete);
+  EXPECT_TRUE(ConditionTrue(api::kConditionCheckpointFailed));
+  EXPECT_FALSE(Get().status.latest_snapshot.has_value());
+  EXPECT_EQ(driver_.StateOf(SandboxId()), SandboxState::kNotFound);
+  EXPECT_FALSE(HoldsWorker());
+}
+
+TEST_F(ActorReconcilerTest, APausedSnapshotIsCommittedOnSuspend) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  Desire("Paused");
+  ASSERT_TRUE(Settle("STATUS_PAUSED"));
+  const std::string id = Get().status.latest_snapshot->id;
+  Desire("Suspended");
+  ASSERT_TRUE(Reconcile().ok());
+  const api::Actor a = Get();
+  EXPECT_EQ(std::string(api::ToString(a.status.status)), "STATUS_SUSPENDED");
+  EXPECT_EQ(a.status.latest_snapshot->id, id) << "the paused snapshot, not a new one";
+  EXPECT_EQ(a.status.latest_snapshot->node_name, "");
+  EXPECT_EQ(a.status.latest_snapshot->location, store_->StorePath(ns_, kActor, id));
+  EXPECT_TRUE(store_->ListLocal(ns_, kActor).empty()) << "the local copy is dropped";
+  EXPECT_EQ(driver_.CountCalls("Checkpoint"), 1);
+}
+
+TEST_F(ActorReconcilerTest, ADeletedSnapshotFailsTheResume) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  Desire("Paused");
+  ASSERT_TRUE(Settle("STATUS_PAUSED"));
+  ASSERT_TRUE(store_->RemoveLocal(ns_, kActor, Get().status.latest_snapshot->id).ok());
+  Desire("Running");
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_EQ(StatusName(), "STATUS_FAILED") << "a snapshot that is gone can never be restored";
+  EXPECT_EQ(Reason(api::kConditionReady), "SnapshotNotFound");
+  EXPECT_EQ(driver_.CountCalls("Restore"), 0);
+  EXPECT_FALSE(HoldsWorker());
+}
+
+TEST_F(ActorReconcilerTest, AnInvalidSpecStoredUnderAnOlderCrdFailsTheActor) {
+  // The CRD's rule on spec.bundle is dropped for a moment, as a CRD older than the agent would
+  // lack it: the server stores an Actor the agent's validator refuses.
+  auto& cp = ControlPlane::Get();
+  const std::string rule = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/bundle/x-kubernetes-validations";
+  ASSERT_TRUE(cp.Kubectl({"patch", "crd", "actors.stasis.dev", "--type=json", "-p",
+                          R"([{"op":"remove","path":")" + rule + R"("}])"}).success());
+  json body = {{"apiVersion", "stasis.dev/v1alpha1"}, {"kind", "Actor"},
+               {"metadata", {{"name", kActor}, {"namespace", ns_}}},
+               {"spec", {{"bundle", "relative/bundle"}, {"nodeName", node_}, {"desiredState", "Running"}}}};
+  bool created = false;
+  for (int i = 0; i < 100 && !created; ++i) {  // until the server validates with the new schema
+    created = client_->Create(kActorType, ns_, body).ok();
+    if (!created) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(cp.InstallStasisApi(), "");
+  ASSERT_TRUE(created);
+  (void)Reconcile();
+  (void)Reconcile();
+  EXPECT_EQ(StatusName(), "STATUS_FAILED");
+  EXPECT_EQ(Reason(api::kConditionReady), api::kReasonInvalidSpec);
+  EXPECT_NE(Message(api::kConditionReady).find("bundle must be an absolute path"), std::string::npos)
+      << Message(api::kConditionReady);
+  EXPECT_EQ(driver_.CountCalls("Run"), 0);
+  EXPECT_FALSE(HoldsWorker());
+}
+
+TEST_F(ActorReconcilerTest, ANewGenerationAtRestIsOnlyAcknowledged) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  Desire("Paused");
+  ASSERT_TRUE(Settle("STATUS_PAUSED"));
+  const auto calls = driver_.Calls().size();
+  ASSERT_TRUE(client_->Patch(kActorType, ns_, kActor, PatchType::kMerge,
+                             {{"spec", {{"timeouts", {{"checkpointSeconds", 7}}}}}}).ok());
+  ASSERT_TRUE(Reconcile().ok());
+  const api::Actor a = Get();
+  EXPECT_EQ(a.status.observed_generation, a.metadata.generation);
+  EXPECT_EQ(std::string(api::ToString(a.status.status)), "STATUS_PAUSED");
+  EXPECT_EQ(driver_.Calls().size(), calls) << "nothing asked of the runtime";
+}
+
+TEST_F(ActorReconcilerTest, AResumeWithEveryWorkerHeldWaitsForOne) {
+  ASSERT_TRUE(workers_->Claim(api::ActorRef{ns_, "other"}).ok());  // the node's only worker
+  Create("Running");
+  auto r = Reconcile();
+  ASSERT_TRUE(r.ok());
+  EXPECT_GT(r->requeue_after.count(), 0) << "tried again later";
+  EXPECT_EQ(Reason(api::kConditionReady), api::kReasonNoFreeWorker);
+  EXPECT_NE(StatusName(), "STATUS_FAILED") << "a worker frees one day";
+  EXPECT_EQ(driver_.CountCalls("Run"), 0);
+  ASSERT_TRUE(workers_->Free(api::ActorRef{ns_, "other"}).ok());
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  EXPECT_TRUE(HoldsWorker());
+}
+
 TEST_F(ActorReconcilerTest, ASnapshotOnAnotherNodeIsNotResumedHere) {
   Create("Paused");
   ASSERT_TRUE(Settle("STATUS_SUSPENDED"));  // never started
@@ -344,7 +511,9 @@ TEST_F(ActorReconcilerTest, AnInterruptedPauseThatCompletedItsSnapshotAdoptsIt) 
   EXPECT_EQ(std::string(api::ToString(a.status.status)), "STATUS_PAUSED");
   ASSERT_TRUE(a.status.latest_snapshot);
   EXPECT_EQ(a.status.latest_snapshot->id, id);
+  EXPECT_EQ(a.status.latest_snapshot->node_name, node_) << "the local copy";
   EXPECT_EQ(Reason(api::kConditionProgressing), api::kReasonRecovered);
+  EXPECT_EQ(Message(api::kConditionProgressing), "adopted complete snapshot " + id);
   EXPECT_FALSE(HoldsWorker());
   EXPECT_EQ(driver_.CountCalls("Checkpoint"), 0) << "adopted, not taken again";
 }
@@ -367,6 +536,7 @@ TEST_F(ActorReconcilerTest, AnInterruptedSuspendAdoptsItsCommittedSnapshot) {
   EXPECT_EQ(a.status.latest_snapshot->id, id);
   EXPECT_EQ(a.status.latest_snapshot->node_name, "") << "the committed copy";
   EXPECT_EQ(Reason(api::kConditionProgressing), api::kReasonRecovered);
+  EXPECT_EQ(Message(api::kConditionProgressing), "adopted committed snapshot " + id);
   EXPECT_FALSE(HoldsWorker());
 }
 

@@ -65,6 +65,7 @@ Status FakeRuntimeDriver::Checkpoint(const SandboxRef& ref, const CheckpointOpti
   }
   std::ofstream(options.image_dir + "/checkpoint.img") << "image of " << ref.id;
   if (!options.leave_running) SetState(ref.id, SandboxState::kStopped);
+  if (after_checkpoint_) after_checkpoint_(options.image_dir);
   return OkStatus();
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -31,6 +32,11 @@ class FakeRuntimeDriver : public RuntimeDriver, public CudaCheckpointCapability 
   // Whether checkpoint supports CUDA, and the exit code of an Exec (the preflight's helper).
   void SetSupportsCuda(bool supports) { supports_cuda_ = supports; }
   void SetExecExitCode(int code) { exec_exit_code_ = code; }
+  // Called with the image directory after a checkpoint wrote its image: what the host did to
+  // the directory before the agent completes the snapshot (a disk that lost it).
+  void SetAfterCheckpoint(std::function<void(const std::string& image_dir)> hook) {
+    after_checkpoint_ = std::move(hook);
+  }
   // Every call made, as "Method id", in order.
   std::vector<std::string> Calls();
   int CountCalls(const std::string& method);
@@ -60,6 +66,7 @@ class FakeRuntimeDriver : public RuntimeDriver, public CudaCheckpointCapability 
   std::optional<SandboxState> after_failed_checkpoint_;
   bool supports_cuda_ = true;
   int exec_exit_code_ = 0;
+  std::function<void(const std::string&)> after_checkpoint_;
 };
 
 }  // namespace stasis::testing

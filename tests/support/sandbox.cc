@@ -1,5 +1,6 @@
 #include "tests/support/sandbox.h"
 
+#include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -129,6 +130,25 @@ TempDir::TempDir(const std::string& prefix) : path_(MakeTemp(prefix)) {}
 TempDir::~TempDir() {
   std::error_code ec;
   fs::remove_all(path_, ec);
+}
+
+void PatchRunscVersion(const fs::path& checkpoint_img, const std::string& version) {
+  std::ifstream in(checkpoint_img, std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(in)), {});
+  in.close();
+  ASSERT_GE(data.size(), 16u);
+  ASSERT_EQ(data.substr(0, 8), "gVisorSF");
+  uint64_t len = 0;
+  for (int i = 8; i < 16; ++i) len = (len << 8) | static_cast<unsigned char>(data[i]);
+  ASSERT_LE(16 + len, data.size());
+  auto meta = nlohmann::json::parse(data.substr(16, len));
+  ASSERT_TRUE(meta.contains("runsc_version"));
+  meta["runsc_version"] = version;
+  const std::string json = meta.dump();
+  std::string header = "gVisorSF";
+  for (int i = 7; i >= 0; --i) header.push_back(static_cast<char>((json.size() >> (8 * i)) & 0xff));
+  std::ofstream out(checkpoint_img, std::ios::binary | std::ios::trunc);
+  out << header << json << data.substr(16 + len);
 }
 
 }  // namespace stasis::testing

@@ -60,4 +60,9 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// Rewrites runsc_version in checkpoint.img's metadata header (magic "gVisorSF", 8-byte
+// big-endian length, JSON string map; reference/runsc.md §8): an image runsc takes for one
+// written by another build. Fails the calling test (ASSERT_NO_FATAL_FAILURE) on an unknown layout.
+void PatchRunscVersion(const std::filesystem::path& checkpoint_img, const std::string& version);
+
 }  // namespace stasis::testing

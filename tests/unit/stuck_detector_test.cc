@@ -68,5 +68,18 @@ TEST(StuckDetectorTest, LostNodeStrandsRunningAndTransitioningActors) {
   EXPECT_FALSE(DetectStuck(InState(ActorState::kRunning), T(1), 30s, std::nullopt));
 }
 
+// An in-between status without transitionStartTime has no deadline to overrun: the agent
+// writes the start with every *ING status, so only a status written by hand (or lost with a
+// partial write) lacks it, and the agent that owns the actor recovers any *ING it reads. A
+// lost node still strands it.
+TEST(StuckDetectorTest, ATransitionWithoutAStartTimeIsStuckOnlyOnALostNode) {
+  for (auto s : {ActorState::kPausing, ActorState::kSuspending, ActorState::kResuming}) {
+    EXPECT_FALSE(DetectStuck(InState(s), T(100000), 30s, true)) << api::ToString(s);
+    auto v = DetectStuck(InState(s), T(100000), 30s, false);
+    ASSERT_TRUE(v) << api::ToString(s);
+    EXPECT_EQ(v->reason, "node_lost");
+  }
+}
+
 }  // namespace
 }  // namespace stasis
