@@ -65,6 +65,8 @@ inline constexpr char kReasonDeadlineExceeded[] = "DeadlineExceeded";
 inline constexpr char kReasonHostPathTooLong[] = "HostPathTooLong";
 inline constexpr char kReasonHostPathNotWritable[] = "HostPathNotWritable";
 inline constexpr char kReasonHostDiskFull[] = "HostDiskFull";
+// An exception of the host's (a filesystem call) that none of the above names.
+inline constexpr char kReasonHostError[] = "HostError";
 
 enum class ConditionStatus { kTrue, kFalse, kUnknown };
 

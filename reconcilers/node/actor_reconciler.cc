@@ -185,7 +185,9 @@ Result<ReconcileOutcome> ActorReconciler::Reconcile(const Request& request) {
     return ReconcileSteps(request);
   } catch (const std::exception& e) {
     spdlog::error("reconcile failed on a host error actor={} error=\"{}\"", request.Key(), e.what());
-    return Status(Code::kUnavailable, std::string("host error: ") + e.what(), "host_error");
+    Status failure(Code::kUnavailable, std::string("host error: ") + e.what(), "host_error");
+    ReportHostException(request, failure);
+    return failure;
   }
 }
 

@@ -205,6 +205,8 @@ class ActorReconciler : public Reconciler {
   // host_failures.cc: a failed transition's reason and its retries, host errors bounded.
   struct FailureVerdict;
   FailureVerdict JudgeFailure(Ctx& c, RetryOp op, const Status& failure);
+  // A reconcile cut short by an exception of the host: a Warning Event on the actor.
+  void ReportHostException(const Request& request, const Status& failure);
   // Sets the failure's condition (its message with the verdict's note); returns whether it is
   // news worth a Warning Event: always for the runtime's failures, for a host error only when
   // the condition's reason or message changed (a retry that fails the same way says nothing).

@@ -38,6 +38,21 @@ ActorReconciler::FailureVerdict ActorReconciler::JudgeFailure(Ctx& c, RetryOp op
   return v;
 }
 
+void ActorReconciler::ReportHostException(const Request& request, const Status& failure) {
+  // An Event, not a condition: the status write may be what threw, and the step that threw is
+  // not known here. The work queue retries with its backoff; the recorder folds repeats into a
+  // count. Reporting must not throw again out of the reconcile's catch.
+  if (!events_) return;
+  try {
+    ObjectPtr obj = actors_(request.Key());
+    if (!obj) return;
+    const auto host = ClassifyHostError(failure, {options_.root, snapshots_.store_root()});
+    events_->Event(*obj, EventType::kWarning, host ? host->reason : api::kReasonHostError, failure.message());
+  } catch (const std::exception& e) {
+    spdlog::error("host error not reported actor={} error=\"{}\"", request.Key(), e.what());
+  }
+}
+
 bool ActorReconciler::SetFailureCondition(Ctx& c, const char* type, bool status, const FailureVerdict& v,
                                           const std::string& message) {
   const api::Condition* found = api::FindCondition(c.a.status.conditions, type);

@@ -376,6 +376,27 @@ TEST_F(ActorReconcilerTest, ASnapshotThatCannotBeCompletedIsCleanedUp) {
   EXPECT_FALSE(HoldsWorker());
 }
 
+// A filesystem call that throws (one without an error_code) ends the reconcile as a value the
+// work queue retries, never a throw, with a Warning Event naming the host's error.
+TEST_F(ActorReconcilerTest, AHostExceptionIsAWarningEventNotAThrow) {
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  driver_.SetAfterCheckpoint([](const std::string& dir) {
+    throw fs::filesystem_error("cannot write", dir, std::make_error_code(std::errc::no_space_on_device));
+  });
+  Desire("Paused");
+  Result<ReconcileOutcome> r = Status(Code::kInternal, "not reconciled");
+  ASSERT_NO_THROW(r = Reconcile());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), "host_error");
+  const auto warnings = events_.Warnings();
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_EQ(warnings.back().rfind(std::string(api::kReasonHostDiskFull) + ": host error: ", 0), 0u) << warnings.back();
+  driver_.SetAfterCheckpoint(nullptr);
+  ASSERT_NO_THROW(r = Reconcile());  // the retry recovers the interrupted pause
+  EXPECT_NE(StatusName(), "STATUS_PAUSING");
+}
+
 TEST_F(ActorReconcilerTest, APausedSnapshotIsCommittedOnSuspend) {
   Create("Running");
   ASSERT_TRUE(Settle("STATUS_RUNNING"));
