@@ -122,10 +122,10 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
                                                std::chrono::seconds(o.heartbeat_lease_seconds)});
   m.AddRunnable("heartbeat", [&] {
     if (Status s = heartbeat.Start(); !s.ok()) {
-      spdlog::warn("heartbeat lease unavailable node={} namespace={} error=\"{}\"", o.node,
+      spdlog::warn("heartbeat lease unavailable node={} namespace={} error=\"{}\" action=retry_every_period", o.node,
                    o.lease_namespace, s.ToString());
     }
-    return OkStatus();  // not fatal: the agent runs its actors; the controller may call it lost
+    return OkStatus();  // not fatal: the agent runs its actors, and the renewals go on
   }, [&] { heartbeat.Stop(); });
 
   Informer *pinned, *bound;

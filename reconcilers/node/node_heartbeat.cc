@@ -32,8 +32,9 @@ Status NodeHeartbeat::RenewOnce() {
 }
 
 Status NodeHeartbeat::Start() {
+  // The renewals go on whatever the first answered: a node whose first renewal failed (the
+  // API server restarting, the namespace not there yet) must not be declared lost for good.
   Status first = RenewOnce();
-  if (!first.ok()) return first;
   thread_ = std::thread([this] {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
@@ -46,7 +47,7 @@ Status NodeHeartbeat::Start() {
       lock.lock();
     }
   });
-  return OkStatus();
+  return first;
 }
 
 void NodeHeartbeat::Stop() {

@@ -27,7 +27,8 @@ class NodeHeartbeat {
  public:
   NodeHeartbeat(KubeClient& client, NodeHeartbeatOptions options, Clock& clock = RealClock::Get());
   ~NodeHeartbeat();
-  // Renews once now (so the node is alive before it serves), then on its own thread.
+  // Renews once now (so the node is alive before it serves), then every period on its own
+  // thread, also when the first renewal failed; returns the first renewal's result.
   Status Start();
   void Stop();
   Status RenewOnce();
