@@ -15,6 +15,7 @@ const char* CodeName(Code code) {
     case Code::kUnauthenticated: return "Unauthenticated";
     case Code::kDeadlineExceeded: return "DeadlineExceeded";
     case Code::kUnavailable: return "Unavailable";
+    case Code::kResourceExhausted: return "ResourceExhausted";
     case Code::kInternal: return "Internal";
   }
   return "Unknown";

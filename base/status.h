@@ -26,6 +26,7 @@ enum class Code {
   kUnauthenticated,     // 401
   kDeadlineExceeded,    // a deadline passed
   kUnavailable,         // transient: retry with backoff
+  kResourceExhausted,   // a bound was reached (a response larger than the client accepts)
   kInternal,            // should never happen; a bug or a broken peer
 };
 

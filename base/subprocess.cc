@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 extern char** environ;
 
@@ -54,8 +55,18 @@ class ExecArgs {
 
 // The child's stdin, stdout and stderr, and the pipe its exec failure (an errno) comes back
 // on: closed on exec (O_CLOEXEC), so a successful exec reads as end of file.
+// Every end not handed over is closed with it, so that no early return (a pipe that could
+// not be made, a failed fork or exec) leaks descriptors.
 struct Pipes {
-  int in[2], out[2], err[2], exec[2];
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, exec[2] = {-1, -1};
+  Pipes() = default;
+  Pipes(const Pipes&) = delete;
+  Pipes& operator=(const Pipes&) = delete;
+  ~Pipes() {
+    for (int* fd : {&in[0], &in[1], &out[0], &out[1], &err[0], &err[1], &exec[0], &exec[1]}) {
+      CloseIfOpen(*fd);
+    }
+  }
 };
 
 Status MakePipes(Pipes& p) {
@@ -68,9 +79,21 @@ Status MakePipes(Pipes& p) {
 }
 
 // options.output_path opened for appending, and where this command's output will start.
+// Closed with it, as the pipes are.
 struct OutputFile {
   int fd = -1;
   off_t start = 0;
+  OutputFile() = default;
+  OutputFile(OutputFile&& o) noexcept : fd(std::exchange(o.fd, -1)), start(o.start) {}
+  OutputFile& operator=(OutputFile&& o) noexcept {
+    if (this != &o) {
+      CloseIfOpen(fd);
+      fd = std::exchange(o.fd, -1);
+      start = o.start;
+    }
+    return *this;
+  }
+  ~OutputFile() { CloseIfOpen(fd); }
 };
 
 Result<OutputFile> OpenOutputFile(const CommandOptions& options) {
@@ -103,21 +126,18 @@ Result<OutputFile> OpenOutputFile(const CommandOptions& options) {
 // In the parent: closes the child's ends and waits for its exec. An exec that failed is
 // reaped and returned as a Status.
 Status AwaitExec(pid_t pid, Pipes& p, const std::string& program) {
-  close(p.in[0]);
-  close(p.out[1]);
-  close(p.err[1]);
-  close(p.exec[1]);
+  CloseIfOpen(p.in[0]);
+  CloseIfOpen(p.out[1]);
+  CloseIfOpen(p.err[1]);
+  CloseIfOpen(p.exec[1]);
   int exec_errno = 0;
-  if (read(p.exec[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno) {
-    close(p.exec[0]);
+  const bool failed = read(p.exec[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
+  CloseIfOpen(p.exec[0]);
+  if (failed) {
     waitpid(pid, nullptr, 0);
-    close(p.in[1]);
-    close(p.out[0]);
-    close(p.err[0]);
     return Status(exec_errno == ENOENT || exec_errno == EACCES ? Code::kNotFound : Code::kInternal,
                   program + ": " + std::strerror(exec_errno));
   }
-  close(p.exec[0]);
   return OkStatus();
 }
 
@@ -204,7 +224,7 @@ int WaitForExit(pid_t pid, Clock::time_point end, CommandResult& result) {
 
 // What the command appended to options.output_path (its tail), into result.err.
 void ReadOutputFile(const CommandOptions& options, OutputFile& file, CommandResult& result) {
-  close(file.fd);
+  CloseIfOpen(file.fd);
   int rd = open(options.output_path->c_str(), O_RDONLY | O_CLOEXEC);
   if (rd < 0) return;
   off_t size = lseek(rd, 0, SEEK_END);
@@ -254,7 +274,8 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
   setpgid(pid, pid);
   if (Status s = AwaitExec(pid, pipes, argv[0]); !s.ok()) return s;
 
-  ChildIo io{pipes.in[1], pipes.out[0], pipes.err[0]};
+  ChildIo io{std::exchange(pipes.in[1], -1), std::exchange(pipes.out[0], -1),
+             std::exchange(pipes.err[0], -1)};
   if (out_file->fd >= 0) {
     // Nothing will arrive on the pipes; only the child's exit (below) is waited for.
     CloseIfOpen(io.stdout_fd);

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <boost/asio/ssl.hpp>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -45,6 +47,30 @@ bool ReadAvailable(Body& body, std::string& to) {
   return true;
 }
 
+// The Retry-After header, "" when absent.
+std::string RetryAfter(const http::http_response& response) {
+  auto it = response.headers().find("Retry-After");
+  return it == response.headers().end() ? "" : it->second;
+}
+
+Status TooLarge(const HttpRequest& request, const std::string& what, size_t limit) {
+  return Status(Code::kResourceExhausted, request.method + " " + request.path + ": " + what +
+                                              " is larger than the client accepts (" +
+                                              std::to_string(limit) + " bytes)");
+}
+
+// The whole body, or kResourceExhausted as soon as it passes `limit` (the caller then cancels
+// the request, which closes the connection rather than draining it).
+Result<std::string> ReadBody(http::http_response& response, size_t limit, const HttpRequest& request) {
+  if (response.headers().content_length() > limit) return TooLarge(request, "the response", limit);
+  Body body = response.body().streambuf();
+  std::string out;
+  while (ReadAvailable(body, out)) {
+    if (out.size() > limit) return TooLarge(request, "the response", limit);
+  }
+  return out;
+}
+
 class CpprestTransport : public Transport {
  public:
   explicit CpprestTransport(RestConfig config) : config_(std::move(config)) {
@@ -55,11 +81,18 @@ class CpprestTransport : public Transport {
   std::string Host() const override { return host_; }
 
   Result<HttpResponse> Do(const HttpRequest& request) override {
+    pplx::cancellation_token_source cts;
     try {
-      auto response = ClientFor(request.timeout).request(Build(request)).get();
+      auto response = ClientFor(request.timeout).request(Build(request), cts.get_token()).get();
       HttpResponse out;
       out.status = response.status_code();
-      out.body = response.extract_utf8string(true).get();
+      out.retry_after = RetryAfter(response);
+      auto body = ReadBody(response, config_.max_response_bytes, request);
+      if (!body.ok()) {
+        cts.cancel();
+        return body.status();
+      }
+      out.body = std::move(*body);
       return out;
     } catch (const http::http_exception& e) {
       return Classify(request, e.what(), e.error_code().value());
@@ -93,8 +126,14 @@ class CpprestTransport : public Transport {
       auto response = ClientFor(request.timeout).request(Build(request), cts.get_token()).get();
       HttpResponse out;
       out.status = response.status_code();
+      out.retry_after = RetryAfter(response);
       if (out.status != http::status_codes::OK) {
-        out.body = response.extract_utf8string(true).get();
+        auto body = ReadBody(response, config_.max_response_bytes, request);
+        if (!body.ok()) {
+          cts.cancel();
+          return finish(body.status());
+        }
+        out.body = std::move(*body);
         return finish(out);
       }
       Body body = response.body().streambuf();
@@ -114,12 +153,20 @@ class CpprestTransport : public Transport {
         size_t start = 0;
         for (size_t nl = pending.find('\n', kept); nl != std::string::npos;
              nl = pending.find('\n', start)) {
+          if (nl - start > config_.max_line_bytes) {
+            cts.cancel();
+            return finish(TooLarge(request, "a line of the stream", config_.max_line_bytes));
+          }
           if (cancelled() || !deliver(std::string_view(pending).substr(start, nl - start))) {
             return finish(out);
           }
           start = nl + 1;
         }
         pending.erase(0, start);
+        if (pending.size() > config_.max_line_bytes) {
+          cts.cancel();
+          return finish(TooLarge(request, "a line of the stream", config_.max_line_bytes));
+        }
       }
       return finish(out);
     } catch (const pplx::task_canceled&) {
@@ -127,10 +174,10 @@ class CpprestTransport : public Transport {
       out.status = http::status_codes::OK;
       return finish(out);  // cancelled by the caller: a clean end
     } catch (const http::http_exception& e) {
-      if (cancel && cancel->load()) return finish(HttpResponse{200, ""});
+      if (cancel && cancel->load()) return finish(HttpResponse{200, "", ""});
       return finish(Classify(request, e.what(), e.error_code().value()));
     } catch (const std::exception& e) {
-      if (cancel && cancel->load()) return finish(HttpResponse{200, ""});
+      if (cancel && cancel->load()) return finish(HttpResponse{200, "", ""});
       return finish(Classify(request, e.what(), 0));
     }
   }
@@ -141,6 +188,16 @@ class CpprestTransport : public Transport {
     req.set_request_uri(web::uri(request.path));
     req.headers().add("Accept", "application/json");
     req.headers().add("User-Agent", config_.user_agent);
+    if (!config_.impersonate_user.empty()) {
+      req.headers().add("Impersonate-User", config_.impersonate_user);
+      if (!config_.impersonate_group.empty()) {
+        req.headers().add("Impersonate-Group", config_.impersonate_group);
+      }
+      for (const auto& [key, value] : config_.impersonate_extra) {
+        // The key is part of the header name: percent-encoded, as client-go does.
+        req.headers().add("Impersonate-Extra-" + web::uri::encode_data_string(key), value);
+      }
+    }
     if (config_.bearer_token) {
       if (auto token = config_.bearer_token(); !token.empty()) {
         req.headers().add("Authorization", "Bearer " + token);
@@ -164,6 +221,9 @@ class CpprestTransport : public Transport {
     cfg.set_validate_certificates(true);
     const RestConfig config = config_;
     cfg.set_ssl_context_callback([config](boost::asio::ssl::context& ctx) {
+      // cpprest has already loaded the system's CA store into this context. A cluster client
+      // trusts only the cluster's CA, as client-go does: a fresh, empty store replaces it.
+      SSL_CTX_set_cert_store(ctx.native_handle(), X509_STORE_new());
       ctx.add_certificate_authority(boost::asio::buffer(config.ca_pem));
       if (!config.client_cert_pem.empty()) {
         ctx.use_certificate_chain(boost::asio::buffer(config.client_cert_pem));

@@ -164,16 +164,9 @@ std::string KubeEventRecorder::SpamKey(const Pending& e) const {
 }
 
 bool KubeEventRecorder::AllowedBySpamFilter(const Pending& event, Clock::TimePoint now) {
-  auto [it, inserted] =
-      buckets_.try_emplace(SpamKey(event), Bucket{static_cast<double>(options_.spam_burst), now});
-  Bucket& b = it->second;
-  double refill = std::chrono::duration<double>(now - b.last_refill) /
-                  std::chrono::duration<double>(options_.spam_refill_period);
-  b.tokens = std::min<double>(options_.spam_burst, b.tokens + refill);
-  b.last_refill = now;
-  if (b.tokens < 1) return false;
-  b.tokens -= 1;
-  return true;
+  const double rate = 1.0 / std::chrono::duration<double>(options_.spam_refill_period).count();
+  auto [it, inserted] = buckets_.try_emplace(SpamKey(event), rate, options_.spam_burst, now);
+  return it->second.TryTake(now);
 }
 
 void KubeEventRecorder::PruneCaches(Clock::TimePoint now) {
@@ -190,10 +183,8 @@ void KubeEventRecorder::PruneCaches(Clock::TimePoint now) {
     }
   }
   if (buckets_.size() > options_.cache_size) {
-    // A bucket that would have refilled completely is the same as no bucket.
-    auto full_after = options_.spam_refill_period * options_.spam_burst;
-    std::erase_if(buckets_,
-                  [&](const auto& kv) { return now - kv.second.last_refill >= full_after; });
+    // A bucket that has refilled completely is the same as no bucket.
+    std::erase_if(buckets_, [&](const auto& kv) { return kv.second.Full(now); });
     while (buckets_.size() > options_.cache_size) buckets_.erase(buckets_.begin());
   }
 }

@@ -25,6 +25,7 @@
 #include <unordered_map>
 
 #include "base/clock.h"
+#include "controller/token_bucket.h"
 #include "controller/kube_client.h"
 
 namespace stasis {
@@ -113,10 +114,6 @@ class KubeEventRecorder final : public EventRecorder {
     std::string first_timestamp;
     Clock::TimePoint last_seen;
   };
-  struct Bucket {  // the spam filter's token bucket of one (source, object)
-    double tokens;
-    Clock::TimePoint last_refill;
-  };
 
   void SenderLoop();
   void Send(const Pending& event);
@@ -143,7 +140,7 @@ class KubeEventRecorder final : public EventRecorder {
 
   // Sender thread only.
   std::unordered_map<std::string, Aggregate> aggregates_;
-  std::unordered_map<std::string, Bucket> buckets_;
+  std::unordered_map<std::string, TokenBucket> buckets_;  // the spam filter, per (source, object)
   int64_t last_name_nanos_ = 0;
 
   std::thread sender_;

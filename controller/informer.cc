@@ -161,20 +161,20 @@ void Informer::Sleep(std::chrono::milliseconds d, const std::atomic<bool>* stop)
 }
 
 void Informer::Run(const std::atomic<bool>* stop) {
-  std::chrono::milliseconds backoff = options_.initial_backoff;
+  Backoff backoff(options_.backoff, options_.seed);
   Clock::TimePoint last_failure{};
   // A second Run (after a stop) resumes from where the first left off, as a reconnect would.
   bool need_list = last_resource_version().empty();
   auto fail = [&](const Status& s, const char* what) {
     auto now = clock_.Now();
     if (last_failure != Clock::TimePoint{} && now - last_failure > options_.backoff_reset_after) {
-      backoff = options_.initial_backoff;
+      backoff.Reset();
     }
     last_failure = now;
+    const auto delay = std::chrono::duration_cast<std::chrono::milliseconds>(backoff.Next());
     spdlog::warn("informer {} failed resource={} error=\"{}\" retry_in_ms={}", what,
-                 options_.type.plural, s.ToString(), backoff.count());
-    Sleep(backoff, stop);
-    backoff = std::min(backoff * 2, options_.max_backoff);
+                 options_.type.plural, s.ToString(), delay.count());
+    Sleep(delay, stop);
   };
   while (!stop->load()) {
     if (need_list) {

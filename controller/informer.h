@@ -8,7 +8,9 @@
 //    resourceVersion seen (events or bookmarks) without relisting.
 //  - 410 Gone relists; objects that vanished meanwhile get delete notifications, changed ones
 //    update notifications.
-//  - Failures reconnect with backoff 0.8 s doubling to 30 s, reset after 2 quiet minutes.
+//  - Failures reconnect with backoff 0.8 s doubling to 30 s, each delay stretched by up to
+//    itself (the reflector's jitter 1.0), reset after 2 quiet minutes: agents that lost the
+//    API server together do not come back in lockstep.
 //  - Handlers run on the informer's thread and must only enqueue (watch I/O never waits on
 //    work: STYLE.md).
 #pragma once
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "controller/backoff.h"
 #include "controller/kube_client.h"
 #include "controller/object_store.h"
 
@@ -43,8 +46,7 @@ struct InformerOptions {
   // Watch timeouts are drawn from [min, max] so a fleet of clients does not reconnect at once.
   int min_watch_timeout_seconds = 300;
   int max_watch_timeout_seconds = 600;
-  std::chrono::milliseconds initial_backoff{800};
-  std::chrono::milliseconds max_backoff{30000};
+  BackoffPolicy backoff{std::chrono::milliseconds(800), std::chrono::seconds(30), 2.0, 1.0};
   std::chrono::milliseconds backoff_reset_after{120000};
   // Every period, on_update(obj, obj) for every cached object; 0 = never.
   std::chrono::milliseconds resync_period{0};

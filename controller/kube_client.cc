@@ -1,7 +1,11 @@
 #include "controller/kube_client.h"
 
-#include <random>
+#include <algorithm>
 #include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "controller/backoff.h"
 
 namespace stasis {
 namespace {
@@ -67,8 +71,62 @@ Status StatusFromResponse(int http_code, const std::string& body, const std::str
                 reason);
 }
 
-KubeClient::KubeClient(std::unique_ptr<Transport> transport, Observer observe)
-    : transport_(std::move(transport)), observe_(std::move(observe)) {}
+std::optional<std::chrono::nanoseconds> RetryDelay(int http_code, const std::string& retry_after,
+                                                   std::chrono::nanoseconds backoff,
+                                                   std::chrono::seconds max_retry_after) {
+  if (http_code != 429 && !(http_code >= 500 && !retry_after.empty())) return std::nullopt;
+  if (retry_after.empty()) return backoff;
+  // delta-seconds only: a date (the header's other form) is refused rather than guessed at.
+  if (retry_after.size() > 9 || retry_after.find_first_not_of("0123456789") != std::string::npos) {
+    return http_code == 429 ? std::optional<std::chrono::nanoseconds>(backoff) : std::nullopt;
+  }
+  return std::min<std::chrono::nanoseconds>(std::chrono::seconds(std::stol(retry_after)),
+                                            max_retry_after);
+}
+
+KubeClient::KubeClient(std::unique_ptr<Transport> transport, Observer observe, ClientOptions options)
+    : transport_(std::move(transport)), observe_(std::move(observe)), options_(options) {
+  if (options_.qps > 0) {
+    limiter_.emplace(options_.qps, std::max(options_.burst, 1), options_.clock->Now());
+  }
+}
+
+void KubeClient::Pace(std::chrono::nanoseconds at_least) {
+  std::chrono::nanoseconds wait{0};
+  if (limiter_) {
+    std::lock_guard lock(limiter_mu_);
+    wait = limiter_->Reserve(options_.clock->Now());
+  }
+  wait = std::max(wait, at_least);
+  if (wait <= std::chrono::nanoseconds::zero()) return;
+  // Waited on alone: one request's Retry-After must not hold back the others.
+  std::mutex mu;
+  std::condition_variable cv;  // never notified: the clock's wait ends at its deadline
+  std::unique_lock lock(mu);
+  const auto deadline =
+      options_.clock->Now() + std::chrono::duration_cast<Clock::TimePoint::duration>(wait);
+  while (options_.clock->Now() < deadline) {
+    options_.clock->WaitUntil(cv, lock, deadline, [] { return false; });
+  }
+}
+
+Result<HttpResponse> KubeClient::SendPaced(const std::string& method, const std::string& path,
+                                           const std::function<Result<HttpResponse>()>& send) {
+  Backoff backoff(options_.retry_backoff);
+  std::chrono::nanoseconds retry_after{0};
+  for (int attempt = 0;; ++attempt) {
+    Pace(retry_after);
+    auto resp = send();
+    if (!resp.ok()) return resp;
+    auto delay = RetryDelay(resp->status, resp->retry_after, backoff.Next(), options_.max_retry_after);
+    if (!delay || attempt >= options_.max_retries) return resp;
+    if (observe_) observe_(method, std::to_string(resp->status));
+    spdlog::warn("request refused for load method={} path={} code={} retry_after=\"{}\" attempt={} retry_in_ms={}",
+                 method, path, resp->status, resp->retry_after, attempt + 1,
+                 std::chrono::duration_cast<std::chrono::milliseconds>(*delay).count());
+    retry_after = *delay;
+  }
+}
 
 ApiError KubeClient::LastError() { return last_error; }
 
@@ -108,7 +166,7 @@ Result<json> KubeClient::Send(const std::string& method, const std::string& path
   req.path = path;
   req.body = body;
   req.content_type = content_type;
-  auto resp = transport_->Do(req);
+  auto resp = SendPaced(method, path, [&] { return transport_->Do(req); });
   if (!resp.ok()) {
     last_error = ApiError{0, ""};
     if (observe_) observe_(method, "<error>");
@@ -221,7 +279,17 @@ Status KubeClient::Watch(const ResourceType& type, const std::string& ns, const 
   // Silence longer than the server's own timeout plus slack means the connection is dead.
   req.timeout = std::chrono::seconds(o.timeout_seconds + 30);
   Status result;
-  auto resp = transport_->Stream(
+  auto resp = SendPaced("WATCH", req.path, [&] { return StreamOnce(req, o, on_event, cancel, result); });
+  if (observe_) observe_("WATCH", resp.ok() ? std::to_string(resp->status) : "<error>");
+  if (!resp.ok()) return resp.status();
+  if (resp->status != 200) return StatusFromResponse(resp->status, resp->body, "watch " + req.path);
+  return result;
+}
+
+Result<HttpResponse> KubeClient::StreamOnce(const HttpRequest& req, const WatchOptions& o,
+                                            const std::function<bool(const json&)>& on_event,
+                                            const std::atomic<bool>* cancel, Status& result) {
+  return transport_->Stream(
       req,
       [&](std::string_view line) {
         auto event = ParseBody(line, o.drop_managed_fields);
@@ -237,22 +305,16 @@ Status KubeClient::Watch(const ResourceType& type, const std::string& ns, const 
         return on_event(event);
       },
       cancel);
-  if (observe_) observe_("WATCH", resp.ok() ? std::to_string(resp->status) : "<error>");
-  if (!resp.ok()) return resp.status();
-  if (resp->status != 200) return StatusFromResponse(resp->status, resp->body, "watch " + req.path);
-  return result;
 }
 
 Status RetryOnConflict(const std::function<Status()>& fn, int attempts,
                        std::chrono::milliseconds delay) {
-  thread_local std::mt19937 rng{std::random_device{}()};
+  Backoff backoff(BackoffPolicy{delay, delay, 1.0, 0.1});
   Status s;
   for (int i = 0; i < attempts; ++i) {
     s = fn();
     if (s.code() != Code::kAborted) return s;
-    std::uniform_real_distribution<double> jitter(1.0, 1.1);
-    std::this_thread::sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(
-        delay * jitter(rng)));
+    std::this_thread::sleep_for(backoff.Next());
   }
   return s;
 }

@@ -6,19 +6,25 @@
 // Errors carry the HTTP code and the Kubernetes Status reason, mapped once onto Code:
 // Conflict → kAborted, NotFound → kNotFound, AlreadyExists → kAlreadyExists, Gone/Expired →
 // kGone, Invalid → kInvalidArgument, Forbidden → kPermissionDenied, Unauthorized →
-// kUnauthenticated, 429/5xx → kUnavailable.
+// kUnauthenticated, 429/5xx → kUnavailable. Requests are paced by a qps/burst limiter, and a
+// request the server refuses for load is sent again after its Retry-After (ClientOptions).
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "base/status.h"
+#include "controller/backoff.h"
+#include "controller/token_bucket.h"
 #include "controller/transport.h"
 
 namespace stasis {
@@ -66,11 +72,33 @@ struct DeleteOptions {
   std::optional<int64_t> grace_period_seconds;
 };
 
+// How a client paces itself: client-go's QPS/Burst token bucket, and its retries of requests
+// the server refused for load (429 Too Many Requests, or 5xx with Retry-After).
+struct ClientOptions {
+  double qps = 0;  // requests a second; 0 = unlimited
+  int burst = 1;   // requests allowed at once before the rate applies
+  // Retries of a request refused for load: after the server's Retry-After (at most
+  // max_retry_after), or after the backoff when it names none. client-go's maxRetries is 10.
+  int max_retries = 10;
+  std::chrono::seconds max_retry_after{60};
+  BackoffPolicy retry_backoff{std::chrono::seconds(1), std::chrono::seconds(30), 2.0, 0.5};
+  Clock* clock = &RealClock::Get();  // not owned; paces the limiter and the retries
+};
+
+// The delay before sending again a request answered with `http_code` and the Retry-After
+// header `retry_after` ("" when absent): the header's seconds (capped) for a 429 or a 5xx that
+// names them, `backoff` for a 429 that names none; nullopt when the answer is not a refusal for
+// load (or Retry-After is an HTTP date, which the API server never sends). Pure.
+std::optional<std::chrono::nanoseconds> RetryDelay(int http_code, const std::string& retry_after,
+                                                   std::chrono::nanoseconds backoff,
+                                                   std::chrono::seconds max_retry_after);
+
 class KubeClient {
  public:
   // `observe(method, http_code_or_error)` is called after every request (for metrics).
   using Observer = std::function<void(const std::string& method, const std::string& code)>;
-  explicit KubeClient(std::unique_ptr<Transport> transport, Observer observe = nullptr);
+  explicit KubeClient(std::unique_ptr<Transport> transport, Observer observe = nullptr,
+                      ClientOptions options = {});
 
   Result<json> Get(const ResourceType& type, const std::string& ns, const std::string& name);
   // One page; the caller follows metadata.continue.
@@ -103,9 +131,21 @@ class KubeClient {
  private:
   Result<json> Send(const std::string& method, const std::string& path, const std::string& body,
                     const std::string& content_type, bool drop_managed_fields = false);
+  // Sends through the limiter, again while the server refuses for load (up to max_retries).
+  Result<HttpResponse> SendPaced(const std::string& method, const std::string& path,
+                                 const std::function<Result<HttpResponse>()>& send);
+  // One watch request; `result` gets what ended the stream from the inside (an ERROR event).
+  Result<HttpResponse> StreamOnce(const HttpRequest& req, const WatchOptions& o,
+                                  const std::function<bool(const json&)>& on_event,
+                                  const std::atomic<bool>* cancel, Status& result);
+  // Waits for the limiter's token, or `at_least` (a Retry-After), whichever is later.
+  void Pace(std::chrono::nanoseconds at_least = std::chrono::nanoseconds::zero());
 
   std::unique_ptr<Transport> transport_;
   Observer observe_;
+  ClientOptions options_;
+  std::mutex limiter_mu_;
+  std::optional<TokenBucket> limiter_;
 };
 
 // Maps an API server response (non-2xx) onto a Status, using the Status object's reason.

@@ -34,8 +34,11 @@ Result<std::unique_ptr<Manager>> Manager::New(ManagerOptions options) {
   std::unique_ptr<Manager> m(new Manager(std::move(options)));
   auto transport = NewCpprestTransport(*config);
   const std::string host = transport->Host();
+  ClientOptions co;
+  co.qps = m->options_.kube_api_qps;
+  co.burst = m->options_.kube_api_burst;
   m->client_ = std::make_unique<KubeClient>(std::move(transport),
-                                            m->metrics_->RestClientObserver(host));
+                                            m->metrics_->RestClientObserver(host), co);
   m->events_ = std::make_unique<KubeEventRecorder>(*m->client_, m->options_.events);
   if (m->options_.leader_election) {
     m->options_.leader_election->observe = m->metrics_->RestClientObserver(host);

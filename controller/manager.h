@@ -42,7 +42,10 @@ struct ManagerOptions {
   std::string kubeconfig;  // "" = $KUBECONFIG, then in-cluster (LoadRestConfig)
   std::string user_agent = "stasis";
   Metrics* metrics = nullptr;  // not owned; nullptr = Metrics::Global()
-  std::string metrics_addr = ":8080";
+  // Loopback unless told otherwise: the manifests bind the pod's own IP (probes, Prometheus).
+  std::string metrics_addr = "127.0.0.1:8080";
+  double kube_api_qps = 50;  // client-side rate limit (client-go's default 5/10 is too low for an agent)
+  int kube_api_burst = 100;
   // The /readyz body while some informer has not synced.
   std::string not_synced_message = "caches not synced";
   KubeEventRecorderOptions events;

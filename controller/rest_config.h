@@ -3,7 +3,9 @@
 // account. TLS is always verified against a CA; there is no "insecure" switch.
 #pragma once
 
+#include <cstddef>
 #include <functional>
+#include <map>
 #include <string>
 
 #include "base/status.h"
@@ -19,8 +21,17 @@ struct RestConfig {
   // re-read from disk (client-go re-reads at most once a minute; so do we).
   std::function<std::string()> bearer_token;
   std::string user_agent = "stasis";
-  double qps = 50;  // client-side rate limit (client-go default 5/10 is too low for a node agent)
-  int burst = 100;
+  // Act as another user (client-go's rest.ImpersonationConfig): sent as Impersonate-User,
+  // Impersonate-Group and Impersonate-Extra-<key> headers; "" = as ourselves. One group and
+  // one value per extra key: cpprest joins repeated headers into one, which the API server
+  // would read as a single value.
+  std::string impersonate_user;
+  std::string impersonate_group;
+  std::map<std::string, std::string> impersonate_extra;
+  // Bounds on what the server may send: a whole response body, and one line of a watch.
+  // A paged list (500 objects) or one object at the API server's own 3 MiB request limit fits.
+  size_t max_response_bytes = 64u << 20;
+  size_t max_line_bytes = 16u << 20;
 };
 
 // Loads the kubeconfig at `path` (YAML or JSON) and returns the current context's config.

@@ -4,7 +4,9 @@
 // headers, so the HTTP library can be replaced without touching anything else.
 //
 // Transport failures (connection refused, TLS, timeouts) are Status values; an HTTP error
-// status is a successful transport call whose response says so.
+// status is a successful transport call whose response says so. A body longer than the
+// config's max_response_bytes, or a streamed line longer than max_line_bytes, ends the request
+// with kResourceExhausted: a misbehaving or hostile server cannot grow the process without bound.
 #pragma once
 
 #include <atomic>
@@ -33,6 +35,7 @@ struct HttpRequest {
 struct HttpResponse {
   int status = 0;
   std::string body;  // for Stream(): only set when the status is not 200
+  std::string retry_after;  // the Retry-After header, "" when absent
 };
 
 class Transport {

@@ -1,7 +1,6 @@
 #include "controller/work_queue.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace stasis {
 namespace {
@@ -19,11 +18,8 @@ double Seconds(Clock::TimePoint::duration d) { return std::chrono::duration<doub
 }  // namespace
 
 ItemExponentialRateLimiter::Duration ItemExponentialRateLimiter::When(const std::string& key) {
-  int exp = failures_[key]++;
-  // In double: 2^exp overflows any integer type long before the cap stops mattering.
-  double backoff = static_cast<double>(base_.count()) * std::pow(2.0, exp);
-  if (backoff >= static_cast<double>(max_.count())) return max_;
-  return Duration(static_cast<Duration::rep>(backoff));
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  return std::chrono::duration_cast<Duration>(BackoffDelay(policy_, failures_[key]++, unit(rng_)));
 }
 
 int ItemExponentialRateLimiter::NumRequeues(const std::string& key) const {

@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -28,6 +29,7 @@
 #include <utility>
 
 #include "base/clock.h"
+#include "controller/backoff.h"
 
 namespace stasis {
 
@@ -63,20 +65,25 @@ class RateLimiter {
   virtual int NumRequeues(const std::string& key) const = 0;
 };
 
-// client-go's ItemExponentialFailureRateLimiter: base × 2^failures, capped at max_delay.
-// The defaults are controller-runtime's (5 ms → 1000 s): 5, 10, 20, 40 ms, …
+// client-go's ItemExponentialFailureRateLimiter, with jitter: base × 2^failures, capped,
+// stretched by up to a tenth (BackoffPolicy). The defaults are controller-runtime's
+// (5 ms → 1000 s): 5, 10, 20, 40 ms, … The jitter keeps keys that failed together (every
+// actor of a node when the API server restarts) from retrying together.
 class ItemExponentialRateLimiter final : public RateLimiter {
  public:
   using Duration = Clock::TimePoint::duration;
-  explicit ItemExponentialRateLimiter(Duration base = std::chrono::milliseconds(5),
-                                      Duration max_delay = std::chrono::seconds(1000))
-      : base_(base), max_(max_delay) {}
+  static constexpr BackoffPolicy kDefaultPolicy{std::chrono::milliseconds(5), std::chrono::seconds(1000),
+                                                2.0, 0.1};
+  explicit ItemExponentialRateLimiter(BackoffPolicy policy = kDefaultPolicy,
+                                      uint64_t seed = std::random_device{}())
+      : policy_(policy), rng_(seed) {}
   Duration When(const std::string& key) override;
   void Forget(const std::string& key) override { failures_.erase(key); }
   int NumRequeues(const std::string& key) const override;
 
  private:
-  Duration base_, max_;
+  BackoffPolicy policy_;
+  std::mt19937_64 rng_;
   std::unordered_map<std::string, int> failures_;
 };
 

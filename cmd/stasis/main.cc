@@ -70,7 +70,9 @@ void DefineNodeFlags(stasis::Flags& f) {
   f.Define("gpus", "", "comma-separated GPU UUIDs, or \"auto\" (nvidia-smi -L): one worker per GPU");
   f.Define("cdi-spec-dirs", "/etc/cdi,/var/run/cdi", "CDI spec directories for GPU actors' devices (later wins)");
   f.Define("gpu-cdi-kind", "nvidia.com/gpu", "CDI kind of this node's GPUs; devices are named by UUID");
-  f.Define("metrics-addr", ":8080", "address for /metrics, /healthz and /readyz");
+  f.Define("metrics-addr", "127.0.0.1:8080", "address for /metrics, /healthz and /readyz (\":8080\" = every interface)");
+  f.Define("kube-api-qps", "50", "requests a second to the API server (client-side limit)");
+  f.Define("kube-api-burst", "100", "requests to the API server allowed at once before --kube-api-qps applies");
   f.Define("lease-namespace", "stasis-system", "namespace of the node heartbeat Lease");
   f.Define("concurrency", "4", "actors reconciled in parallel");
   f.Define("heartbeat-period", "10", "seconds between renewals of the node's heartbeat Lease");
@@ -84,6 +86,22 @@ void DefineNodeFlags(stasis::Flags& f) {
 
 stasis::Status Invalid(const std::string& message) {
   return stasis::Status(stasis::Code::kInvalidArgument, message);
+}
+
+// --kube-api-qps and --kube-api-burst.
+stasis::Status ApiRate(const stasis::Flags& f, double& qps, int& burst) {
+  try {
+    size_t used = 0;
+    qps = std::stod(f.Get("kube-api-qps"), &used);
+    if (used != f.Get("kube-api-qps").size() || !(qps > 0) || qps > 100000) throw std::invalid_argument("");
+  } catch (const std::exception&) {
+    return Invalid("--kube-api-qps must be a number of requests a second in (0, 100000], not \"" +
+                   f.Get("kube-api-qps") + "\"");
+  }
+  auto b = f.GetInt("kube-api-burst", 1, 100000);
+  if (!b.ok()) return b.status();
+  burst = *b;
+  return stasis::OkStatus();
 }
 
 // One worker per GPU (--gpus), else --workers CPU slots.
@@ -123,6 +141,7 @@ stasis::Result<stasis::NodeAgentOptions> NodeOptions(const stasis::Flags& f) {
   o.root = f.Get("root");
   o.snapshot_store = f.Get("snapshot-store");
   o.metrics_addr = f.Get("metrics-addr");
+  if (auto s = ApiRate(f, o.kube_api_qps, o.kube_api_burst); !s.ok()) return s;
   o.lease_namespace = f.Get("lease-namespace");
   for (auto [flag, out, min, max] : {std::tuple{"concurrency", &o.concurrency, 1, 256},
                                      std::tuple{"shutdown-grace", &o.shutdown_grace_seconds, 0, 3600},
@@ -162,7 +181,9 @@ int RunNode(const std::vector<std::string>& args) {
 
 void DefineControllerFlags(stasis::Flags& f) {
   f.Define("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, then in-cluster");
-  f.Define("metrics-addr", ":8080", "address for /metrics, /healthz and /readyz");
+  f.Define("metrics-addr", "127.0.0.1:8080", "address for /metrics, /healthz and /readyz (\":8080\" = every interface)");
+  f.Define("kube-api-qps", "50", "requests a second to the API server (client-side limit)");
+  f.Define("kube-api-burst", "100", "requests to the API server allowed at once before --kube-api-qps applies");
   f.Define("leader-elect", "true", "elect a leader among replicas through a Lease");
   f.Define("leader-elect-lease-duration", "15s", "how long a standby waits before taking an unrenewed lease");
   f.Define("leader-elect-renew-deadline", "10s", "how long the leader keeps trying to renew before giving up");
@@ -179,6 +200,7 @@ stasis::Result<stasis::ClusterControllerOptions> ControllerOptions(const stasis:
   stasis::ClusterControllerOptions o;
   o.kubeconfig = f.Get("kubeconfig");
   o.metrics_addr = f.Get("metrics-addr");
+  if (auto s = ApiRate(f, o.kube_api_qps, o.kube_api_burst); !s.ok()) return s;
   o.leader_elect = f.GetBool("leader-elect");
   o.namespace_ = f.Get("namespace");
   for (auto [flag, out] : {std::pair{"leader-elect-lease-duration", &o.lease_duration_s},

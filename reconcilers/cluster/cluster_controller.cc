@@ -40,6 +40,8 @@ ManagerOptions ManagerOptionsFor(const ClusterControllerOptions& o) {
   mo.kubeconfig = o.kubeconfig;
   mo.user_agent = "stasis-controller";
   mo.metrics_addr = o.metrics_addr;
+  mo.kube_api_qps = o.kube_api_qps;
+  mo.kube_api_burst = o.kube_api_burst;
   mo.events.component = "stasis-controller";
   mo.shutdown_grace = std::chrono::seconds(10);
   if (o.leader_elect) {

@@ -14,7 +14,10 @@ namespace stasis {
 
 struct ClusterControllerOptions {
   std::string kubeconfig;
-  std::string metrics_addr = ":8080";
+  // Loopback unless told otherwise: the manifests bind the pod's own IP (probes, Prometheus).
+  std::string metrics_addr = "127.0.0.1:8080";
+  double kube_api_qps = 50;  // client-side rate limit (client-go's default 5/10 is too low for an agent)
+  int kube_api_burst = 100;
   bool leader_elect = true;
   std::string namespace_ = "stasis-system";  // its Lease, and the nodes' heartbeat Leases
   double lease_duration_s = 15, renew_deadline_s = 10, retry_period_s = 2;

@@ -30,7 +30,10 @@ struct NodeAgentOptions {
   // GPU actors' devices come from CDI specs in these directories (docs/gpu.md).
   std::vector<std::string> cdi_spec_dirs = {"/etc/cdi", "/var/run/cdi"};
   std::string gpu_cdi_kind = "nvidia.com/gpu";
-  std::string metrics_addr = ":8080";
+  // Loopback unless told otherwise: the manifests bind the pod's own IP (probes, Prometheus).
+  std::string metrics_addr = "127.0.0.1:8080";
+  double kube_api_qps = 50;  // client-side rate limit (client-go's default 5/10 is too low for an agent)
+  int kube_api_burst = 100;
   std::string lease_namespace = "stasis-system";
   int concurrency = 4;
   int heartbeat_period_seconds = 10;

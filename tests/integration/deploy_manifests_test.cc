@@ -278,6 +278,11 @@ void CheckHealthProbes(const json& container, const std::map<std::string, json>&
   ASSERT_TRUE(env.count("STASIS_METRICS_ADDR"));
   const std::string addr = env.at("STASIS_METRICS_ADDR").value("value", "");
   const int port = std::stoi(addr.substr(addr.rfind(':') + 1));
+  // Bound to the pod's IP, not every interface (the binary's default is loopback, which the
+  // kubelet's probes could not reach).
+  EXPECT_EQ(addr.substr(0, addr.rfind(':')), "$(POD_IP)");
+  ASSERT_TRUE(env.count("POD_IP"));
+  EXPECT_EQ(At(env.at("POD_IP"), "/valueFrom/fieldRef/fieldPath"), "status.podIP");
   bool named = false;
   for (const auto& p : container.value("ports", json::array())) {
     if (p.value("name", "") == "metrics") named = p.value("containerPort", 0) == port;

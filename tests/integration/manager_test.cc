@@ -221,8 +221,7 @@ TEST_F(ManagerTest, ReadyOnlyOnceInformersSyncedAndChecksPass) {
   InformerOptions io;
   io.type = kGadgets;
   io.ns = ns_;
-  io.initial_backoff = 100ms;
-  io.max_backoff = 500ms;
+  io.backoff = BackoffPolicy{100ms, 500ms, 2.0, 0.1};
   m->AddInformer(io);
   RecordingReconciler reconciler;
   m->AddController("gadgets", reconciler, 1);

@@ -3,10 +3,14 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <set>
 
 namespace stasis {
 namespace {
@@ -89,6 +93,72 @@ TEST(RunCommandTest, SignalIsReported) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->exit_code, -1);
   EXPECT_EQ(r->term_signal, SIGTERM);
+}
+
+std::set<int> OpenDescriptorSet() {
+  std::set<int> fds;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    fds.insert(std::stoi(e.path().filename().string()));
+  }
+  return fds;
+}
+
+int OpenDescriptors() { return static_cast<int>(OpenDescriptorSet().size()); }
+
+// The descriptor limit that leaves exactly `free` numbers below it unused (new descriptors
+// take the lowest free numbers, and the limit is on the number, not the count).
+rlim_t LimitLeaving(int free) {
+  const auto open = OpenDescriptorSet();
+  int unused = 0;
+  for (int fd = 0;; ++fd) {
+    if (unused == free && !open.contains(fd)) return static_cast<rlim_t>(fd);
+    if (!open.contains(fd)) ++unused;
+  }
+}
+
+// Runs `body` in a forked child (it changes process-wide limits) and returns its exit code.
+int InChild(const std::function<int()>& body) {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(body());
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+}
+
+// A fork refused by the kernel (a process limit) is an error value, and the pipes made for the
+// child are closed: an agent that keeps retrying must not run out of descriptors. Root is
+// exempt from RLIMIT_NPROC, so the child first becomes nobody.
+TEST(RunCommandTest, AFailedForkLeaksNoDescriptor) {
+  const int rc = InChild([] {
+    if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) return 10;
+    const rlimit none{0, 0};
+    if (setrlimit(RLIMIT_NPROC, &none) != 0) return 11;
+    const int before = OpenDescriptors();
+    for (int i = 0; i < 20; ++i) {
+      auto r = RunCommand({"/bin/true"}, 5s);
+      if (r.ok() || r.status().code() != Code::kUnavailable) return 12;
+      if (r.status().message().find("fork") == std::string::npos) return 13;
+    }
+    return OpenDescriptors() == before ? 0 : 14;
+  });
+  EXPECT_EQ(rc, 0) << "10/11: could not set the fault up; 12/13: not a fork error; 14: leaked";
+}
+
+// The same when only some of the pipes could be made (the descriptor limit reached half way).
+TEST(RunCommandTest, PipesMadeBeforeAFailureAreClosed) {
+  const int rc = InChild([] {
+    const int before = OpenDescriptors();
+    // Room for the first pipe and one more descriptor: the second pipe fails.
+    const rlim_t limit = LimitLeaving(3);
+    const rlimit few{limit, limit};
+    if (setrlimit(RLIMIT_NOFILE, &few) != 0) return 11;
+    for (int i = 0; i < 20; ++i) {
+      auto r = RunCommand({"/bin/true"}, 5s);
+      if (r.ok()) return 12;
+    }
+    return OpenDescriptors() == before ? 0 : 14;
+  });
+  EXPECT_EQ(rc, 0) << "11: could not set the fault up; 12: ran anyway; 14: leaked";
 }
 
 }  // namespace

@@ -28,10 +28,14 @@ bool Eventually(Pred pred, std::chrono::milliseconds timeout = 2s) {
   return true;
 }
 
+// Exact delays on the fake clock: the jitter (tested below) set to nothing.
+constexpr BackoffPolicy kNoJitter{5ms, 1000s, 2.0, 0.0};
+
 WorkQueueOptions WithClock(FakeClock& clock) {
   WorkQueueOptions o;
   o.name = "test";
   o.clock = &clock;
+  o.rate_limiter = std::make_unique<ItemExponentialRateLimiter>(kNoJitter);
   return o;
 }
 
@@ -143,7 +147,7 @@ TEST(WorkQueueTest, NonPositiveDelayAddsAtOnce) {
 }
 
 TEST(WorkQueueTest, BackoffIsFiveMillisecondsDoublingCappedAtThousandSeconds) {
-  ItemExponentialRateLimiter limiter;
+  ItemExponentialRateLimiter limiter(kNoJitter);
   std::chrono::nanoseconds expected = 5ms;
   for (int i = 0; i < 18; ++i) {  // 5 ms × 2^17 = 655.36 s is the last uncapped delay
     EXPECT_EQ(limiter.When("ns/a"), expected) << "failure " << i;
@@ -156,6 +160,24 @@ TEST(WorkQueueTest, BackoffIsFiveMillisecondsDoublingCappedAtThousandSeconds) {
   EXPECT_EQ(limiter.NumRequeues("ns/a"), 0);
   EXPECT_EQ(limiter.When("ns/a"), 5ms);
   EXPECT_EQ(limiter.When("ns/a"), 10ms);
+}
+
+// The default limiter stretches each delay by up to a tenth, differently for each key and each
+// queue, so that keys (and agents) that failed together do not retry together.
+TEST(WorkQueueTest, DefaultBackoffIsJitteredWithinATenth) {
+  ItemExponentialRateLimiter a(ItemExponentialRateLimiter::kDefaultPolicy, 1);
+  ItemExponentialRateLimiter b(ItemExponentialRateLimiter::kDefaultPolicy, 2);
+  int differ = 0;
+  for (int i = 0; i < 30; ++i) {
+    const auto nominal = std::min<std::chrono::nanoseconds>(5ms * (1LL << std::min(i, 20)), 1000s);
+    const auto da = a.When("ns/a"), db = b.When("ns/a");
+    for (auto d : {da, db}) {
+      EXPECT_GE(d, nominal) << "failure " << i;
+      EXPECT_LT(d, nominal + nominal / 10) << "failure " << i;
+    }
+    differ += da != db;
+  }
+  EXPECT_GE(differ, 25) << "two queues retried in lockstep";
 }
 
 TEST(WorkQueueTest, AddRateLimitedBacksOffOnTheClockAndForgetResets) {
