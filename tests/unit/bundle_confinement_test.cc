@@ -170,22 +170,23 @@ TEST_F(BundleConfinementTest, MissingPiecesAreBadBundlesNotRefusals) {
 TEST_F(BundleConfinementTest, RootsNeverHoldTheAgentsOwnDirectories) {
   const fs::path state = dir_.path();
   AgentDirs own{state.string(), {(state / "run").string(), (state / "store").string(),
-                                 "/var/run/secrets/kubernetes.io/serviceaccount"}};
+                                 (state / "secrets" / "serviceaccount").string()}};
+  fs::create_directories(state / "secrets" / "serviceaccount");
   EXPECT_TRUE(ValidateBundleRoots(roots_, own).ok()) << "a root beside the agent's directories, under --root";
   for (const auto& [root, why] : std::vector<std::pair<std::string, std::string>>{
            {"/", "whole file system"},
            {state.string(), "holds the agent's --root"},
            {(state / "store" / "x").string(), "lies inside the agent's own directory"},
-           {"/var/run", "holds the agent's own directory"},
+           {(state / "secrets").string(), "holds the agent's own directory"},
            {(state / "nonexistent").string(), "No such file"},
            {"relative", "absolute"}}) {
     fs::create_directories(state / "store" / "x");
-    Status s = ValidateBundleRoots(BundleRoots{{root}, false}, own);
+    Status s = ValidateBundleRoots(BundleRoots{{root}, false, {}}, own);
     EXPECT_EQ(s.code(), Code::kInvalidArgument) << root;
     EXPECT_THAT(s.message(), HasSubstr(why)) << root;
   }
   fs::create_directory_symlink(root_, state / "linked");
-  EXPECT_THAT(ValidateBundleRoots(BundleRoots{{(state / "linked").string()}, false}, own).message(),
+  EXPECT_THAT(ValidateBundleRoots(BundleRoots{{(state / "linked").string()}, false, {}}, own).message(),
               HasSubstr("is a symlink"));
 }
 
