@@ -1,6 +1,7 @@
 // data_dirs: a dataDir maps to a host directory only through a bind mount of the bundle, never
 // outside that mount's source; archives made with the real tar restore the directory exactly
-// (contents replaced, not merged).
+// (contents replaced, not merged); hostile archives (written with Python's tarfile) are refused
+// whole before anything is emptied, and never restored outside the bundle's root.
 #include "snapshots/data_dirs.h"
 
 #include <gmock/gmock.h>
