@@ -45,6 +45,8 @@ inline constexpr char kReasonNeverStarted[] = "NeverStarted";
 inline constexpr char kReasonInvalidSpec[] = "InvalidSpec";
 inline constexpr char kReasonRuntimeUnavailable[] = "RuntimeUnavailable";
 inline constexpr char kReasonMicrovmGpuUnsupported[] = "MicrovmGpuUnsupported";
+// spec.bundle, or a path its config.json names, is outside this node's --bundle-root rules.
+inline constexpr char kReasonBundleNotAllowed[] = "BundleNotAllowed";
 inline constexpr char kReasonSnapshotOnOtherNode[] = "SnapshotOnOtherNode";
 inline constexpr char kReasonNoFreeWorker[] = "NoFreeWorker";
 // Set by the cluster controller's binder: no live node has a worker that could ever run the

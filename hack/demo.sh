@@ -73,7 +73,7 @@ step "stasis node (one worker, runsc $("${RUNSC}" --version | head -1 | awk '{pr
 "${HACK_DIR}/make-bundle.sh" "${demo}/bundles/counter" >/dev/null
 "${REPO_ROOT}/build/stasis" node --node-name demo-node --runsc "${RUNSC}" --root "${demo}/node" \
   --snapshot-store "${demo}/store" --workers 1 --metrics-addr 127.0.0.1:19090 \
-  >"${demo}/node.log" 2>&1 &
+  --bundle-root "${demo}/bundles" >"${demo}/node.log" 2>&1 &
 echo $! > "${demo}/node.pid"
 for _ in $(seq 100); do curl -fs 127.0.0.1:19090/readyz >/dev/null 2>&1 && break; sleep 0.1; done
 curl -fs 127.0.0.1:19090/readyz >/dev/null || { tail -20 "${demo}/node.log" >&2; die "the node agent is not ready"; }

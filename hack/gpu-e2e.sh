@@ -245,7 +245,11 @@ cp "${REPO_ROOT}/manifests/cdi/stasis-cuda-checkpoint.yaml" "${WORK}/cdi/"
 MACHINE_LINES+=("- the node's GPU CDI spec, as written: \`$(grep -v '^#' "${WORK}/cdi/nvidia.yaml" | one_line)\`")
 
 # ---- actor bundles: the host's /usr and /etc, read-only; NO devices (CDI adds them) ----------
-ROOTFS="${WORK}/rootfs"
+# Bundles and their root filesystem live under the agent's --bundle-root; the host directories
+# they bind read-only are its --bundle-readonly-source list (docs/node-agent.md).
+BUNDLES="${WORK}/bundles"
+RO_SOURCES=(--bundle-readonly-source /usr --bundle-readonly-source /etc --bundle-readonly-source "${WORK}/w")
+ROOTFS="${BUNDLES}/rootfs"
 mkdir -p "${ROOTFS}"/{usr,etc,proc,dev,sys,tmp,w,opt}
 MOUNTS='{"destination":"/proc","type":"proc","source":"proc"},
  {"destination":"/dev","type":"tmpfs","source":"tmpfs","options":["nosuid","strictatime","mode=755","size=65536k"]},
@@ -260,11 +264,12 @@ for d in bin sbin lib lib32 lib64 libx32; do
   elif [[ -d "/${d}" ]]; then
     mkdir -p "${ROOTFS}/${d}"
     MOUNTS+=', {"destination":"/'"${d}"'","type":"bind","source":"/'"${d}"'","options":["rbind","ro","nosuid","nodev"]}'
+    RO_SOURCES+=(--bundle-readonly-source "/${d}")
   fi
 done
 make_bundle() {  # make_bundle GIB
-  mkdir -p "${WORK}/bundle-$1"
-  cat > "${WORK}/bundle-$1/config.json" <<EOF
+  mkdir -p "${BUNDLES}/bundle-$1"
+  cat > "${BUNDLES}/bundle-$1/config.json" <<EOF
 {"ociVersion": "1.0.2",
  "process": {"terminal": false, "user": {"uid": 0, "gid": 0},
   "args": ["/bin/sh", "-c", "exec /w/workload --gib $1 --spin-ms 5000 >/tmp/w.log 2>&1"],
@@ -307,7 +312,7 @@ start_agent() {  # start_agent RUNSC_PATH LOGNAME [ENV...]
     --node-name "${NODE}" --runsc "${runsc_path}" --runsc-flags "${RUNSC_FLAGS}" --root "${WORK}/root" \
     --snapshot-store "${WORK}/store" --gpus "${GPUS}" --cdi-spec-dirs "${WORK}/cdi" \
     --metrics-addr "127.0.0.1:${NPORT}" --heartbeat-period 2 --heartbeat-lease-duration 10 \
-    "${AGENT_FLAGS[@]}" > "${WORK}/${logname}.log" 2>&1 &
+    --bundle-root "${BUNDLES}" "${RO_SOURCES[@]}" "${AGENT_FLAGS[@]}" > "${WORK}/${logname}.log" 2>&1 &
   AGENT_PID=$!
   PIDS+=("${AGENT_PID}")
   for _ in $(seq 300); do
@@ -343,7 +348,7 @@ kind: Actor
 metadata: {name: $1, namespace: ${NS}}
 spec:
   runtime: gvisor
-  bundle: ${WORK}/bundle-$2
+  bundle: ${BUNDLES}/bundle-$2
   gpu: {count: 1, cudaCheckpointPath: ${CKPT_PATH}}
   desiredState: Running
   checkpointPolicy: Direct
@@ -413,7 +418,7 @@ if [[ "${MODE}" == pause-overhead ]]; then
   say "=== pause-overhead benchmark, ${gib} GiB, ${CYCLES} cycles"
   # Ends early, with what it has, when the call's limit comes near (the report keeps the log).
   LD_LIBRARY_PATH="${PKG}/lib" timeout -s INT $((HARD_S - SECONDS - 20)) "${PKG}/bin/bench_pause_overhead" --kubeconfig "${KUBECONFIG}" \
-    --runsc "${RUNSC}" --runsc-flags "${RUNSC_FLAGS}" --bundle "${WORK}/bundle-${gib}" --node "${NODE}" \
+    --runsc "${RUNSC}" --runsc-flags "${RUNSC_FLAGS}" --bundle "${BUNDLES}/bundle-${gib}" --node "${NODE}" \
     --namespace "${NS}" --work-dir "${WORK}/bench" --cycles "${CYCLES}" --warmup 1 \
     --agent-log "${WORK}/node-agent.log" --csv "${RESULTS}/pause-overhead.csv" \
     --gpu-uuid "${want_uuid}" --cdi-spec-dirs "${WORK}/cdi" --cuda-checkpoint-path "${CKPT_PATH}" \

@@ -11,6 +11,8 @@ packages=(
   # libraries
   libcpprest-dev libboost-dev libssl-dev nlohmann-json3-dev prometheus-cpp-dev libspdlog-dev
   libfmt-dev libyaml-cpp-dev libgtest-dev libgmock-dev
+  # Data snapshots are unpacked in process (snapshots/tar_extract.h)
+  libarchive-dev
   # the test sandboxes' root filesystem (and the micro-VM test guest's initramfs)
   busybox-static
   # the micro-VM runtime (QEMU's microvm machine; docs/microvm.md)

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/subprocess.h"
+#include "snapshots/tar_extract.h"
 
 namespace stasis {
 namespace {
@@ -158,6 +159,13 @@ Status ArchiveDataDirs(const std::vector<DataDir>& dirs, const std::string& imag
                         "): tar " + (r.ok() ? TarError(*r) : r.status().message()),
                     kArchiveFailed);
     }
+    // What a restore would refuse (a symlink out of the directory, a device) fails the
+    // checkpoint now, while the actor still runs, rather than leave a snapshot that cannot be
+    // restored.
+    if (Status s = ScanArchive((fs::path(image_dir) / archive).string()); !s.ok()) {
+      return Status(Code::kInternal, "dataDir " + dirs[i].container_path + " cannot be archived: " + s.message(),
+                    kArchiveFailed);
+    }
     index.push_back({{"containerPath", dirs[i].container_path}, {"archive", archive},
                      {"hostPath", dirs[i].host_path}});
   }
@@ -172,9 +180,16 @@ Status ArchiveDataDirs(const std::vector<DataDir>& dirs, const std::string& imag
   return OkStatus();
 }
 
-Status RestoreDataDirs(const std::string& bundle, const std::string& image_dir,
-                       std::chrono::milliseconds deadline) {
-  const auto start = Clock::now();
+namespace {
+
+struct RestorePlan {
+  std::string container_path, host_path, archive;
+};
+
+// Everything a restore can refuse, checked before anything is emptied: the index, each
+// directory's mapping through the bundle (and under `confine_root`), each archive's members.
+Result<std::vector<RestorePlan>> PlanRestore(const std::string& bundle, const std::string& image_dir,
+                                             const std::string& confine_root) {
   nlohmann::json index;
   try {
     std::ifstream in(fs::path(image_dir) / kIndexFile);
@@ -187,6 +202,7 @@ Status RestoreDataDirs(const std::string& bundle, const std::string& image_dir,
   }
   auto mounts = ReadMounts(bundle);
   if (!mounts.ok()) return mounts.status();
+  std::vector<RestorePlan> plan;
   for (const auto& entry : index) {
     const std::string container_path = entry.value("containerPath", "");
     const std::string archive = entry.value("archive", "");
@@ -197,34 +213,47 @@ Status RestoreDataDirs(const std::string& bundle, const std::string& image_dir,
     }
     auto dir = Resolve(bundle, *mounts, container_path);
     if (!dir.ok()) return dir.status();
+    if (confine_root.empty() || !Within(dir->host_path, Normal(confine_root)) || dir->host_path == Normal(confine_root)) {
+      return Unusable(container_path, "its host directory " + dir->host_path + " is not under the bundle's root " +
+                                          confine_root);
+    }
+    const std::string path = (fs::path(image_dir) / archive).string();
+    if (Status s = ScanArchive(path); !s.ok()) return s;
+    plan.push_back({container_path, dir->host_path, path});
+  }
+  return plan;
+}
+
+}  // namespace
+
+Status RestoreDataDirs(const std::string& bundle, const std::string& image_dir, const std::string& confine_root,
+                       std::chrono::milliseconds deadline) {
+  const auto start = Clock::now();
+  auto plan = PlanRestore(bundle, image_dir, confine_root);
+  if (!plan.ok()) return plan.status();
+  for (const auto& p : *plan) {
     // The directory is the bind mount's source (or under it): its contents are replaced, the
-    // directory itself stays (it may be a mount point on the host).
+    // directory itself stays (it may be a mount point on the host). remove_all removes a
+    // symlink, never what it points to.
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir->host_path, ec)) {
+    for (const auto& e : fs::directory_iterator(p.host_path, ec)) {
       std::error_code rec;
       fs::remove_all(e.path(), rec);
       if (rec) {
-        return Status(Code::kInternal, "emptying " + dir->host_path + ": " + e.path().string() + ": " + rec.message(),
+        return Status(Code::kInternal, "emptying " + p.host_path + ": " + e.path().string() + ": " + rec.message(),
                       kRestoreFailed);
       }
     }
-    if (ec) return Status(Code::kInternal, "emptying " + dir->host_path + ": " + ec.message(), kRestoreFailed);
-    const auto left = deadline - std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
-    if (left.count() <= 0) {
+    if (ec) return Status(Code::kInternal, "emptying " + p.host_path + ": " + ec.message(), kRestoreFailed);
+    if (Clock::now() - start > deadline) {
       return Status(Code::kInternal, "restoring the data directories took longer than the restore deadline",
                     kRestoreFailed);
     }
-    auto r = RunCommand({"tar", "--extract", "--file", (fs::path(image_dir) / archive).string(),
-                         "--numeric-owner", "--preserve-permissions", "--directory", dir->host_path},
-                        left);
-    if (!r.ok() || !r->success()) {
-      return Status(Code::kInternal,
-                    "restoring dataDir " + container_path + " (" + dir->host_path + "): tar " +
-                        (r.ok() ? TarError(*r) : r.status().message()),
-                    kRestoreFailed);
+    if (Status s = ExtractArchive(p.archive, p.host_path); !s.ok()) {
+      return Status(s.code(), "restoring dataDir " + p.container_path + ": " + s.message(), s.reason());
     }
   }
-  spdlog::info("component=data_dirs op=restore dirs={} image={} duration_ms={}", index.size(), image_dir,
+  spdlog::info("component=data_dirs op=restore dirs={} image={} duration_ms={}", plan->size(), image_dir,
                Millis(start));
   return OkStatus();
 }

@@ -7,8 +7,12 @@
 //    host directory in the bundle's config.json, and its host directory, symlinks resolved,
 //    stays inside that mount's source: never a path in the container's own root filesystem
 //    (which a fresh boot would not keep), never one that escapes through a symlink.
-//  - Archives are made and unpacked by `tar` through RunCommand (argv only, a deadline, its
-//    own process group); no user string reaches a shell.
+//  - Archives are made by `tar` through RunCommand (argv only, a deadline, its own process
+//    group; no user string reaches a shell) and unpacked in process by libarchive
+//    (tar_extract.h), after every archive of the snapshot has been scanned: an archive with an
+//    absolute, ".." or escaping link member, or a device, is refused before anything is emptied.
+//  - A restore writes only into directories under the bundle's confinement root
+//    (bundle_confinement.h in runtimes/, checked by the node agent before the restore).
 //  - An image holds one archive per dataDir (`data-<i>.tar`) and `data-dirs.json`, which names
 //    the container path of each: a restore maps them through the bundle of the node it runs on.
 #pragma once
@@ -38,11 +42,14 @@ Status ArchiveDataDirs(const std::vector<DataDir>& dirs, const std::string& imag
                        std::chrono::milliseconds deadline);
 
 // Replaces the contents of each directory named in <image_dir>/data-dirs.json, mapped through
-// `bundle`, by its archive. The caller verifies the image's checksums first and starts the
-// sandbox only after this succeeds. Reasons: "data_dir_unusable" (kInvalidArgument: the bundle
-// no longer maps a directory), "snapshot_corrupt" (kFailedPrecondition: no usable index),
-// "data_restore_failed" (kInternal: tar or the file system failed).
-Status RestoreDataDirs(const std::string& bundle, const std::string& image_dir,
+// `bundle`, by its archive. The caller verifies the image's checksums and the bundle's
+// confinement first (`confine_root`: the root ConfineBundle returned; every directory must lie
+// strictly under it) and starts the sandbox only after this succeeds. Everything that can be
+// refused is checked before the first directory is emptied. Reasons: "data_dir_unusable"
+// (kInvalidArgument: the bundle no longer maps a directory, or maps it outside the root),
+// "snapshot_corrupt" (kFailedPrecondition: no usable index, or an archive refused by
+// ScanArchive), "data_restore_failed" (kInternal: libarchive or the file system failed).
+Status RestoreDataDirs(const std::string& bundle, const std::string& image_dir, const std::string& confine_root,
                        std::chrono::milliseconds deadline);
 
 }  // namespace stasis

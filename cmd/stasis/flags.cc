@@ -11,6 +11,11 @@ void Flags::Define(const std::string& name, const std::string& default_value,
   order_.push_back(name);
 }
 
+void Flags::DefineRepeated(const std::string& name, const std::string& help) {
+  Define(name, "", help);
+  defs_[name].repeated = true;
+}
+
 std::string Flags::EnvName(const std::string& flag) {
   std::string env = "STASIS_";
   for (char c : flag) env.push_back(c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
@@ -47,7 +52,9 @@ Status Flags::Parse(const std::vector<std::string>& args) {
         value = args[++i];
       }
     }
-    it->second.value = value;
+    Def& def = it->second;
+    def.value = def.repeated && def.seen ? def.value + "," + value : value;
+    def.seen = true;
   }
   return OkStatus();
 }

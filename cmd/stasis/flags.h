@@ -20,6 +20,9 @@ class Flags {
  public:
   // Declares a flag with its default and help text.
   void Define(const std::string& name, const std::string& default_value, const std::string& help);
+  // A flag that may be given more than once: Get joins the values with ','. Its environment
+  // variable takes the same comma-separated list; any command-line occurrence replaces it.
+  void DefineRepeated(const std::string& name, const std::string& help);
   // Parses argv (from the first flag on) and the environment. --help sets help_requested().
   Status Parse(const std::vector<std::string>& args);
 
@@ -35,6 +38,8 @@ class Flags {
  private:
   struct Def {
     std::string value, help, default_value;
+    bool repeated = false;
+    bool seen = false;  // given on the command line (a repeated flag appends from the second on)
   };
   std::map<std::string, Def> defs_;
   std::vector<std::string> order_;

@@ -66,6 +66,9 @@ void DefineNodeFlags(stasis::Flags& f) {
   f.Define("microvm-accel", "kvm", "QEMU accelerator for micro-VMs: kvm, or tcg (software emulation, no /dev/kvm)");
   f.Define("root", "/var/lib/stasis", "state, sandboxes' runtime roots, logs and node-local snapshots");
   f.Define("snapshot-store", "", "directory where suspended actors' snapshots are committed (default <root>/store)");
+  f.DefineRepeated("bundle-root", "a directory actors' bundles (spec.bundle) must lie under, with their root filesystems and bind-mount sources; repeatable (default <root>/bundles; docs/security-bundles.md)");
+  f.Define("bundle-root-per-namespace", "false", "a bundle must lie under <bundle-root>/<actor's namespace>/");
+  f.DefineRepeated("bundle-readonly-source", "a host directory (e.g. /usr) that bundles may bind-mount read-only (option ro) from outside their root; repeatable");
   f.Define("workers", "1", "number of CPU workers (slots) on this node; ignored with --gpus");
   f.Define("gpus", "", "comma-separated GPU UUIDs, or \"auto\" (nvidia-smi -L): one worker per GPU");
   f.Define("cdi-spec-dirs", "/etc/cdi,/var/run/cdi", "CDI spec directories for GPU actors' devices (later wins)");
@@ -140,6 +143,11 @@ stasis::Result<stasis::NodeAgentOptions> NodeOptions(const stasis::Flags& f) {
   }
   o.root = f.Get("root");
   o.snapshot_store = f.Get("snapshot-store");
+  if (!f.Get("bundle-root").empty()) o.bundle_roots.roots = Split(f.Get("bundle-root"), ',');
+  o.bundle_roots.per_namespace = f.GetBool("bundle-root-per-namespace");
+  if (!f.Get("bundle-readonly-source").empty()) {
+    o.bundle_roots.readonly_sources = Split(f.Get("bundle-readonly-source"), ',');
+  }
   o.metrics_addr = f.Get("metrics-addr");
   if (auto s = ApiRate(f, o.kube_api_qps, o.kube_api_burst); !s.ok()) return s;
   o.lease_namespace = f.Get("lease-namespace");

@@ -64,11 +64,11 @@ trap 'exit 130' INT TERM
 
 bench_control_plane_up stasis-system
 
-"${HACK_DIR}/make-bundle.sh" "${work}/bundle" >/dev/null
+"${HACK_DIR}/make-bundle.sh" "${work}/bundles/bundle" >/dev/null
 if ((fill_mb > 0)); then
   # Random data (incompressible) in a sandbox-internal tmpfs: memory the checkpoint must save.
-  mkdir -p "${work}/bundle/rootfs/fill"
-  python3 - "${work}/bundle/config.json" "${fill_mb}" <<'PY'
+  mkdir -p "${work}/bundles/bundle/rootfs/fill"
+  python3 - "${work}/bundles/bundle/config.json" "${fill_mb}" <<'PY'
 import json, sys
 path, mb = sys.argv[1], int(sys.argv[2])
 spec = json.load(open(path))
@@ -80,7 +80,7 @@ json.dump(spec, open(path, "w"), indent=2)
 PY
 fi
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
-"${build}/stasis" node --node-name bench-node --runsc "${RUNSC}" --root "${work}/node" \
+"${build}/stasis" node --node-name bench-node --runsc "${RUNSC}" --root "${work}/node" --bundle-root "${work}/bundles" \
   --snapshot-store "${work}/store" --workers 2 --metrics-addr "127.0.0.1:${port}" \
   --log-level debug >"${work}/node.log" 2>&1 &
 node_pid=$!
@@ -94,7 +94,7 @@ if ((prometheus)); then
 fi
 
 cmd=("${build}/tests/bench_pause_overhead" --kubeconfig "${KUBECONFIG}" --runsc "${RUNSC}"
-     --bundle "${work}/bundle" --node bench-node --work-dir "${work}"
+     --bundle "${work}/bundles/bundle" --node bench-node --work-dir "${work}"
      --cycles "${cycles}" --warmup "${warmup}" --agent-log "${work}/node.log" --csv "${work}/cycles.csv")
 log "commit $(git -C "${REPO_ROOT}" rev-parse --short HEAD 2>/dev/null || echo unknown), work dir ${work}"
 "${cmd[@]}" | tee "${work}/report.txt"

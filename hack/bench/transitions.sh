@@ -172,14 +172,14 @@ PY
 result() { sed -n "s/^RESULT .*$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); stasis $(git -C "${REPO_ROOT}" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-mkdir -p "${work}/noop-bundle/rootfs" && echo '{}' >"${work}/noop-bundle/config.json"
+mkdir -p "${work}/bundles/noop-bundle/rootfs" && echo '{}' >"${work}/bundles/noop-bundle/config.json"
 
 # The recording: two pauses and two resumes of record_n actors on their own no-op agent.
-"${build}/tests/bench_node_noop" --kubeconfig "${KUBECONFIG}" --node-name record-node --root "${work}/record-node" \
+"${build}/tests/bench_node_noop" --kubeconfig "${KUBECONFIG}" --node-name record-node --root "${work}/record-node" --bundle-root "${work}/bundles" \
   --workers "${record_n}" --concurrency "${concurrency}" --metrics-addr "127.0.0.1:${port}" >"${work}/record.log" 2>&1 &
 agent_pid=$!
 wait_ready record
-"${bench}" flip --namespace record --kubeconfig "${KUBECONFIG}" --node record-node --bundle "${work}/noop-bundle" \
+"${bench}" flip --namespace record --kubeconfig "${KUBECONFIG}" --node record-node --bundle "${work}/bundles/noop-bundle" \
   --actors "${record_n}" --rounds 4 --threads "${concurrency}" >"${work}/record-flip.txt" \
   || { cat "${work}/record-flip.txt"; refuse "the recording flip failed"; }
 require_alive "the recording agent" "${agent_pid}"
@@ -248,11 +248,11 @@ flip_half() {
 }
 
 # Half 1: the no-op driver (no sandbox): the agent's own path.
-"${build}/tests/bench_node_noop" --kubeconfig "${KUBECONFIG}" --node-name noop-node --root "${work}/noop-node" \
+"${build}/tests/bench_node_noop" --kubeconfig "${KUBECONFIG}" --node-name noop-node --root "${work}/noop-node" --bundle-root "${work}/bundles" \
   --workers "${actors}" --concurrency "${concurrency}" --metrics-addr "127.0.0.1:${port}" >"${work}/noop.log" 2>&1 &
 agent_pid=$!
 wait_ready noop
-flip_half noop noop "${actors}" "${rounds}" "${work}/noop-bundle"
+flip_half noop noop "${actors}" "${rounds}" "${work}/bundles/noop-bundle"
 stop_agent
 # The ceilings again after the no-op rounds: the machine's load moves them, so the higher of
 # the two (a lower, more conservative ratio) is the one the ratios use.
@@ -273,13 +273,13 @@ require_positive "the ceiling with two watches" "${ceiling_watched}"
 R[noop_ratio_watched]="$(calc "${R[noop_tps]} * ${R[noop_writes]} / ${ceiling_watched}")"
 
 # Half 2: real sandboxes (busybox counter from hack/make-bundle.sh).
-"${HACK_DIR}/make-bundle.sh" "${work}/bundle" >/dev/null
-"${build}/stasis" node --node-name runsc-node --runsc "${RUNSC}" --root "${work}/runsc-node" \
+"${HACK_DIR}/make-bundle.sh" "${work}/bundles/bundle" >/dev/null
+"${build}/stasis" node --node-name runsc-node --runsc "${RUNSC}" --root "${work}/runsc-node" --bundle-root "${work}/bundles" \
   --workers "${runsc_actors}" --concurrency "${concurrency}" --metrics-addr "127.0.0.1:${port}" \
   >"${work}/runsc.log" 2>&1 &
 agent_pid=$!
 wait_ready runsc
-flip_half runsc runsc "${runsc_actors}" "${runsc_rounds}" "${work}/bundle"
+flip_half runsc runsc "${runsc_actors}" "${runsc_rounds}" "${work}/bundles/bundle"
 stop_agent
 
 echo

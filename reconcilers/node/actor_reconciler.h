@@ -50,6 +50,7 @@
 #include "controller/reconciler.h"
 #include "snapshots/data_dirs.h"
 #include "reconcilers/node/node_workers.h"
+#include "runtimes/bundle_confinement.h"
 #include "runtimes/runtime_driver.h"
 #include "reconcilers/node/snapshot_metrics.h"
 #include "reconcilers/node/transition_retries.h"
@@ -58,9 +59,17 @@
 
 namespace stasis {
 
+// Under --root: GPU actors' derived bundles, <root>/gpu-bundles/<sandbox id>/. Never the
+// operators' bundle directory (the DaemonSet's /var/lib/stasis/bundles is <root>/bundles): only
+// what the agent made there is removed.
+inline constexpr char kGpuBundlesDir[] = "gpu-bundles";
+
 struct ActorReconcilerOptions {
   std::string node;
-  std::string root;  // --root: run/, logs/ and snapshots/ live under it
+  std::string root;  // --root: run/, logs/, snapshots/ and gpu-bundles/ live under it
+  // Where actors' bundles may be (--bundle-root): checked before any sandbox starts and before
+  // a Data snapshot reads or writes the bundle's directories. Empty: every bundle is refused.
+  BundleRoots bundle_roots;
   // How often a RUNNING actor's sandbox is checked for life.
   std::chrono::milliseconds liveness_period{std::chrono::seconds(10)};
   // How soon a GPU preflight that failed is tried again (the actor keeps running meanwhile).
@@ -173,6 +182,9 @@ class ActorReconciler : public Reconciler {
   Result<ReconcileOutcome> Resume(Ctx& c);
   // Refusals that need no worker; nullopt when the resume may go ahead.
   std::optional<Result<ReconcileOutcome>> RefuseResume(Ctx& c);
+  // Confines spec.bundle (bundle_confinement.h); sets c.bundle_root, or fails the actor with
+  // BundleNotAllowed (its snapshot kept). nullopt when the resume may go ahead.
+  std::optional<Result<ReconcileOutcome>> RefuseBundle(Ctx& c);
   Result<ReconcileOutcome> ClaimFailed(Ctx& c, const Status& claim);
   // Restores or boots the claimed sandbox (the status says RESUMING).
   [[nodiscard]] Status StartSandbox(Ctx& c, const api::Worker& worker);
@@ -180,7 +192,7 @@ class ActorReconciler : public Reconciler {
   // Verifies a Data snapshot against its manifest and unpacks its directories (data_dirs.h).
   [[nodiscard]] Status RestoreData(Ctx& c, const api::Snapshot& snap, std::chrono::milliseconds deadline);
   // Writes the runtime bundle of a GPU actor for the worker it claimed (gpu_bundle.h); the
-  // directory is <root>/bundles/<sandbox id>.
+  // directory is <root>/gpu-bundles/<sandbox id>.
   Result<std::string> PrepareGpuBundle(const Ctx& c, const api::Worker& worker);
   std::string GpuBundleDir(const SandboxRef& ref) const;
 

@@ -79,7 +79,11 @@ std::optional<Result<ReconcileOutcome>> ActorReconciler::PreflightOrKeepRunning(
 Result<std::vector<DataDir>> ActorReconciler::ResolveDataDirsOrKeepRunning(Ctx& c) {
   // Every declared directory must map to a host directory before anything starts; a dataDir
   // that cannot be kept is the spec's or the bundle's problem, and the actor runs on.
-  auto resolved = ResolveDataDirs(c.a.spec.bundle, c.a.spec.snapshots.data_dirs);
+  // The bundle (its mounts included) may have changed since the start: it is confined again
+  // before the agent reads its directories as root.
+  auto confined = ConfineBundle(c.a.spec.bundle, c.a.metadata.namespace_, options_.bundle_roots);
+  auto resolved = confined.ok() ? ResolveDataDirs(c.a.spec.bundle, c.a.spec.snapshots.data_dirs)
+                                : Result<std::vector<DataDir>>(confined.status());
   if (resolved.ok()) return resolved;
   const std::string reason = ConditionReason(resolved.status().reason());
   retries_.NoteFailure(c.key, RetryOp::kCheckpoint, c.a.metadata.generation);

@@ -45,6 +45,26 @@ Status MakeDirectories(const NodeAgentOptions& o, std::string* store_root) {
   return OkStatus();
 }
 
+// --bundle-root, defaulted and checked against the agent's own directories.
+Result<BundleRoots> BundleRootsFor(const NodeAgentOptions& o, const std::string& store_root) {
+  BundleRoots roots = o.bundle_roots;
+  if (roots.roots.empty()) {
+    const std::string dflt = o.root + "/bundles";
+    std::error_code ec;
+    std::filesystem::create_directories(dflt, ec);
+    roots.roots = {dflt};
+  }
+  AgentDirs own;
+  own.state_root = o.root;
+  for (const char* d : {"run", "logs", "snapshots", kGpuBundlesDir}) own.private_dirs.push_back(o.root + "/" + d);
+  own.private_dirs.push_back(store_root);
+  for (const char* token : {"/var/run/secrets/kubernetes.io/serviceaccount", "/run/secrets/kubernetes.io/serviceaccount"}) {
+    own.private_dirs.push_back(token);
+  }
+  if (Status s = ValidateBundleRoots(roots, own); !s.ok()) return s;
+  return roots;
+}
+
 // runsc must run; QEMU may be missing (gVisor actors do not need it; a micro-VM actor's start
 // fails with the reason).
 Status CheckRuntimes(const NodeAgentOptions& o, RuntimeDriver& driver, QemuMicrovmDriver& microvm,
@@ -105,6 +125,11 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
 
   std::string store_root;
   if (Status s = MakeDirectories(o, &store_root); !s.ok()) return s;
+  auto bundle_roots = BundleRootsFor(o, store_root);
+  if (!bundle_roots.ok()) return bundle_roots.status();
+  for (const auto& r : bundle_roots->roots) {
+    spdlog::info("bundle root root={} per_namespace={}", r, bundle_roots->per_namespace);
+  }
   SnapshotStore snapshots(o.root + "/snapshots", store_root);
   if (Status s = snapshots.CheckStoreWritable(); !s.ok()) {
     // Not fatal: pauses still work; suspends report CommitFailed until the store is back.
@@ -132,7 +157,9 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
 
   Informer *pinned, *bound;
   ActorLookup lookup = AddActorInformers(m, o.node, &pinned, &bound);
-  ActorReconciler reconciler(ReconcilerOptionsFor(o), m.client(), lookup,
+  ActorReconcilerOptions ro = ReconcilerOptionsFor(o);
+  ro.bundle_roots = *bundle_roots;
+  ActorReconciler reconciler(std::move(ro), m.client(), lookup,
                              RuntimeDrivers{&driver, &microvm}, snapshots, workers,
                              snapshot_metrics, &m.events());
   Controller& controller = m.AddController("actor", reconciler, o.concurrency);

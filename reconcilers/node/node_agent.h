@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "runtimes/bundle_confinement.h"
 #include "runtimes/runtime_driver.h"
 #include "snapshots/snapshot_store.h"
 
@@ -25,6 +26,11 @@ struct NodeAgentOptions {
   std::string microvm_accel = "kvm";
   std::string root = "/var/lib/stasis";
   std::string snapshot_store;  // "" = <root>/store (a node-local store)
+  // --bundle-root (repeatable) and --bundle-root-per-namespace: where actors' bundles may be
+  // (bundle_confinement.h). No root given: <root>/bundles, created at startup (the DaemonSet's
+  // /var/lib/stasis/bundles). Checked at startup: never a root that holds the agent's own
+  // directories or its service-account token.
+  BundleRoots bundle_roots;
   // One entry per worker: empty = a CPU slot, else the GPU UUIDs it holds.
   std::vector<std::vector<std::string>> workers;
   // GPU actors' devices come from CDI specs in these directories (docs/gpu.md).

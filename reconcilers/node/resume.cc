@@ -9,6 +9,7 @@
 
 #include "reconcilers/node/actor_context.h"
 #include "reconcilers/node/actor_reconciler.h"
+#include "runtimes/bundle_confinement.h"
 #include "runtimes/gpu/gpu_bundle.h"
 
 namespace stasis {
@@ -58,7 +59,30 @@ std::optional<Result<ReconcileOutcome>> ActorReconciler::RefuseResume(Ctx& c) {
     if (Status s = WriteStatus(c); !s.ok()) return s;
     return ReconcileOutcome{};
   }
-  return std::nullopt;
+  return RefuseBundle(c);
+}
+
+std::optional<Result<ReconcileOutcome>> ActorReconciler::RefuseBundle(Ctx& c) {
+  // Before a worker is claimed and before runsc or a Data restore touches anything: runsc's
+  // gofer serves the bundle's mounts as root. A micro-VM bundle has no config.json: only its
+  // directory is confined.
+  const auto& ns = c.a.metadata.namespace_;
+  auto confined = c.a.spec.runtime == api::Runtime::kMicrovm
+                      ? ConfineBundleDir(c.a.spec.bundle, ns, options_.bundle_roots)
+                      : ConfineBundle(c.a.spec.bundle, ns, options_.bundle_roots);
+  if (confined.ok()) {
+    c.bundle_root = *confined;
+    return std::nullopt;
+  }
+  // A missing or unparsable config.json is runsc's BadBundle, reported by the start as before.
+  if (confined.status().reason() != kBundleNotAllowed) return std::nullopt;
+  // FAILED keeps latestSnapshot: a new generation (a bundle moved under a root) resumes from it.
+  c.a.status.status = ActorState::kFailed;
+  SetCondition(c, api::kConditionReady, false, api::kReasonBundleNotAllowed, confined.status().message());
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+  Event(c, true, api::kReasonBundleNotAllowed, confined.status().message());
+  spdlog::warn("bundle refused actor={} bundle={} error=\"{}\"", c.key, c.a.spec.bundle, confined.status().message());
+  return ReconcileOutcome{};
 }
 
 Result<ReconcileOutcome> ActorReconciler::ClaimFailed(Ctx& c, const Status& claim) {
@@ -189,11 +213,11 @@ Status ActorReconciler::RestoreData(Ctx& c, const api::Snapshot& snap, std::chro
   if (!verified.ok()) return UnrestorableOrRetry(verified.status());
   const std::string image = committed ? snapshots_.StorePath(ns, name, snap.id)
                                       : snapshots_.LocalPath(ns, name, snap.id);
-  return RestoreDataDirs(c.a.spec.bundle, image, deadline);
+  return RestoreDataDirs(c.a.spec.bundle, image, c.bundle_root, deadline);
 }
 
 std::string ActorReconciler::GpuBundleDir(const SandboxRef& ref) const {
-  return options_.root + "/bundles/" + ref.id;
+  return options_.root + "/" + kGpuBundlesDir + "/" + ref.id;
 }
 
 Result<std::string> ActorReconciler::PrepareGpuBundle(const Ctx& c, const api::Worker& worker) {

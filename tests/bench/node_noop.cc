@@ -1,7 +1,7 @@
 // BENCHMARK ONLY: `stasis node` with the no-op runtime driver (noop_runtime_driver.h) instead of
 // runsc, for hack/bench/transitions.sh: the agent's own cost per transition, with no sandbox.
 //
-//   bench_node_noop --kubeconfig K --node-name N --root DIR [--workers 1] [--concurrency 4]
+//   bench_node_noop --kubeconfig K --node-name N --root DIR [--bundle-root DIR] [--workers 1] [--concurrency 4]
 //                   [--metrics-addr 127.0.0.1:0] [--log-level info]
 //
 // Everything but the driver is the production agent (RunNodeAgent); SIGTERM stops it.
@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   if (!stasis::bench::ParseFlags(static_cast<int>(args.size()), args.data(), f) ||
       f.Get("node-name").empty() || f.Get("root").empty()) {
     std::fprintf(stderr, "usage: bench_node_noop --kubeconfig K --node-name N --root DIR [--workers 1] "
-                         "[--concurrency 4] [--metrics-addr ADDR] [--log-level info]\n");
+                         "[--concurrency 4] [--metrics-addr ADDR] [--bundle-root DIR] [--log-level info]\n");
     return 2;
   }
   spdlog::set_level(spdlog::level::from_str(f.Get("log-level", "info")));
@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   o.kubeconfig = f.Get("kubeconfig");
   o.node = f.Get("node-name");
   o.root = f.Get("root");
+  // Where the benchmark's bundles are (the agent's default: <root>/bundles).
+  if (!f.Get("bundle-root").empty()) o.bundle_roots.roots = {f.Get("bundle-root")};
   o.runsc = "bench-noop";
   o.metrics_addr = f.Get("metrics-addr", "127.0.0.1:0");
   o.concurrency = static_cast<int>(f.Int("concurrency", 4));

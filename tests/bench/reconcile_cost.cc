@@ -80,6 +80,8 @@ int Main(const Flags& f) {
   ActorReconcilerOptions ro;
   ro.node = kNode;
   ro.root = root;
+  // The bench's bundle is confined like any other: its parent is the --bundle-root.
+  ro.bundle_roots.roots = {std::filesystem::path(f.Get("bundle")).parent_path().string()};
   ActorReconciler node(ro, *client, [&](const std::string& key) { return actors.Get(key); }, driver,
                        snapshots, workers, snapshot_metrics, nullptr);
   ClusterReconcilerOptions co;

@@ -111,6 +111,7 @@ class ActorCacheTest : public ::testing::Test {
     ActorReconcilerOptions o;
     o.node = kNode;
     o.root = root_.path().string();
+    o.bundle_roots.roots = {testing::TestBundleRoot().string()};
     reconciler_ = std::make_unique<ActorReconciler>(
         o, *client_, [this](const std::string&) { return cached_; }, driver_, snapshots_, workers_,
         snapshot_metrics_, nullptr);

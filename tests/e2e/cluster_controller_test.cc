@@ -121,7 +121,7 @@ class ClusterControllerTest : public ::testing::Test {
                                      "--root", (dir_->path() / node).string(), "--snapshot-store",
                                      Store().string(), "--workers", std::to_string(workers),
                                      "--metrics-addr", "127.0.0.1:0", "--heartbeat-period", "1",
-                                     "--heartbeat-lease-duration", "4"};
+                                     "--heartbeat-lease-duration", "4", "--bundle-root", TestBundleRoot().string()};
     argv.insert(argv.end(), extra.begin(), extra.end());
     agents_[node] = std::make_unique<BackgroundProcess>(argv, (dir_->path() / (node + ".log")).string(), env);
   }
@@ -397,8 +397,9 @@ TEST_F(ClusterControllerTest, DeleteFromEveryStatusWithTheNodeAgentsDown) {
   StartAgent("cc-e", 6, kInjector, HoldEnv("hold-checkpoint", "cc-e"));
   StartAgent("cc-f", 1, kInjector, HoldEnv("hold-restore", "cc-f"));
   StartController({"--snapshot-store", Store().string()});
-  const fs::path empty_bundle = dir_->path() / "empty-bundle";
-  fs::create_directories(empty_bundle);
+  Bundle no_config(CounterArgs());  // under the agents' --bundle-root, without config.json
+  fs::remove(no_config.dir() / "config.json");
+  const fs::path empty_bundle = no_config.dir();
   const std::vector<std::string> on_e = {"run", "paus", "susp", "pausing", "suspending"};
   for (const auto& n : on_e) CreateActorWith(n, {{"nodeName", "cc-e"}, {"desiredState", "Running"}});
   CreateActorWith("fail", {{"nodeName", "cc-e"}, {"desiredState", "Running"}, {"bundle", empty_bundle.string()}});

@@ -155,7 +155,9 @@ class MicrovmActorTest : public ::testing::Test {
                                  "--shutdown-grace",
                                  "5",
                                  "--microvm-accel",
-                                 MicrovmTestAccel()},
+                                 MicrovmTestAccel(),
+                                 "--bundle-root",
+                                 fs::path(MicrovmTestBundle()).parent_path().string()},
         log);
     const auto start = Clock::now();
     while (Clock::now() - start < 30s) {

@@ -163,7 +163,8 @@ class MonitoringTest : public ::testing::Test {
                                  "--root", a.root, "--snapshot-store", (work_.path() / "store").string(),
                                  "--workers", std::to_string(workers), "--metrics-addr",
                                  "127.0.0.1:" + std::to_string(a.port), "--heartbeat-period", "1",
-                                 "--heartbeat-lease-duration", "4", "--shutdown-grace", "5"},
+                                 "--heartbeat-lease-duration", "4", "--shutdown-grace", "5",
+                                 "--bundle-root", TestBundleRoot().string()},
         log, env);
     const auto end = Clock::now() + 30s;
     while (Clock::now() < end && a.proc->Running()) {

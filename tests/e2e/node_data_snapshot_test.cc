@@ -40,14 +40,14 @@ class DataSnapshotTest : public NodeAgentTest {
  protected:
   void SetUp() override {
     NodeAgentTest::SetUp();
-    host_data_ = work_.path() / "host-data";
+    host_data_ = BundleRoot() / "host-data";
     fs::create_directories(host_data_);
     // Each write is a rename, so a freeze never catches a half-written count.
     data_bundle_ = std::make_unique<Bundle>(std::vector<std::string>{
         "/bin/sh", "-c",
         "echo boot >> /data/boots; i=$(cat /data/count 2>/dev/null || echo 0); "
         "while true; do i=$((i+1)); echo $i > /data/count.new; mv /data/count.new /data/count; "
-        "echo $i > /tmp/counter; sleep 0.1; done"});
+        "echo $i > /tmp/counter; sleep 0.1; done"}, BundleRoot());
     fs::create_symlink("busybox", data_bundle_->dir() / "rootfs" / "bin" / "mv");
     json config = json::parse(ReadFile(data_bundle_->dir() / "config.json"));
     config["mounts"].push_back({{"destination", "/data"}, {"type", "bind"}, {"source", host_data_.string()},

@@ -153,9 +153,9 @@ TEST_F(NodeAgentTest, NvproxySaveFailure) {
 TEST_F(NodeAgentTest, BadBundlesFailWithReasonOthersRun) {
   Agent* a = StartAgent(Node("a"), PinnedRunsc());
   ASSERT_NE(a, nullptr);
-  const fs::path nocfg = work_.path() / "no-config";
+  const fs::path nocfg = BundleRoot() / "no-config";
   fs::create_directories(nocfg / "rootfs");
-  const fs::path norootfs = work_.path() / "no-rootfs";
+  const fs::path norootfs = BundleRoot() / "no-rootfs";
   fs::create_directories(norootfs);
   json config = json::parse(ReadFile(bundle_->dir() / "config.json"));
   config["root"]["path"] = "missing-rootfs";

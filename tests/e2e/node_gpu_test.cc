@@ -109,7 +109,7 @@ TEST_F(NodeAgentTest, GpuActorGetsItsDevicesFromCdi) {
   ASSERT_TRUE(WaitStatus("gpu", "STATUS_RUNNING", 60s, &actor));
   auto restores = InjectCalls("restore", "gpu");
   ASSERT_EQ(restores.size(), 1u) << ReadFile(InjectLog());
-  EXPECT_THAT(restores[0], HasSubstr(a->root + "/bundles/" + Id("gpu")));
+  EXPECT_THAT(restores[0], HasSubstr(a->root + "/gpu-bundles/" + Id("gpu")));
   const long c = WaitCounter(*a, "gpu", 1);
   WaitCounter(*a, "gpu", c + 3);
 

@@ -160,7 +160,7 @@ TEST_F(NodeAgentTest, DeleteFromEveryStatus) {
   // One worker each: a FAILED actor needs one too while it tries to start.
   Agent* a = StartAgent(Node("a"), PinnedRunsc(), {}, 4);
   ASSERT_NE(a, nullptr);
-  const fs::path empty_bundle = work_.path() / "empty-bundle";
+  const fs::path empty_bundle = BundleRoot() / "empty-bundle";
   fs::create_directories(empty_bundle);
   CreateActor("run", CounterSpec(a->node));
   CreateActor("paus", CounterSpec(a->node));

@@ -275,7 +275,7 @@ TEST_F(StatePairsTest, PairsFromResting) {
 TEST_F(StatePairsTest, PairsFromFailed) {
   Agent* a = StartAgent(Node("a"), PinnedRunsc(), {}, 1);
   ASSERT_NE(a, nullptr);
-  const fs::path empty_bundle = work_.path() / "empty-bundle";
+  const fs::path empty_bundle = BundleRoot() / "empty-bundle";
   fs::create_directories(empty_bundle);
   json spec = CounterSpec(a->node);
   spec["bundle"] = empty_bundle.string();

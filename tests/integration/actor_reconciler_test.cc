@@ -4,6 +4,7 @@
 // sandbox — and every failure class a runtime reports, each asserted on the Actor the API
 // server holds (status, conditions, worker) and on the calls the runtime saw. The same paths
 // with real runsc are in tests/e2e/.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
 #include <sys/mount.h>
@@ -68,7 +69,8 @@ class ActorReconcilerTest : public ::testing::Test {
     fs::remove_all(root_);
     fs::create_directories(root_ / "snapshots");
     fs::create_directories(root_ / "store");
-    fs::create_directories(root_ / "bundle");
+    fs::create_directories(root_ / "bundles" / "app" / "rootfs");
+    std::ofstream(root_ / "bundles" / "app" / "config.json") << R"({"root": {"path": "rootfs"}})";
     client_ = ControlPlane::Get().NewClient();
     metrics_ = std::make_unique<SnapshotMetrics>(registry_);
     store_ = std::make_unique<SnapshotStore>((root_ / "snapshots").string(), (root_ / "store").string());
@@ -84,6 +86,7 @@ class ActorReconcilerTest : public ::testing::Test {
     ActorReconcilerOptions o;
     o.node = node_;
     o.root = root_.string();
+    o.bundle_roots.roots = {(root_ / "bundles").string()};
     o.pause_durability = Durability::kSynced;
     o.host_error_attempts = host_error_attempts;
     o.retry_base = retry_base;
@@ -96,7 +99,7 @@ class ActorReconcilerTest : public ::testing::Test {
     api::Actor a;
     a.metadata.namespace_ = ns_;
     a.metadata.name = kActor;
-    a.spec.bundle = (root_ / "bundle").string();
+    a.spec.bundle = (root_ / "bundles" / "app").string();
     a.spec.node_name = node_;
     json body = api::ActorTypedJson(a);
     body["spec"]["desiredState"] = desired;
@@ -172,7 +175,7 @@ class ActorReconcilerTest : public ::testing::Test {
   void CreateRunningGpuActor() {
     json body = {{"apiVersion", "stasis.dev/v1alpha1"}, {"kind", "Actor"},
                  {"metadata", {{"name", kActor}, {"namespace", ns_}}},
-                 {"spec", {{"bundle", (root_ / "bundle").string()}, {"nodeName", node_},
+                 {"spec", {{"bundle", (root_ / "bundles" / "app").string()}, {"nodeName", node_},
                            {"desiredState", "Running"}, {"gpu", {{"count", 1}}}}}};
     ASSERT_TRUE(client_->Create(kActorType, ns_, body).ok());
     auto worker = workers_->Claim(api::ActorRef{ns_, kActor}, 0);
@@ -736,6 +739,62 @@ TEST_F(ActorReconcilerTest, AReadOnlyStoreStopsCommitRetriesAtTheBound) {
                              {{"spec", {{"timeouts", {{"restoreSeconds", 61}}}}}}).ok());
   ASSERT_TRUE(Settle("STATUS_SUSPENDED"));
   EXPECT_EQ(Get().status.latest_snapshot->node_name, "") << "committed";
+}
+
+}  // namespace
+}  // namespace stasis
+
+namespace stasis {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+// A bundle outside --bundle-root (bundle_confinement.h): FAILED with BundleNotAllowed and a
+// Warning Event before any worker is claimed or the runtime called; its snapshot is kept.
+TEST_F(ActorReconcilerTest, ABundleOutsideTheRootsFailsTheActor) {
+  Create("Paused");
+  ASSERT_TRUE(Settle("STATUS_SUSPENDED"));  // never started
+  const std::string id = CompleteLocalSnapshot("Pause");
+  ASSERT_FALSE(id.empty());
+  PatchStatus({{"status", "STATUS_PAUSED"},
+               {"latestSnapshot", {{"id", id}, {"trigger", "Pause"}, {"scope", "Full"},
+                                   {"location", store_->LocalPath(ns_, kActor, id)}, {"nodeName", node_}}}});
+  const fs::path outside = root_ / "elsewhere";
+  fs::create_directories(outside / "rootfs");
+  std::ofstream(outside / "config.json") << R"({"root": {"path": "rootfs"}})";
+  ASSERT_TRUE(client_->Patch(kActorType, ns_, kActor, PatchType::kMerge,
+                             {{"spec", {{"bundle", outside.string()}, {"desiredState", "Running"}}}}).ok());
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_EQ(StatusName(), "STATUS_FAILED");
+  EXPECT_EQ(Reason(api::kConditionReady), api::kReasonBundleNotAllowed);
+  EXPECT_THAT(Message(api::kConditionReady), HasSubstr("not under an allowed bundle root"));
+  EXPECT_THAT(events_.Warnings(), Contains(HasSubstr(std::string(api::kReasonBundleNotAllowed) + ": bundle " +
+                                                     outside.string())));
+  EXPECT_FALSE(HoldsWorker());
+  EXPECT_EQ(driver_.CountCalls("Run") + driver_.CountCalls("Restore"), 0);
+  ASSERT_TRUE(Get().status.latest_snapshot.has_value()) << "the snapshot is kept";
+  EXPECT_EQ(Get().status.latest_snapshot->id, id);
+  EXPECT_TRUE(fs::exists(store_->LocalPath(ns_, kActor, id)));
+}
+
+// The DaemonSet's layout: operators' bundles in <root>/bundles, which is also the default
+// --bundle-root. The agent's GPU bundles live in <root>/gpu-bundles: deleting an actor whose
+// sandbox id an operator's bundle happens to be named removes only the agent's directory.
+TEST_F(ActorReconcilerTest, DeletingLeavesAnOperatorsBundleOfTheSameName) {
+  const fs::path operators = root_ / "bundles" / SandboxId();
+  fs::create_directories(operators);
+  std::ofstream(operators / "config.json") << "{}";
+  const fs::path derived = root_ / kGpuBundlesDir / SandboxId();
+  fs::create_directories(derived);
+  std::ofstream(derived / "config.json") << "{}";
+  Create("Running");
+  ASSERT_TRUE(Settle("STATUS_RUNNING"));
+  ASSERT_TRUE(client_->Delete(kActorType, ns_, kActor).ok());
+  for (int i = 0; i < 4 && client_->Get(kActorType, ns_, kActor).ok(); ++i) (void)Reconcile();
+  ASSERT_FALSE(client_->Get(kActorType, ns_, kActor).ok()) << "the finalizer was not removed";
+  EXPECT_TRUE(fs::exists(operators / "config.json")) << "an operator's bundle was deleted";
+  EXPECT_FALSE(fs::exists(derived)) << "the agent's own GPU bundle was left";
 }
 
 }  // namespace

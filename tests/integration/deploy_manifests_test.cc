@@ -660,7 +660,8 @@ TEST_F(DeployManifestsTest, NodeAgentWorksWithOnlyItsServiceAccount) {
   // An actor with a bundle that cannot exist: finalizer (patch), worker claimed and freed
   // (list, /status patches), FAILED with BadBundle (/status patch), an Event (create).
   const std::string name = "bad-bundle";
-  Apply(Actor(name, node, "/nonexistent/stasis-rbac-test-bundle"));
+  // Under the default --bundle-root (<root>/bundles), so that it is runsc's check that fails.
+  Apply(Actor(name, node, (tmp.path() / "root" / "bundles" / "nonexistent").string()));
   json actor;
   ASSERT_TRUE(Eventually(
       [&] {

@@ -128,7 +128,8 @@ void NodeAgentTest::SetUp() {
   while (ns_.back() == '-') ns_.pop_back();
   auto r = Kubectl({"create", "namespace", ns_});
   ASSERT_TRUE(r.success()) << r.err;
-  bundle_ = std::make_unique<Bundle>(CounterArgs());
+  fs::create_directories(BundleRoot());
+  bundle_ = std::make_unique<Bundle>(CounterArgs(), BundleRoot());
   store_ = (work_.path() / "store").string();
 }
 
@@ -214,7 +215,8 @@ Agent* NodeAgentTest::StartAgent(const std::string& node, const std::string& run
   std::vector<std::string> argv = {kStasis, "node", "--kubeconfig", ControlPlane::Get().kubeconfig(),
                                    "--node-name", node, "--runsc", runsc, "--root", a->root,
                                    "--workers", std::to_string(workers), "--metrics-addr",
-                                   "127.0.0.1:0", "--snapshot-store", a->store, "--shutdown-grace", "5"};
+                                   "127.0.0.1:0", "--snapshot-store", a->store, "--shutdown-grace", "5",
+                                   "--bundle-root", BundleRoot().string()};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   a->proc = std::make_unique<BackgroundProcess>(argv, log, env);
   roots_.insert(a->root);

@@ -102,6 +102,8 @@ class NodeAgentTest : public ::testing::Test {
 
   // The wrapper's environment: everything goes to the real runsc (or `next`).
   std::vector<std::string> InjectEnv(const std::string& mode, const std::string& next = "");
+  // Every agent's --bundle-root: <work>/bundles, beside (never holding) their roots and store.
+  std::filesystem::path BundleRoot() const { return work_.path() / "bundles"; }
   std::string InjectLog() const { return (work_.path() / "inject-calls.log").string(); }
   std::string ArmFile() const { return (work_.path() / "inject-armed").string(); }
   std::string ReleaseFile() const { return (work_.path() / "inject-release").string(); }

@@ -15,8 +15,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-fs::path MakeTemp(const std::string& prefix) {
-  std::string tmpl = (fs::temp_directory_path() / (prefix + "XXXXXX")).string();
+fs::path MakeTemp(const std::string& prefix, const fs::path& parent = fs::temp_directory_path()) {
+  std::string tmpl = (parent / (prefix + "XXXXXX")).string();
   if (mkdtemp(tmpl.data()) == nullptr) {
     std::perror("mkdtemp");
     std::abort();
@@ -49,7 +49,17 @@ std::vector<std::string> CounterArgs() {
           "i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done"};
 }
 
-Bundle::Bundle(const std::vector<std::string>& args) : dir_(MakeTemp("stasis-bundle-")) {
+const fs::path& TestBundleRoot() {
+  static const fs::path root = [] {
+    const fs::path r = fs::temp_directory_path() / "stasis-test-bundles";
+    fs::create_directories(r);
+    return r;
+  }();
+  return root;
+}
+
+Bundle::Bundle(const std::vector<std::string>& args, const fs::path& parent)
+    : dir_(MakeTemp("stasis-bundle-", parent.empty() ? TestBundleRoot() : parent)) {
   const fs::path rootfs = dir_ / "rootfs";
   for (const char* d : {"bin", "proc", "dev", "sys", "tmp", "data", "etc"}) {
     fs::create_directories(rootfs / d);

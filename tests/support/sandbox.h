@@ -18,10 +18,11 @@ const std::string& PinnedRunsc();
 std::vector<std::string> CounterArgs();
 
 // A temporary OCI bundle: rootfs/ with busybox and its applets, config.json running `args`.
-// Removed with everything under it when destroyed.
+// Removed with everything under it when destroyed. Made under `parent` when given (an agent's
+// --bundle-root), else under TestBundleRoot().
 class Bundle {
  public:
-  explicit Bundle(const std::vector<std::string>& args);
+  explicit Bundle(const std::vector<std::string>& args, const std::filesystem::path& parent = {});
   ~Bundle();
   Bundle(const Bundle&) = delete;
   Bundle& operator=(const Bundle&) = delete;
@@ -30,6 +31,10 @@ class Bundle {
  private:
   std::filesystem::path dir_;
 };
+
+// The --bundle-root of agents that use Bundle's default parent: <tmp>/stasis-test-bundles,
+// created on first use. It holds bundles only: never an agent's --root or store.
+const std::filesystem::path& TestBundleRoot();
 
 // A runsc root directory and the containers started in it; every container is force-deleted
 // and the directory removed when destroyed, so a failing test leaks no sandbox.
