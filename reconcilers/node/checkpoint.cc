@@ -3,7 +3,10 @@
 // the order actor_reconciler.h's invariants give), and PAUSED → SUSPENDED (commit).
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <limits>
 
 #include "reconcilers/node/actor_context.h"
 #include "reconcilers/node/actor_reconciler.h"
@@ -18,6 +21,13 @@ using api::SnapshotTrigger;
 
 constexpr char kSuccess[] = "success";
 constexpr char kError[] = "error";
+
+// The host's physical memory in bytes (INT64_MAX when it cannot be read: the runtime is asked).
+int64_t HostMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return std::numeric_limits<int64_t>::max();
+  return static_cast<int64_t>(pages) * page;
+}
 
 }  // namespace
 
@@ -159,17 +169,20 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
 }
 
 std::optional<Result<ReconcileOutcome>> ActorReconciler::RefuseCheckpointWithoutSpace(Ctx& c) {
-  // The image is about the size of the sandbox's memory (runsc writes its pages; a GPU actor's
-  // device memory, which the driver does not report, is left to the margin). Unknown, the
-  // margin alone is asked for.
-  auto usage = c.driver->MemoryUsage(c.ref);
-  const int64_t expected = usage.ok() ? *usage : 0;
   const std::string& root = snapshots_.local_root();
   std::error_code ec;
   fs::create_directories(root, ec);
   auto free = FreeBytes(root);
   if (!free.ok()) return std::nullopt;  // not askable: the checkpoint's own writes will tell
   const int64_t margin = options_.checkpoint_space_margin;
+  // No sandbox's image outgrows the host's memory: with room for that, the runtime need not be
+  // asked (one runsc call less on the pause's path).
+  if (CheckpointFits(*free, HostMemoryBytes(), margin)) return std::nullopt;
+  // The image is about the size of the sandbox's memory (runsc writes its pages; a GPU actor's
+  // device memory, which the driver does not report, is left to the margin). Unknown, the
+  // margin alone is asked for.
+  auto usage = c.driver->MemoryUsage(c.ref);
+  const int64_t expected = usage.ok() ? *usage : 0;
   if (CheckpointFits(*free, expected, margin)) return std::nullopt;
   const Status refused(Code::kFailedPrecondition,
                        "the snapshot's file system (" + root + ") has " + std::to_string(*free) +

@@ -7,8 +7,10 @@
 //             sha256 on up to 4 threads
 // each with the page cache warm (the files just read) and cold (each file's pages evicted first
 // with fsync + posix_fadvise(DONTNEED), which needs no global drop_caches). Prints the medians,
-// the MB/s and verify/baseline as a ratio. Run by hack/bench/restore-verify.sh.
+// the MB/s, the CPU time of each (all threads: the cost whatever else the machine runs) and
+// verify/baseline wall time as a ratio. Run by hack/bench/restore-verify.sh.
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +24,8 @@
 #include <thread>
 #include <string>
 #include <vector>
+
+#include <spdlog/spdlog.h>
 
 #include "snapshots/snapshot_store.h"
 
@@ -73,6 +77,18 @@ void Evict(const std::vector<fs::path>& files) {
   }
 }
 
+// CPU time of the whole process (every thread), in ms: what the work costs whatever else runs.
+double CpuMs() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto ms = [](const timeval& t) { return t.tv_sec * 1000.0 + t.tv_usec / 1000.0; };
+  return ms(u.ru_utime) + ms(u.ru_stime);
+}
+
+struct Sample {
+  double wall_ms = 0, cpu_ms = 0;
+};
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -89,6 +105,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
   }
+  spdlog::set_level(spdlog::level::warn);  // the store's per-verify log lines are not the report
   fs::remove_all(dir);
   stasis::SnapshotStore store(dir + "/local", dir + "/store");
   fs::create_directories(dir + "/store");
@@ -114,11 +131,12 @@ int main(int argc, char** argv) {
   size_t bytes = 0;
   for (const auto& f : files) bytes += fs::file_size(f);
 
-  std::vector<double> base_warm, verify_warm, base_cold, verify_cold;
+  std::vector<Sample> base_warm, verify_warm, base_cold, verify_cold;
   auto time = [](auto&& fn) {
     const auto t0 = Clock::now();
+    const double c0 = CpuMs();
     fn();
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    return Sample{std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), CpuMs() - c0};
   };
   auto verify = [&] {
     if (!store.CheckForRestore(kNs, kName, kId, true, kUid).ok()) std::exit(4);
@@ -135,12 +153,22 @@ int main(int argc, char** argv) {
   const double mib = static_cast<double>(bytes) / (1 << 20);
   std::printf("snapshot: %zu bytes in %zu files (%.0f MiB), %d rounds, 4 verify threads, %u cores\n", bytes,
               files.size(), mib, rounds, std::max(1u, std::thread::hardware_concurrency()));
-  std::printf("%-6s %12s %12s %12s %12s %8s\n", "cache", "read_ms", "verify_ms", "read_MB/s", "verify_MB/s",
-              "ratio");
-  auto row = [&](const char* cache, const std::vector<double>& b, const std::vector<double>& v) {
-    const double bm = Median(b), vm = Median(v);
-    std::printf("%-6s %12.1f %12.1f %12.0f %12.0f %8.2f\n", cache, bm, vm, mib / (bm / 1000), mib / (vm / 1000),
-                vm / bm);
+  std::printf("%-6s %10s %10s %10s %10s %10s %10s %8s\n", "cache", "read_ms", "verify_ms", "read_MB/s",
+              "verify_MB/s", "read_cpu", "verify_cpu", "ratio");
+  auto row = [&](const char* cache, const std::vector<Sample>& b, const std::vector<Sample>& v) {
+    auto wall = [](const std::vector<Sample>& s) {
+      std::vector<double> out;
+      for (const auto& x : s) out.push_back(x.wall_ms);
+      return Median(out);
+    };
+    auto cpu = [](const std::vector<Sample>& s) {
+      std::vector<double> out;
+      for (const auto& x : s) out.push_back(x.cpu_ms);
+      return Median(out);
+    };
+    const double bm = wall(b), vm = wall(v);
+    std::printf("%-6s %10.1f %10.1f %10.0f %10.0f %10.1f %10.1f %8.2f\n", cache, bm, vm, mib / (bm / 1000),
+                mib / (vm / 1000), cpu(b), cpu(v), vm / bm);
   };
   row("warm", base_warm, verify_warm);
   row("cold", base_cold, verify_cold);
