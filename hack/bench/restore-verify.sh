@@ -25,4 +25,4 @@ cmake --build "${build}" --target bench_restore_verify -j2 >/dev/null
 work="${dir:-$(mktemp -d /var/tmp/stasis-bench-verify.XXXXXX)}"
 trap 'rm -rf "${work}"' EXIT
 log "snapshot of ${mb} MiB under ${work} ($(df -T "$(dirname "${work}")" | awk 'NR==2{print $2}'))"
-"${build}/bench_restore_verify" --mb "${mb}" --rounds "${rounds}" --dir "${work}/snap"
+"${build}/tests/bench_restore_verify" --mb "${mb}" --rounds "${rounds}" --dir "${work}/snap"
