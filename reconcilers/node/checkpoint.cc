@@ -125,7 +125,12 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
     data_dirs = std::move(*resolved);
   }
 
-  if (auto refused = RefuseCheckpointWithoutSpace(c)) return std::move(*refused);
+  // A Full image is about the sandbox's memory: checked before anything is frozen. A Data
+  // snapshot's archives are as large as its directories, which only reading them would tell;
+  // a disk that fills under one fails the archive, and the sandbox is thawed (nothing lost).
+  if (!data) {
+    if (auto refused = RefuseCheckpointWithoutSpace(c)) return std::move(*refused);
+  }
 
   const bool pause = trigger == SnapshotTrigger::kPause;
   c.a.status.status = pause ? ActorState::kPausing : ActorState::kSuspending;
