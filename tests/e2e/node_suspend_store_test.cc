@@ -1,7 +1,8 @@
 // `stasis node` end to end, Suspend and the shared snapshot store: a suspend commits the snapshot
 // to the store and the actor resumes on another node from it; a store that cannot be written
-// leaves the complete snapshot on the node (PAUSED, CommitFailed) and nothing is lost. The
-// fixture is tests/support/node_agent_fixture.h.
+// leaves the complete snapshot on the node (PAUSED, CommitFailed) and nothing is lost; a committed
+// snapshot altered in the store is refused before runsc reads it. The fixture is
+// tests/support/node_agent_fixture.h.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
