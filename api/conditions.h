@@ -69,6 +69,14 @@ inline constexpr char kReasonHostPathNotWritable[] = "HostPathNotWritable";
 inline constexpr char kReasonHostDiskFull[] = "HostDiskFull";
 // An exception of the host's (a filesystem call) that none of the above names.
 inline constexpr char kReasonHostError[] = "HostError";
+// Snapshots the agent will not trust (docs/node-agent.md#trusting-a-snapshot): a restore of a
+// snapshot whose manifest names another actor of the same name (an earlier life: another
+// metadata.uid), or whose files do not match their checksums — FAILED, the snapshot kept. And a
+// checkpoint refused before it starts: the snapshot's file system has less free space than the
+// sandbox's memory plus the margin — RUNNING, retried with backoff.
+inline constexpr char kReasonSnapshotOwnerMismatch[] = "SnapshotOwnerMismatch";
+inline constexpr char kReasonSnapshotCorrupt[] = "SnapshotCorrupt";
+inline constexpr char kReasonInsufficientSpace[] = "InsufficientSpace";
 
 enum class ConditionStatus { kTrue, kFalse, kUnknown };
 

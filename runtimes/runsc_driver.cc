@@ -324,6 +324,27 @@ Status RunscDriver::Simple(const char* op, const SandboxRef& ref) {
   return status;
 }
 
+Result<int64_t> RunscDriver::MemoryUsage(const SandboxRef& ref) {
+  const auto start = Clock::now();
+  if (Status s = RequireId("events", ref); !s.ok()) return s;
+  // One stats event, runc's format: {"type":"stats","data":{"memory":{"usage":{"usage":N}}}}.
+  auto r = Call("events", ref.id, Argv(ref.root, {"events", "-stats", ref.id}), deadlines_.query);
+  Result<int64_t> usage = Status(Code::kInternal, "runsc events: no answer", kRuntimeError);
+  if (!r.ok()) {
+    usage = r.status();
+  } else if (!r->success()) {
+    usage = ClassifyRunscFailure("events", *r);
+  } else {
+    try {
+      usage = nlohmann::json::parse(r->out).at("data").at("memory").at("usage").at("usage").get<int64_t>();
+    } catch (const std::exception& e) {
+      usage = Status(Code::kInternal, std::string("runsc events: unreadable output: ") + e.what(), kRuntimeError);
+    }
+  }
+  LogCall("events", ref.id, usage.status(), Millis(start), /*query=*/true);
+  return usage;
+}
+
 Status RunscDriver::Freeze(const SandboxRef& ref) { return Simple("pause", ref); }
 
 Status RunscDriver::Thaw(const SandboxRef& ref) { return Simple("resume", ref); }

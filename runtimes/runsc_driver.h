@@ -60,6 +60,7 @@ class RunscDriver : public RuntimeDriver, public CudaCheckpointCapability {
   Result<std::vector<std::string>> List(const std::string& root) override;
   // Cached after the first success: a binary's version does not change under it.
   Result<std::string> Version() override;
+  Result<int64_t> MemoryUsage(const SandboxRef& ref) override;
   Result<bool> SupportsCudaCheckpoint() override;
 
   const std::string& runsc_path() const { return runsc_path_; }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,13 @@ class RuntimeDriver {
   virtual Status Delete(const SandboxRef& ref) = 0;
   // The ids of every sandbox under `root` (restart recovery).
   virtual Result<std::vector<std::string>> List(const std::string& root) = 0;
+  // Bytes of memory the sandbox uses now: what a checkpoint's image is expected to need on
+  // disk (runsc: `events -stats`, the sandbox cgroup's usage). kFailedPrecondition "unknown"
+  // where the driver cannot tell; the caller then checks its margin alone.
+  virtual Result<int64_t> MemoryUsage(const SandboxRef& ref) {
+    (void)ref;
+    return Status(Code::kFailedPrecondition, "this runtime does not report memory usage", "unknown");
+  }
   // The runtime build's version string, recorded in snapshot manifests ("go-160fafc42237").
   virtual Result<std::string> Version() = 0;
   // What the driver can do for GPU actors, or nullptr when it runs none (QEMU micro-VMs, whose

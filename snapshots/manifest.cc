@@ -1,6 +1,9 @@
 #include "snapshots/manifest.h"
 
+#include <algorithm>
+#include <atomic>
 #include <fstream>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "snapshots/file_io.h"
@@ -13,6 +16,7 @@ namespace fs = std::filesystem;
 using snapshot_reason::kIoError;
 using snapshot_reason::kSnapshotCorrupt;
 using snapshot_reason::kSnapshotNotFound;
+using snapshot_reason::kSnapshotOwnerMismatch;
 
 constexpr int kManifestFormat = 1;
 
@@ -32,6 +36,7 @@ nlohmann::json ManifestToJson(const SnapshotManifest& m) {
           {"durationSeconds", m.duration_seconds},
           {"totalBytes", m.total_bytes},
           {"files", files}};
+  if (!m.owner_uid.empty()) j["ownerUid"] = m.owner_uid;
   if (!m.deferred_sync_boot_id.empty()) j["deferredSyncBootId"] = m.deferred_sync_boot_id;
   if (m.checksums_pending) j["checksumsPending"] = true;
   return j;
@@ -44,6 +49,7 @@ SnapshotManifest ManifestFromJson(const nlohmann::json& j) {
   m.id = j.at("id").get<std::string>();
   m.ns = j.at("namespace").get<std::string>();
   m.name = j.at("name").get<std::string>();
+  m.owner_uid = j.value("ownerUid", "");
   m.scope = j.value("scope", "");
   m.trigger = j.value("trigger", "");
   m.runtime_version = j.value("runtimeVersion", "");
@@ -150,8 +156,31 @@ Status CheckManifestPaths(const fs::path& dir, const SnapshotManifest& m) {
   return OkStatus();
 }
 
+namespace {
+
+// Verifies every listed file, `threads` files at a time; the first failure in the manifest's
+// order is returned, so the answer does not depend on which thread finished first.
+Status VerifyFiles(const fs::path& dir, const std::vector<SnapshotFile>& files, int threads) {
+  std::vector<Status> results(files.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < files.size(); i = next++) results[i] = VerifyFile(dir, files[i]);
+  };
+  const size_t n = std::clamp<size_t>(static_cast<size_t>(std::max(threads, 1)), 1, files.size());
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (const auto& r : results) {
+    if (!r.ok()) return r;
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Result<SnapshotManifest> VerifySnapshotDir(const fs::path& dir, const std::string& ns,
-                                           const std::string& name, const std::string& id) {
+                                           const std::string& name, const std::string& id, int threads) {
   auto manifest = ReadManifest(dir);
   if (!manifest.ok()) return manifest.status();
   if (Status s = CheckManifestNames(dir, *manifest, ns, name, id); !s.ok()) return s;
@@ -162,12 +191,19 @@ Result<SnapshotManifest> VerifySnapshotDir(const fs::path& dir, const std::strin
   }
   if (Status s = CheckManifestPaths(dir, *manifest); !s.ok()) return s;
   int64_t total = 0;
-  for (const auto& f : manifest->files) {
-    if (Status s = VerifyFile(dir, f); !s.ok()) return s;
-    total += f.size;
-  }
+  for (const auto& f : manifest->files) total += f.size;
   if (total != manifest->total_bytes) return Corrupt(dir, "file sizes do not add up to totalBytes");
+  if (manifest->files.empty()) return manifest;
+  if (Status s = VerifyFiles(dir, manifest->files, threads); !s.ok()) return s;
   return manifest;
+}
+
+Status CheckManifestOwner(const fs::path& dir, const SnapshotManifest& m, const std::string& uid) {
+  if (m.owner_uid.empty() || m.owner_uid == uid) return OkStatus();
+  return Status(Code::kFailedPrecondition,
+                "snapshot " + dir.string() + " was taken of actor uid " + m.owner_uid + ", not of this actor (uid " +
+                    uid + "): an earlier actor of the same name",
+                kSnapshotOwnerMismatch);
 }
 
 }  // namespace stasis

@@ -10,5 +10,7 @@ inline constexpr char kSnapshotCorrupt[] = "snapshot_corrupt";
 inline constexpr char kStoreNotWritable[] = "store_not_writable";
 inline constexpr char kNoStore[] = "no_store";
 inline constexpr char kIoError[] = "io_error";
+// The manifest names another actor of the same namespace/name (an earlier life of it).
+inline constexpr char kSnapshotOwnerMismatch[] = "snapshot_owner_mismatch";
 
 }  // namespace stasis::snapshot_reason

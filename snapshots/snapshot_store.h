@@ -76,6 +76,22 @@ class SnapshotStore {
   // checksums to match: unverifiable).
   Result<SnapshotManifest> CheckLocalForRestore(const std::string& ns, const std::string& name,
                                                 const std::string& id) const;
+  // The image directory a restore of snapshot `id` reads, and its manifest, checked before
+  // anything reads it. The directory is derived here from the names — the store's copy when
+  // `committed`, else this node's — never taken from the actor's status (whoever can write
+  // the status could otherwise make the node restore any directory); `id` must be a snapshot
+  // id (no '/', no ".."). The manifest must name this actor and, when it records one, the
+  // actor's `owner_uid` (snapshot_owner_mismatch: an earlier actor of the same name; an old
+  // manifest without one is accepted and logged). A committed snapshot has every checksum
+  // verified (snapshot_corrupt on a mismatch, nothing removed); a local one when `verify_local`
+  // (a Data snapshot: always), else as CheckLocalForRestore says.
+  struct RestoreSource {
+    std::string dir;
+    SnapshotManifest manifest;
+  };
+  Result<RestoreSource> CheckForRestore(const std::string& ns, const std::string& name,
+                                        const std::string& id, bool committed,
+                                        const std::string& owner_uid, bool verify_local = false) const;
   // Waits until the background jobs (checksums, fsyncs) queued so far are done; false on timeout.
   bool FlushDeferred(std::chrono::milliseconds timeout);
   // Queues the checksums (and fsyncs) of local snapshots of this boot whose manifest still

@@ -20,9 +20,14 @@
 //    permanent one fails a start or resume. It never costs a sandbox or a snapshot.
 //  - Only a complete (renamed, with its manifest) snapshot becomes status.latestSnapshot; a
 //    Pause snapshot's checksums and fsyncs may follow it in the background (snapshot_store.h).
+//  - A checkpoint starts only if the snapshot's file system has room for the sandbox's memory
+//    and a margin (CheckpointFits); a restore reads only the image directory derived from the
+//    actor's names, of a manifest recording its uid, a committed one verified first
+//    (SnapshotStore::CheckForRestore): nothing in the status is taken for a path.
 //  - The worker is claimed before the sandbox starts and freed after it has stopped: a sandbox
-//    that still runs (-leave-running) or is frozen (Data) is deleted before the PAUSED/SUSPENDED
-//    write; the stopped sandbox of a Direct checkpoint after it, off the pause's path — a GPU
+//    that still lives (-leave-running, then frozen; or frozen for Data) is deleted only once
+//    its snapshot is complete (a failed completion thaws it: RUNNING), before the
+//    PAUSED/SUSPENDED write; the stopped sandbox of a Direct checkpoint after it, off the pause's path — a GPU
 //    one before the worker is given back (it may hold the device until torn down), a CPU one
 //    after (what either leaves on a crash, the next reconcile deletes). The worker is given
 //    back right after that write, also off the path: a worker an actor at rest still holds (the
@@ -86,6 +91,9 @@ struct ActorReconcilerOptions {
   // (--pause-snapshot-sync): kDeferred, after the PAUSED write (snapshot_store.h says why
   // nothing is lost); kSynced, before it.
   Durability pause_durability = Durability::kDeferred;
+  // Free space a checkpoint must leave on the snapshot's file system beyond the image it is
+  // expected to write (the sandbox's memory): CheckpointFits (transitions.h).
+  int64_t checkpoint_space_margin = int64_t{64} << 20;
   // GPU actors (docs/gpu.md): the CDI spec directories read at every GPU run or restore (a
   // later directory wins), the CDI kind of the node's GPUs (devices named by UUID), and the
   // project's cuda-checkpoint helper device.
@@ -165,12 +173,18 @@ class ActorReconciler : public Reconciler {
   [[nodiscard]] Status CheckpointData(Ctx& c, const std::vector<DataDir>& dirs,
                                       const std::string& image_dir, std::chrono::milliseconds deadline);
   Result<ReconcileOutcome> CheckpointFailed(Ctx& c, const Status& failure);
-  // The snapshot's directory could not be made: nothing was frozen, the actor runs on.
-  Result<ReconcileOutcome> SnapshotDirFailed(Ctx& c, const Status& failure);
+  // A checkpoint refused or failed with nothing frozen (the snapshot's directory could not be
+  // made, no room for it) or thawed again: RUNNING, CheckpointFailed=True with `reason` (or a
+  // Host* one), retried with backoff.
+  Result<ReconcileOutcome> RefusedBeforeFreeze(Ctx& c, const Status& failure, const char* reason);
+  // The free-space check before a checkpoint (CheckpointFits): nullopt when it may go ahead.
+  std::optional<Result<ReconcileOutcome>> RefuseCheckpointWithoutSpace(Ctx& c);
   struct Checkpointed;  // what a successful checkpoint hands to its completion
   Result<ReconcileOutcome> CompleteCheckpoint(Ctx& c, const Checkpointed& ck);
   // Writes the snapshot's manifest (completion); removes the image when that fails.
   Result<SnapshotManifest> CompleteSnapshot(Ctx& c, const Checkpointed& ck);
+  // The completion failed: a sandbox still alive is thawed and runs on; a stopped one is cleaned.
+  Result<ReconcileOutcome> SnapshotNotCompleted(Ctx& c, const Checkpointed& ck, const Status& failure);
   // Commits a just-completed Suspend snapshot; on failure it stays local (commit_error set).
   api::Snapshot CommitJustCompleted(const SnapshotManifest& m, api::Snapshot local,
                                     std::string* commit_error);

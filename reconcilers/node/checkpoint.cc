@@ -3,10 +3,14 @@
 // the order actor_reconciler.h's invariants give), and PAUSED → SUSPENDED (commit).
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <limits>
 
 #include "reconcilers/node/actor_context.h"
 #include "reconcilers/node/actor_reconciler.h"
+#include "snapshots/free_space.h"
 
 namespace stasis {
 namespace {
@@ -18,6 +22,13 @@ using api::SnapshotTrigger;
 constexpr char kSuccess[] = "success";
 constexpr char kError[] = "error";
 
+// The host's physical memory in bytes (INT64_MAX when it cannot be read: the runtime is asked).
+int64_t HostMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return std::numeric_limits<int64_t>::max();
+  return static_cast<int64_t>(pages) * page;
+}
+
 }  // namespace
 
 // What a successful checkpoint hands to its completion.
@@ -28,6 +39,11 @@ struct ActorReconciler::Checkpointed {
   std::string image_dir;
   bool gpu = false;  // a CUDA checkpoint ran
   DeleteAt delete_at = DeleteAt::kAfterRelease;
+  // The sandbox still lives after the save (-leave-running, or frozen for a Data archive): a
+  // completion that fails leaves it running. `frozen`: stopped where it is (runsc pause) until
+  // it is deleted, so that what it does after the save cannot diverge from the image.
+  bool live = false;
+  bool frozen = false;
   double took = 0;
 };
 
@@ -113,6 +129,13 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
     data_dirs = std::move(*resolved);
   }
 
+  // A Full image is about the sandbox's memory: checked before anything is frozen. A Data
+  // snapshot's archives are as large as its directories, which only reading them would tell;
+  // a disk that fills under one fails the archive, and the sandbox is thawed (nothing lost).
+  if (!data) {
+    if (auto refused = RefuseCheckpointWithoutSpace(c)) return std::move(*refused);
+  }
+
   const bool pause = trigger == SnapshotTrigger::kPause;
   c.a.status.status = pause ? ActorState::kPausing : ActorState::kSuspending;
   c.a.status.transition_start_time.reset();
@@ -122,7 +145,7 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
 
   ck.id = NewSnapshotId();
   auto dir = snapshots_.BeginLocal(c.a.metadata.namespace_, c.a.metadata.name, ck.id);
-  if (!dir.ok()) return SnapshotDirFailed(c, dir.status());
+  if (!dir.ok()) return RefusedBeforeFreeze(c, dir.status(), api::kReasonSnapshotDirUnusable);
   ck.image_dir = *dir;
   CheckpointOptions co;
   co.image_dir = *dir;
@@ -140,16 +163,52 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
     fs::remove_all(*dir, ec);
     return CheckpointFailed(c, result);
   }
-  retries_.Clear(c.key, RetryOp::kCheckpoint);
   ck.delete_at = SandboxDeleteAfterCheckpoint(co.leave_running, data, c.a.spec.gpu.count > 0);
+  ck.live = co.leave_running || data;
+  ck.frozen = data;
+  if (co.leave_running) {
+    // Held still until the snapshot is complete and the sandbox deleted: a workload that ran on
+    // would write to its data directories what the image will never know. Not frozen (an old
+    // runtime, a race with its exit), it runs on meanwhile, as it did before it was asked.
+    const Status frozen = c.driver->Freeze(c.ref);
+    ck.frozen = frozen.ok();
+    if (!frozen.ok()) spdlog::warn("freeze after -leave-running failed actor={} error=\"{}\"", c.key, frozen.message());
+  }
   return CompleteCheckpoint(c, ck);
 }
 
-Result<ReconcileOutcome> ActorReconciler::SnapshotDirFailed(Ctx& c, const Status& failure) {
+std::optional<Result<ReconcileOutcome>> ActorReconciler::RefuseCheckpointWithoutSpace(Ctx& c) {
+  const std::string& root = snapshots_.local_root();
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  auto free = FreeBytes(root);
+  if (!free.ok()) return std::nullopt;  // not askable: the checkpoint's own writes will tell
+  const int64_t margin = options_.checkpoint_space_margin;
+  // No sandbox's image outgrows the host's memory: with room for that, the runtime need not be
+  // asked (one runsc call less on the pause's path).
+  if (CheckpointFits(*free, HostMemoryBytes(), margin)) return std::nullopt;
+  // The image is about the size of the sandbox's memory (runsc writes its pages; a GPU actor's
+  // device memory, which the driver does not report, is left to the margin). Unknown, the
+  // margin alone is asked for.
+  auto usage = c.driver->MemoryUsage(c.ref);
+  const int64_t expected = usage.ok() ? *usage : 0;
+  if (CheckpointFits(*free, expected, margin)) return std::nullopt;
+  const Status refused(Code::kFailedPrecondition,
+                       "the snapshot's file system (" + root + ") has " + std::to_string(*free) +
+                           " bytes free; the checkpoint needs " + std::to_string(expected + margin) + " (memory " +
+                           (usage.ok() ? std::to_string(expected) : std::string("unknown")) + " + margin " +
+                           std::to_string(margin) + "): not started",
+                       "insufficient_space");
+  spdlog::warn("checkpoint refused actor={} reason=insufficient_space free_bytes={} expected_bytes={} margin_bytes={}",
+               c.key, *free, expected, margin);
+  return RefusedBeforeFreeze(c, refused, api::kReasonInsufficientSpace);
+}
+
+Result<ReconcileOutcome> ActorReconciler::RefusedBeforeFreeze(Ctx& c, const Status& failure, const char* reason) {
   // Nothing was frozen yet: the actor runs on, and the checkpoint is retried with backoff.
   c.a.status.status = ActorState::kRunning;
   FailureVerdict v = JudgeFailure(c, RetryOp::kCheckpoint, failure);
-  if (!v.host) v.reason = api::kReasonSnapshotDirUnusable;
+  if (!v.host) v.reason = reason;
   const bool news = SetFailureCondition(c, api::kConditionCheckpointFailed, true, v, failure.message());
   SetCondition(c, api::kConditionProgressing, false, v.reason, "");
   if (Status s = WriteStatus(c); !s.ok()) return s;
@@ -229,6 +288,7 @@ Result<SnapshotManifest> ActorReconciler::CompleteSnapshot(Ctx& c, const Checkpo
   m.id = ck.id;
   m.ns = c.a.metadata.namespace_;
   m.name = c.a.metadata.name;
+  m.owner_uid = c.a.metadata.uid;
   m.scope = api::ToString(ck.scope);
   m.trigger = api::ToString(ck.trigger);
   if (auto v = c.driver->Version(); v.ok()) m.runtime_version = *v;
@@ -240,35 +300,53 @@ Result<SnapshotManifest> ActorReconciler::CompleteSnapshot(Ctx& c, const Checkpo
   auto done = snapshots_.CompleteLocal(
       m, ck.trigger == SnapshotTrigger::kPause ? options_.pause_durability : Durability::kSynced);
   if (!done.ok()) {
+    // Neither half may stay: the partial image, nor a renamed one whose last fsync failed.
     std::error_code ec;
     fs::remove_all(ck.image_dir, ec);
+    WarnIfFailed(snapshots_.RemoveLocal(m.ns, m.name, m.id), "incomplete snapshot not removed", c.key);
     return done.status();
   }
   metrics_.ObserveSnapshot(m.trigger, m.scope, ck.gpu, static_cast<double>(done->total_bytes), ck.took);
   return done;
 }
 
-Result<ReconcileOutcome> ActorReconciler::CompleteCheckpoint(Ctx& c, const Checkpointed& ck) {
-  // The image is safe on disk. A sandbox that still lives (-leave-running; frozen for a Data
-  // archive) goes now, before the status says the actor is at rest. One that the checkpoint
-  // stopped holds nothing but runsc's state — and, for a GPU actor, possibly its device until
-  // the sandbox is torn down (~1 s on an H200) —: it is deleted after the status write, off
-  // the pause's path, and a GPU one before its worker is given back. A crash in between
-  // leaves a sandbox of an actor at rest, which every later reconcile and restart recovery
-  // remove.
-  bool deleted = false;
-  DeleteSandboxIfAt(c, DeleteAt::kBeforeWrite, ck.delete_at, &deleted);
-  auto done = CompleteSnapshot(c, ck);
-  if (!done.ok()) {
-    return ForceClean(c, "sandbox_died", api::kReasonSnapshotIncomplete,
-                      "the checkpoint succeeded but the snapshot could not be completed: " +
-                          done.status().message());
+Result<ReconcileOutcome> ActorReconciler::SnapshotNotCompleted(Ctx& c, const Checkpointed& ck, const Status& failure) {
+  const std::string what = "the checkpoint succeeded but the snapshot could not be completed: " + failure.message();
+  // A Direct checkpoint stopped the sandbox as it saved: nothing is left to run on.
+  if (!ck.live) return ForceClean(c, "sandbox_died", api::kReasonSnapshotIncomplete, what);
+  if (ck.frozen) {
+    if (Status t = c.driver->Thaw(c.ref); !t.ok()) {
+      return ForceClean(c, "sandbox_died", api::kReasonSnapshotIncomplete, what + "; thaw failed: " + t.message());
+    }
   }
+  // The sandbox was kept alive for exactly this: the actor runs on, with its last good snapshot
+  // (latestSnapshot untouched), and the checkpoint is retried with backoff (a host error — a
+  // full disk — a bounded number of times).
+  spdlog::warn("snapshot not completed actor={} error=\"{}\" action=keep_running", c.key, failure.message());
+  return RefusedBeforeFreeze(c, Status(failure.code(), what, failure.reason()), api::kReasonSnapshotIncomplete);
+}
+
+Result<ReconcileOutcome> ActorReconciler::CompleteCheckpoint(Ctx& c, const Checkpointed& ck) {
+  // The image is written; nothing is deleted before it is a complete snapshot (manifest written
+  // and renamed; a Suspend's fsynced, and put into the store). A sandbox that still lives
+  // (-leave-running; frozen for a Data archive) goes then, before the status says the actor
+  // is at rest: a completion that fails (a full disk, an I/O error) leaves it running. One that
+  // the checkpoint stopped holds nothing but runsc's state — and, for a GPU actor, possibly its
+  // device until the sandbox is torn down (~1 s on an H200) —: it is deleted after the status
+  // write, off the pause's path, and a GPU one before its worker is given back. A crash in
+  // between leaves a sandbox of an actor at rest, which every later reconcile and restart
+  // recovery remove.
+  bool deleted = false;
+  auto done = CompleteSnapshot(c, ck);
+  if (!done.ok()) return SnapshotNotCompleted(c, ck, done.status());
+  retries_.Clear(c.key, RetryOp::kCheckpoint);
   const SnapshotManifest& m = *done;
   api::Snapshot snap = ToSnapshot(m, snapshots_.LocalPath(m.ns, m.name, m.id), options_.node);
   std::string commit_error;
   const bool suspend = ck.trigger == SnapshotTrigger::kSuspend;
   if (suspend) snap = CommitJustCompleted(m, snap, &commit_error);
+  // Committed, or complete on this node when the store refused it (PAUSED): safe either way.
+  DeleteSandboxIfAt(c, DeleteAt::kBeforeWrite, ck.delete_at, &deleted);
   const ActorState final_state = suspend && commit_error.empty() ? ActorState::kSuspended : ActorState::kPaused;
   const char* final_reason = final_state == ActorState::kPaused ? api::kReasonPaused : api::kReasonSuspended;
 

@@ -11,6 +11,7 @@
 #include "reconcilers/node/actor_reconciler.h"
 #include "runtimes/bundle_confinement.h"
 #include "runtimes/gpu/gpu_bundle.h"
+#include "snapshots/snapshot_reasons.h"
 
 namespace stasis {
 namespace {
@@ -18,10 +19,13 @@ namespace {
 namespace fs = std::filesystem;
 using api::ActorState;
 
-// A snapshot check that failed, as a resume failure: missing or corrupt, the snapshot can never
-// be restored (kFailedPrecondition fails the actor); a store that cannot be read now is retried.
+// A snapshot check that failed, as a resume failure: missing, corrupt, another actor's or named
+// by an id that is no snapshot id, it can never be restored (kFailedPrecondition fails the
+// actor; the snapshot is kept for inspection); a store that cannot be read now is retried.
 Status UnrestorableOrRetry(const Status& check) {
-  const bool gone = check.reason() == "snapshot_not_found" || check.reason() == "snapshot_corrupt";
+  const std::string& r = check.reason();
+  const bool gone = r == snapshot_reason::kSnapshotNotFound || r == snapshot_reason::kSnapshotCorrupt ||
+                    r == snapshot_reason::kSnapshotOwnerMismatch || r == snapshot_reason::kInvalidName;
   return Status(gone ? Code::kFailedPrecondition : Code::kUnavailable, check.message(), check.reason());
 }
 
@@ -167,15 +171,19 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
     if (Status s = RestoreData(c, *snap, deadline); !s.ok()) return s;
   }
   if (!from_snapshot) return c.driver->Run(c.ref, deadline);
-  if (!snap->node_name.empty()) {
-    // A node-local image whose fsyncs were deferred is read in full only if a reboot came between.
-    if (auto checked = snapshots_.CheckLocalForRestore(c.a.metadata.namespace_, c.a.metadata.name, snap->id);
-        !checked.ok()) {
-      return UnrestorableOrRetry(checked.status());
-    }
+  // The image directory comes from the actor's names and the snapshot's id, under this agent's
+  // own roots — never from status.latestSnapshot.location, which every node agent may write. A
+  // committed image is verified against its checksums first; a node-local one whose fsyncs were
+  // deferred only if a reboot came between.
+  auto source = snapshots_.CheckForRestore(c.a.metadata.namespace_, c.a.metadata.name, snap->id,
+                                           /*committed=*/snap->node_name.empty(), c.a.metadata.uid);
+  if (!source.ok()) return UnrestorableOrRetry(source.status());
+  if (snap->location != source->dir) {
+    spdlog::warn("snapshot location ignored actor={} snapshot={} location=\"{}\" restoring_from=\"{}\"", c.key,
+                 snap->id, snap->location, source->dir);
   }
   RestoreOptions ro;
-  ro.image_dir = snap->location;
+  ro.image_dir = source->dir;
   ro.deadline = deadline;
   return c.driver->Restore(c.ref, ro);
 }
@@ -207,13 +215,10 @@ Status ActorReconciler::RestoreData(Ctx& c, const api::Snapshot& snap, std::chro
   // Only what the manifest vouches for is unpacked over the actor's directories.
   const std::string& ns = c.a.metadata.namespace_;
   const std::string& name = c.a.metadata.name;
-  const bool committed = snap.node_name.empty();
-  auto verified = committed ? snapshots_.VerifyCommitted(ns, name, snap.id)
-                            : snapshots_.VerifyLocal(ns, name, snap.id);
-  if (!verified.ok()) return UnrestorableOrRetry(verified.status());
-  const std::string image = committed ? snapshots_.StorePath(ns, name, snap.id)
-                                      : snapshots_.LocalPath(ns, name, snap.id);
-  return RestoreDataDirs(c.a.spec.bundle, image, c.bundle_root, deadline);
+  auto source = snapshots_.CheckForRestore(ns, name, snap.id, /*committed=*/snap.node_name.empty(),
+                                           c.a.metadata.uid, /*verify_local=*/true);
+  if (!source.ok()) return UnrestorableOrRetry(source.status());
+  return RestoreDataDirs(c.a.spec.bundle, source->dir, c.bundle_root, deadline);
 }
 
 std::string ActorReconciler::GpuBundleDir(const SandboxRef& ref) const {

@@ -1,5 +1,6 @@
 #include "reconcilers/node/transitions.h"
 
+#include <algorithm>
 #include <cctype>
 
 namespace stasis {
@@ -205,6 +206,14 @@ bool ResumeFailureIsPermanent(const Status& failure) {
 DeleteAt SandboxDeleteAfterCheckpoint(bool leave_running, bool data_scope, bool gpu) {
   if (leave_running || data_scope) return DeleteAt::kBeforeWrite;
   return gpu ? DeleteAt::kBeforeRelease : DeleteAt::kAfterRelease;
+}
+
+bool CheckpointFits(int64_t free_bytes, int64_t expected_bytes, int64_t margin_bytes) {
+  if (free_bytes < 0) return false;
+  const int64_t expected = std::max<int64_t>(expected_bytes, 0);
+  const int64_t margin = std::max<int64_t>(margin_bytes, 0);
+  // Subtractions only: sizes near INT64_MAX must not overflow into a yes.
+  return free_bytes >= margin && free_bytes - margin >= expected;
 }
 
 std::string ConditionReason(const std::string& failure_class) {

@@ -20,6 +20,7 @@
 //    suspend or resume; everything else is decided on a quorum read.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -124,11 +125,19 @@ CheckpointFailure ClassifyCheckpointFailure(const Status& failure, const Result<
 bool ResumeFailureIsPermanent(const Status& failure);
 
 // When a successful checkpoint's sandbox is deleted (actor_reconciler.h's invariants say why):
-// before the status write when it still runs (-leave-running) or is frozen (Data); for a
-// stopped GPU sandbox after the write and before the worker is given back; for a stopped CPU
-// sandbox after that.
+// when it still lives (-leave-running, or frozen for a Data archive), only once its snapshot is
+// complete (and, for a Suspend, committed or known uncommittable), before the status write — so
+// that a completion that fails (a full disk, an I/O error) leaves it running; for a stopped GPU
+// sandbox after the write and before the worker is given back; for a stopped CPU sandbox after
+// that.
 enum class DeleteAt { kBeforeWrite, kBeforeRelease, kAfterRelease };
 DeleteAt SandboxDeleteAfterCheckpoint(bool leave_running, bool data_scope, bool gpu);
+
+// Whether a checkpoint fits on the snapshot's file system: `free_bytes` there must hold the
+// image it is expected to write (`expected_bytes`: the sandbox's memory, 0 when unknown) and
+// `margin_bytes` more (the manifest, the runtime's own files, what else writes there). Refused,
+// nothing is frozen: the actor runs on (CheckpointFailed=True InsufficientSpace).
+bool CheckpointFits(int64_t free_bytes, int64_t expected_bytes, int64_t margin_bytes);
 
 // "nvproxy_live_clients" → "NvproxyLiveClients": runtime failure classes as condition reasons.
 std::string ConditionReason(const std::string& failure_class);

@@ -1,7 +1,8 @@
 // `stasis node` end to end, Suspend and the shared snapshot store: a suspend commits the snapshot
 // to the store and the actor resumes on another node from it; a store that cannot be written
-// leaves the complete snapshot on the node (PAUSED, CommitFailed) and nothing is lost. The
-// fixture is tests/support/node_agent_fixture.h.
+// leaves the complete snapshot on the node (PAUSED, CommitFailed) and nothing is lost; a committed
+// snapshot altered in the store is refused before runsc reads it. The fixture is
+// tests/support/node_agent_fixture.h.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -91,6 +92,42 @@ TEST_F(NodeAgentTest, StoreNotWritableRestsPaused) {
   Patch("st", {{"desiredState", "Running"}});
   ASSERT_TRUE(WaitStatus("st", "STATUS_RUNNING", 30s, &x));
   EXPECT_GE(Counter(*a, "st"), before);
+}
+
+// 8c. One byte of a committed snapshot's image flipped in the store: the restore verifies every
+// checksum before runsc sees the directory and refuses it (FAILED SnapshotCorrupt naming the
+// file), the snapshot kept for inspection, the worker free.
+TEST_F(NodeAgentTest, CorruptCommittedSnapshotIsRefused) {
+  Agent* a = StartAgent(Node("a"), PinnedRunsc());
+  ASSERT_NE(a, nullptr);
+  CreateActor("cc", CounterSpec(a->node));
+  json actor;
+  ASSERT_TRUE(WaitStatus("cc", "STATUS_RUNNING", 30s, &actor));
+  WaitCounter(*a, "cc", 3);
+  Patch("cc", {{"desiredState", "Suspended"}});
+  ASSERT_TRUE(WaitStatus("cc", "STATUS_SUSPENDED", 30s, &actor));
+  const std::string dir = Committed(store_, "cc") + "/" + StatusField(actor, "latestSnapshot").value("id", "");
+  fs::path largest;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_regular_file() && e.path().filename() != "manifest.json" &&
+        (largest.empty() || e.file_size() > fs::file_size(largest))) {
+      largest = e.path();
+    }
+  }
+  ASSERT_FALSE(largest.empty());
+  {
+    std::fstream f(largest, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(100);
+    const char c = static_cast<char>(f.get());
+    f.seekp(100);
+    f.put(static_cast<char>(c ^ 0x5a));
+  }
+  Patch("cc", {{"desiredState", "Running"}});
+  ASSERT_TRUE(WaitStatus("cc", "STATUS_FAILED", 30s, &actor));
+  EXPECT_EQ(CondReason(actor, "Ready"), "SnapshotCorrupt") << actor["status"].dump();
+  EXPECT_THAT(CondMessage(actor, "Ready"), ::testing::HasSubstr(largest.filename().string() + " sha256"));
+  EXPECT_TRUE(fs::exists(largest)) << "kept for inspection";
+  ExpectAllWorkersFree(a->node);
 }
 
 }  // namespace

@@ -70,6 +70,10 @@ Status FakeRuntimeDriver::Checkpoint(const SandboxRef& ref, const CheckpointOpti
 }
 
 Status FakeRuntimeDriver::Restore(const SandboxRef& ref, const RestoreOptions& options) {
+  {
+    std::lock_guard lock(mu_);
+    restored_from_.push_back(options.image_dir);
+  }
   if (Status s = Enter(Call::kRestore, "Restore", ref.id); !s.ok()) return s;
   if (!std::filesystem::exists(options.image_dir + "/checkpoint.img")) {
     return Status(Code::kInternal, "no image in " + options.image_dir, "runtime_error");
@@ -102,6 +106,18 @@ Result<std::vector<std::string>> FakeRuntimeDriver::List(const std::string&) {
   std::vector<std::string> ids;
   for (const auto& [id, state] : sandboxes_) ids.push_back(id);
   return ids;
+}
+
+std::vector<std::string> FakeRuntimeDriver::RestoredFrom() {
+  std::lock_guard lock(mu_);
+  return restored_from_;
+}
+
+Result<int64_t> FakeRuntimeDriver::MemoryUsage(const SandboxRef& ref) {
+  (void)ref;
+  std::lock_guard lock(mu_);
+  if (!memory_usage_) return RuntimeDriver::MemoryUsage(ref);
+  return *memory_usage_;
 }
 
 Result<bool> FakeRuntimeDriver::SupportsCudaCheckpoint() {

@@ -37,6 +37,10 @@ class FakeRuntimeDriver : public RuntimeDriver, public CudaCheckpointCapability 
   void SetAfterCheckpoint(std::function<void(const std::string& image_dir)> hook) {
     after_checkpoint_ = std::move(hook);
   }
+  // What MemoryUsage answers (bytes); unset, it answers "unknown" as a driver that cannot tell.
+  void SetMemoryUsage(int64_t bytes) { memory_usage_ = bytes; }
+  // The image directory of every Restore, in order.
+  std::vector<std::string> RestoredFrom();
   // Every call made, as "Method id", in order.
   std::vector<std::string> Calls();
   int CountCalls(const std::string& method);
@@ -50,6 +54,7 @@ class FakeRuntimeDriver : public RuntimeDriver, public CudaCheckpointCapability 
   Status Delete(const SandboxRef& ref) override;
   Result<std::vector<std::string>> List(const std::string& root) override;
   Result<std::string> Version() override { return std::string("fake-1"); }
+  Result<int64_t> MemoryUsage(const SandboxRef& ref) override;
   CudaCheckpointCapability* CudaCheckpoint() override { return this; }
   Result<bool> SupportsCudaCheckpoint() override;
   Result<ExecResult> Exec(const SandboxRef& ref, const std::vector<std::string>& argv,
@@ -67,6 +72,8 @@ class FakeRuntimeDriver : public RuntimeDriver, public CudaCheckpointCapability 
   bool supports_cuda_ = true;
   int exec_exit_code_ = 0;
   std::function<void(const std::string&)> after_checkpoint_;
+  std::optional<int64_t> memory_usage_;
+  std::vector<std::string> restored_from_;
 };
 
 }  // namespace stasis::testing
