@@ -1,0 +1,50 @@
+#include "reconcilers/cluster/lease_expiry.h"
+
+namespace stasis {
+
+using json = nlohmann::json;
+
+std::string LeaseRenewal(const json& lease) {
+  const json spec = lease.value("spec", json::object());
+  const json holder = spec.value("holderIdentity", json());
+  const json renew = spec.value("renewTime", json());
+  return (holder.is_string() ? holder.get<std::string>() : "") + "\n" +
+         (renew.is_string() ? renew.get<std::string>() : "");
+}
+
+std::chrono::seconds LeaseDuration(const json& lease) {
+  const json spec = lease.value("spec", json::object());
+  const json d = spec.value("leaseDurationSeconds", json());
+  return std::chrono::seconds(d.is_number_integer() ? d.get<int64_t>() : 40);
+}
+
+LeaseRecord ObserveLease(const std::optional<LeaseRecord>& previous, const std::string& renewal,
+                         std::chrono::seconds duration, Clock::TimePoint now) {
+  if (previous && previous->renewal == renewal) {
+    LeaseRecord kept = *previous;
+    kept.duration = duration;  // a changed duration alone is no renewal, but it applies
+    return kept;
+  }
+  return LeaseRecord{renewal, now, duration};
+}
+
+bool LeaseExpired(const LeaseRecord& record, Clock::TimePoint now) {
+  return now - record.observed_at > record.duration;
+}
+
+std::pair<bool, std::chrono::seconds> LeaseTracker::Observe(const std::string& key, const json& lease) {
+  const Clock::TimePoint now = clock_.Now();
+  std::lock_guard lock(mu_);
+  std::optional<LeaseRecord> previous;
+  if (auto it = records_.find(key); it != records_.end()) previous = it->second;
+  LeaseRecord record = ObserveLease(previous, LeaseRenewal(lease), LeaseDuration(lease), now);
+  records_[key] = record;
+  return {!LeaseExpired(record, now), record.duration};
+}
+
+void LeaseTracker::Forget(const std::string& key) {
+  std::lock_guard lock(mu_);
+  records_.erase(key);
+}
+
+}  // namespace stasis
