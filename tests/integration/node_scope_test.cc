@@ -5,8 +5,7 @@
 // B's Worker, a Worker created for B, B's heartbeat Lease and the controller's leader Lease is
 // refused by the policy, and so is a spec change of A's own actor; A's own writes (finalizer,
 // status, its Worker, its Lease) pass. A token of the same ServiceAccount without a node is
-// refused outright. Refusals are asked with --dry-run=server (admission runs, nothing is
-// stored), so that without the policy the test fails on what passed, not on a changed object.
+// refused outright. Node A's requests are sent by stasis's own client, as the agent sends them.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -17,6 +16,10 @@
 
 #include "api/names.h"
 #include "base/subprocess.h"
+#include "controller/kube_client.h"
+#include "controller/rest_config.h"
+#include "controller/transport.h"
+#include "reconcilers/api_resources.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/sandbox.h"
 #include "tests/support/service_account_tokens.h"
@@ -36,13 +39,13 @@ CommandResult Admin(const std::vector<std::string>& args, const std::string& in 
   return ControlPlane::Get().Kubectl(args, in);
 }
 
-std::string Show(const CommandResult& r) {
+std::string ShowRun(const CommandResult& r) {
   return "exit " + std::to_string(r.exit_code) + "\nstdout: " + r.out + "\nstderr: " + r.err;
 }
 
 void AdminApply(const json& object) {
   CommandResult r = Admin({"apply", "-f", "-"}, object.dump());
-  ASSERT_EQ(r.exit_code, 0) << Show(r) << "\n" << object.dump();
+  ASSERT_EQ(r.exit_code, 0) << ShowRun(r) << "\n" << object.dump();
 }
 
 json Actor(const std::string& name, const std::string& node) {
@@ -76,7 +79,7 @@ class NodeScopeTest : public ::testing::Test {
     ControlPlane::Get();
     ASSERT_EQ(Admin({"apply", "-f", kSource + "/manifests/base/namespace.yaml"}).exit_code, 0);
     CommandResult applied = Admin({"apply", "-k", kSource + "/manifests/overlays/default"});
-    ASSERT_EQ(applied.exit_code, 0) << Show(applied);
+    ASSERT_EQ(applied.exit_code, 0) << ShowRun(applied);
     ASSERT_EQ(Admin({"wait", "--for=condition=Established", "--timeout=60s", "crd/actors.stasis.dev",
                      "crd/workers.stasis.dev"})
                   .exit_code,
@@ -93,128 +96,124 @@ class NodeScopeTest : public ::testing::Test {
     AdminApply(unpinned);
     CommandResult bound = Admin({"patch", "actor", "unpinned-b", "-n", kActorNs, "--subresource=status",
                                  "--type=merge", "-p", R"({"status":{"nodeName":")" + kNodeB + "\"}}"});
-    ASSERT_EQ(bound.exit_code, 0) << Show(bound);
+    ASSERT_EQ(bound.exit_code, 0) << ShowRun(bound);
     AdminApply(Lease("stasis-controller"));
     dir_ = new TempDir();
     const std::string token = NodeAgentToken(kNodeA);
     ASSERT_FALSE(token.empty());
-    node_a_ = TokenKubeconfig(token, "node-a", dir_->path());
-    unbound_ = TokenKubeconfig(UnboundToken("node"), "unbound", dir_->path());
+    node_a_ = ClientFor(TokenKubeconfig(token, "node-a", dir_->path()));
+    unbound_ = ClientFor(TokenKubeconfig(UnboundToken("node"), "unbound", dir_->path()));
     // A new policy takes effect once the API server has compiled it: wait for its first refusal.
     const auto end = std::chrono::steady_clock::now() + 60s;
-    while (std::chrono::steady_clock::now() < end && !Refused(AsA(PatchLease("stasis-controller")))) {
+    while (std::chrono::steady_clock::now() < end && !Refused(PatchLease(*node_a_, "stasis-controller"))) {
       std::this_thread::sleep_for(500ms);
     }
   }
-  static void TearDownTestSuite() { delete dir_; }
+  static void TearDownTestSuite() {
+    node_a_.reset();
+    unbound_.reset();
+    delete dir_;
+  }
 
-  static CommandResult As(const std::string& kubeconfig, std::vector<std::string> args,
-                          bool dry_run, const std::string& in = "") {
-    std::vector<std::string> argv = {"kubectl", "--kubeconfig=" + kubeconfig};
-    argv.insert(argv.end(), args.begin(), args.end());
-    if (dry_run) argv.push_back("--dry-run=server");
-    CommandOptions options;
-    options.stdin_data = in;
-    auto r = RunCommand(argv, 60s, options);
-    if (r.ok()) return *r;
-    CommandResult failed;
-    failed.err = r.status().ToString();
-    return failed;
+  static std::unique_ptr<KubeClient> ClientFor(const std::string& kubeconfig) {
+    auto config = LoadKubeconfig(kubeconfig);
+    EXPECT_TRUE(config.ok()) << config.status().ToString();
+    return std::make_unique<KubeClient>(NewCpprestTransport(config.ok() ? *config : RestConfig{}));
   }
-  static CommandResult CreateAsA(const json& object, bool dry_run) {
-    return As(node_a_, {"create", "-f", "-"}, dry_run, object.dump());
-  }
-  // Node A's write, admitted but not stored.
-  static CommandResult AsA(std::vector<std::string> args) { return As(node_a_, std::move(args), true); }
 
   // Refused by the node-scope policy (not by RBAC, which allows every one of these verbs).
-  static bool Refused(const CommandResult& r) {
-    return r.exit_code != 0 && r.err.find("stasis-node-scope") != std::string::npos;
+  static bool Refused(const Result<json>& r) {
+    return !r.ok() && r.status().code() == Code::kPermissionDenied &&
+           r.status().message().find("stasis-node-scope") != std::string::npos;
   }
+  static std::string Show(const Result<json>& r) { return r.ok() ? "admitted" : r.status().ToString(); }
 
-  static std::vector<std::string> PatchActor(const std::string& name, const std::string& patch,
-                                             const std::string& sub = "") {
-    std::vector<std::string> a = {"patch", "actor", name, "-n", kActorNs, "--type=merge", "-p", patch};
-    if (!sub.empty()) a.push_back("--subresource=" + sub);
-    return a;
+  static Result<json> PatchActor(KubeClient& c, const std::string& name, const json& patch,
+                                 const std::string& sub = "") {
+    return c.Patch(kActorType, kActorNs, name, PatchType::kMerge, patch, sub);
   }
-  static std::vector<std::string> PatchWorker(const std::string& name, const std::string& patch,
-                                              const std::string& sub = "") {
-    std::vector<std::string> a = {"patch", "worker", name, "--type=merge", "-p", patch};
-    if (!sub.empty()) a.push_back("--subresource=" + sub);
-    return a;
+  static Result<json> PatchWorker(KubeClient& c, const std::string& name, const json& patch,
+                                  const std::string& sub = "") {
+    return c.Patch(kWorkerType, "", name, PatchType::kMerge, patch, sub);
   }
-  static std::vector<std::string> PatchLease(const std::string& name) {
-    return {"patch", "lease", name, "-n", kStasisSystemNs, "--type=merge", "-p",
-            R"({"spec":{"renewTime":"2026-01-01T00:00:00.000000Z"}})"};
+  static Result<json> PatchLease(KubeClient& c, const std::string& name) {
+    return c.Patch(kLeaseType, kStasisSystemNs, name, PatchType::kMerge,
+                   {{"spec", {{"renewTime", "2026-01-01T00:00:00.000000Z"}}}});
   }
 
   static inline TempDir* dir_ = nullptr;
-  static inline std::string node_a_, unbound_;
+  static inline std::unique_ptr<KubeClient> node_a_, unbound_;
 };
 
-const std::string kFinalizer = std::string(R"({"metadata":{"finalizers":[")") + api::kActorFinalizer + "\"]}}";
-const std::string kStatus = R"({"status":{"status":"STATUS_SUSPENDED"}})";
-const std::string kSpec = R"({"spec":{"desiredState":"Suspended"}})";
-const std::string kFree = R"({"status":{"phase":"Free"}})";
+const json kFinalizer = {{"metadata", {{"finalizers", {api::kActorFinalizer}}}}};
+const json kStatus = {{"status", {{"status", "STATUS_SUSPENDED"}}}};
+const json kSpec = {{"spec", {{"desiredState", "Suspended"}}}};
+const json kFree = {{"status", {{"phase", "Free"}}}};
 
 TEST_F(NodeScopeTest, NodeAIsRefusedOnNodeBsActors) {
+  KubeClient& a = *node_a_;
   for (const std::string& name : {"actor-" + kNodeB, std::string("unpinned-b")}) {
     SCOPED_TRACE(name);
-    EXPECT_TRUE(Refused(AsA(PatchActor(name, kSpec)))) << Show(AsA(PatchActor(name, kSpec)));
-    EXPECT_TRUE(Refused(AsA(PatchActor(name, kFinalizer))));
-    EXPECT_TRUE(Refused(AsA(PatchActor(name, kStatus, "status"))));
+    auto spec = PatchActor(a, name, kSpec);
+    EXPECT_TRUE(Refused(spec)) << Show(spec);
+    EXPECT_TRUE(Refused(PatchActor(a, name, kFinalizer)));
+    EXPECT_TRUE(Refused(PatchActor(a, name, kStatus, "status")));
   }
   // Taking B's actor over, or handing its own to B, changes the owner: refused both ways.
-  EXPECT_TRUE(Refused(AsA(PatchActor("actor-" + kNodeB, R"({"spec":{"nodeName":")" + kNodeA + "\"}}"))));
-  EXPECT_TRUE(Refused(AsA(PatchActor("actor-" + kNodeA, R"({"spec":{"nodeName":")" + kNodeB + "\"}}"))));
+  EXPECT_TRUE(Refused(PatchActor(a, "actor-" + kNodeB, {{"spec", {{"nodeName", kNodeA}}}})));
+  EXPECT_TRUE(Refused(PatchActor(a, "actor-" + kNodeA, {{"spec", {{"nodeName", kNodeB}}}})));
+  CommandResult b = Admin({"get", "actor", "actor-" + kNodeB, "-n", kActorNs, "-o", "json"});
+  EXPECT_EQ(json::parse(b.out, nullptr, false).value("/spec/desiredState"_json_pointer, std::string()), "Running");
 }
 
 TEST_F(NodeScopeTest, NodeAChangesOnlyStatusAndFinalizersOfItsActor) {
+  KubeClient& a = *node_a_;
   const std::string own = "actor-" + kNodeA;
-  CommandResult spec = AsA(PatchActor(own, kSpec));
+  auto spec = PatchActor(a, own, kSpec);
   EXPECT_TRUE(Refused(spec)) << Show(spec);
-  EXPECT_TRUE(Refused(AsA(PatchActor(own, R"({"metadata":{"labels":{"stasis.dev/node":"x"}}})"))));
-  // For real: what the agent writes.
-  CommandResult fin = As(node_a_, PatchActor(own, kFinalizer), false);
-  EXPECT_EQ(fin.exit_code, 0) << Show(fin);
-  CommandResult status = As(node_a_, PatchActor(own, kStatus, "status"), false);
-  EXPECT_EQ(status.exit_code, 0) << Show(status);
-  CommandResult got = Admin({"get", "actor", own, "-n", kActorNs, "-o", "jsonpath={.status.status}"});
-  EXPECT_EQ(got.out, "STATUS_SUSPENDED");
+  EXPECT_TRUE(Refused(PatchActor(a, own, {{"metadata", {{"labels", {{"stasis.dev/node", "x"}}}}}})));
+  // What the agent writes.
+  auto fin = PatchActor(a, own, kFinalizer);
+  EXPECT_TRUE(fin.ok()) << Show(fin);
+  auto status = PatchActor(a, own, kStatus, "status");
+  EXPECT_TRUE(status.ok()) << Show(status);
+  CommandResult got = Admin({"get", "actor", own, "-n", kActorNs, "-o",
+                             "jsonpath={.status.status} {.metadata.finalizers[0]} {.spec.desiredState}"});
+  EXPECT_EQ(got.out, std::string("STATUS_SUSPENDED ") + api::kActorFinalizer + " Running");
 }
 
 TEST_F(NodeScopeTest, NodeAWritesOnlyItsOwnWorkers) {
+  KubeClient& a = *node_a_;
   const std::string theirs = kNodeB + "-slot0";
-  EXPECT_TRUE(Refused(AsA(PatchWorker(theirs, kFree, "status"))));
-  EXPECT_TRUE(Refused(AsA(PatchWorker(theirs, R"({"spec":{"devices":["GPU-stolen"]}})"))));
-  // A Worker for B, under any name; and moving its own Worker to B.
-  EXPECT_TRUE(Refused(CreateAsA(Worker(kNodeB + "-gpu7", kNodeB), true)));
-  EXPECT_TRUE(Refused(CreateAsA(Worker(kNodeA + "-gpu7", kNodeB), true)));
-  EXPECT_TRUE(Refused(AsA(PatchWorker(kNodeA + "-slot0", R"({"spec":{"nodeName":")" + kNodeB + "\"}}"))));
-  // Its own: created, freed through /status, repaired.
-  CommandResult mine = CreateAsA(Worker(kNodeA + "-slot1", kNodeA), false);
-  EXPECT_EQ(mine.exit_code, 0) << Show(mine);
-  CommandResult free = As(node_a_, PatchWorker(kNodeA + "-slot0", kFree, "status"), false);
-  EXPECT_EQ(free.exit_code, 0) << Show(free);
-  CommandResult repair = As(node_a_, PatchWorker(kNodeA + "-slot0", R"({"spec":{"devices":[]}})"), false);
-  EXPECT_EQ(repair.exit_code, 0) << Show(repair);
+  EXPECT_TRUE(Refused(PatchWorker(a, theirs, kFree, "status")));
+  EXPECT_TRUE(Refused(PatchWorker(a, theirs, {{"spec", {{"devices", {"GPU-stolen"}}}}})));
+  // A Worker for B, under any name.
+  EXPECT_TRUE(Refused(a.Create(kWorkerType, "", Worker(kNodeB + "-gpu7", kNodeB))));
+  EXPECT_TRUE(Refused(a.Create(kWorkerType, "", Worker(kNodeA + "-gpu7", kNodeB))));
+  // Its own: created, freed through /status, its devices repaired.
+  auto mine = a.Create(kWorkerType, "", Worker(kNodeA + "-slot1", kNodeA));
+  EXPECT_TRUE(mine.ok()) << Show(mine);
+  auto free = PatchWorker(a, kNodeA + "-slot0", kFree, "status");
+  EXPECT_TRUE(free.ok()) << Show(free);
+  auto repair = PatchWorker(a, kNodeA + "-slot0", {{"spec", {{"devices", json::array()}}}});
+  EXPECT_TRUE(repair.ok()) << Show(repair);
 }
 
 TEST_F(NodeScopeTest, NodeAWritesOnlyItsOwnLease) {
-  EXPECT_TRUE(Refused(AsA(PatchLease("stasis-node-" + kNodeB))));
-  EXPECT_TRUE(Refused(AsA(PatchLease("stasis-controller"))));
-  EXPECT_TRUE(Refused(CreateAsA(Lease("stasis-node-" + kNodeB + "x"), true)));
-  EXPECT_TRUE(Refused(CreateAsA(Lease("stasis-controller-2"), true)));
-  CommandResult own = As(node_a_, PatchLease("stasis-node-" + kNodeA), false);
-  EXPECT_EQ(own.exit_code, 0) << Show(own);
+  KubeClient& a = *node_a_;
+  EXPECT_TRUE(Refused(PatchLease(a, "stasis-node-" + kNodeB)));
+  EXPECT_TRUE(Refused(PatchLease(a, "stasis-controller")));
+  EXPECT_TRUE(Refused(a.Create(kLeaseType, kStasisSystemNs, Lease("stasis-node-" + kNodeB + "x"))));
+  EXPECT_TRUE(Refused(a.Create(kLeaseType, kStasisSystemNs, Lease("stasis-controller-2"))));
+  auto own = PatchLease(a, "stasis-node-" + kNodeA);
+  EXPECT_TRUE(own.ok()) << Show(own);
 }
 
 TEST_F(NodeScopeTest, ATokenWithoutANodeIsRefused) {
-  CommandResult r = As(unbound_, PatchActor("actor-" + kNodeA, kFinalizer), true);
+  auto r = PatchActor(*unbound_, "actor-" + kNodeA, kFinalizer);
   EXPECT_TRUE(Refused(r)) << Show(r);
-  EXPECT_NE(r.err.find("must carry its node"), std::string::npos) << r.err;
-  EXPECT_TRUE(Refused(As(unbound_, PatchLease("stasis-node-" + kNodeA), true)));
+  EXPECT_NE(Show(r).find("must carry its node"), std::string::npos) << Show(r);
+  EXPECT_TRUE(Refused(PatchLease(*unbound_, "stasis-node-" + kNodeA)));
 }
 
 }  // namespace
