@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -23,15 +24,21 @@ struct LeaseRecord {
   std::string renewal;  // holderIdentity and renewTime as written by the node
   Clock::TimePoint observed_at{};
   std::chrono::seconds duration{40};
+  // The newest metadata.resourceVersion seen (0: none, or not a number). A copy older than it
+  // (a lagging cache after a quorum read) is not a renewal.
+  int64_t resource_version = 0;
 };
 
 // The renewal a Lease carries (what must change for it to count as renewed).
 std::string LeaseRenewal(const nlohmann::json& lease);
 std::chrono::seconds LeaseDuration(const nlohmann::json& lease);
-// The record after seeing `renewal` at `now`: the previous one kept when nothing changed, a new
-// observation time when it did or when there was none.
+// metadata.resourceVersion as a number; 0 when absent or not one (then copies are not ordered).
+int64_t LeaseResourceVersion(const nlohmann::json& lease);
+// The record after seeing `renewal` (at resourceVersion `rv`) at `now`: the previous one kept
+// when nothing changed or the copy is older than one already seen, a new observation time
+// when it changed or when there was none.
 LeaseRecord ObserveLease(const std::optional<LeaseRecord>& previous, const std::string& renewal,
-                         std::chrono::seconds duration, Clock::TimePoint now);
+                         int64_t rv, std::chrono::seconds duration, Clock::TimePoint now);
 // Lost: no change observed for longer than the Lease's duration.
 bool LeaseExpired(const LeaseRecord& record, Clock::TimePoint now);
 

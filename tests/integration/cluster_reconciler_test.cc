@@ -97,9 +97,12 @@ class ClusterReconcilerTest : public ::testing::Test {
     }
   }
 
-  // The same Lease as the controller's cache holds it.
-  void CachedLease(const std::string& node, Clock::SystemTimePoint renew) {
-    leases_.Upsert(std::make_shared<const json>(LeaseObject(node, renew)));
+  // The Lease as the API server holds it now, in the controller's cache (as its informer
+  // delivers it: with its resourceVersion). A stale cache is one not updated since.
+  void CachedLease(const std::string& node) {
+    auto got = client_->Get(kLeaseType, "stasis-system", NodeLeaseName(node));
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    leases_.Upsert(std::make_shared<const json>(*got));
   }
 
   std::string StatusOf(const std::string& name) {
@@ -119,7 +122,7 @@ class ClusterReconcilerTest : public ::testing::Test {
   // A live node whose workers are in the cache (`held`: held by actors elsewhere).
   void NodeWithWorkers(const std::string& node, int free, int held, int gpus = 0) {
     ServerLease(node, clock_.WallNow());
-    CachedLease(node, clock_.WallNow());
+    CachedLease(node);
     for (int i = 0; i < free + held; ++i) {
       json devices = json::array();
       for (int g = 0; g < gpus; ++g) devices.push_back("GPU-" + node + std::to_string(i) + "-" + std::to_string(g));
@@ -199,7 +202,8 @@ TEST_F(ClusterReconcilerTest, AStaleCacheDoesNotCostALiveNodeItsActors) {
   RunningActor("a1", "stale-n1");
   // The cache shows a renewal, then nothing for longer than the 10 s lease (its watch
   // reconnecting after an outage); the agent has renewed since, on the server.
-  CachedLease("stale-n1", clock_.WallNow());
+  ServerLease("stale-n1", clock_.WallNow());
+  CachedLease("stale-n1");
   ASSERT_EQ(reconciler_.NodeAlive("stale-n1"), std::optional<bool>(true));  // first sight: the timer starts
   clock_.Advance(11s);
   ServerLease("stale-n1", clock_.WallNow());
@@ -220,8 +224,8 @@ TEST_F(ClusterReconcilerTest, ANewLeaderGivesEveryNodeALeaseDurationFirst) {
   // API-server outage the new leader just came through): no node counts as lost until this
   // replica has led for its 10 s lease duration.
   RunningActor("a2", "grace-n2");
-  CachedLease("grace-n2", clock_.WallNow());
   ServerLease("grace-n2", clock_.WallNow());
+  CachedLease("grace-n2");
   ASSERT_EQ(reconciler_.NodeAlive("grace-n2"), std::optional<bool>(true));
   clock_.Advance(60s);
   reconciler_.StartedLeading();
@@ -244,7 +248,8 @@ TEST_F(ClusterReconcilerTest, DeletionWaitsForAConfirmedNodeLoss) {
                              {{"metadata", {{"finalizers", {"stasis.dev/actor-cleanup"}}}}})
                   .ok());
   ASSERT_TRUE(client_->Delete(kActorType, ns_, "a3").ok());
-  CachedLease("del-n3", clock_.WallNow());
+  ServerLease("del-n3", clock_.WallNow());
+  CachedLease("del-n3");
   ASSERT_EQ(reconciler_.NodeAlive("del-n3"), std::optional<bool>(true));
   clock_.Advance(11s);
   ServerLease("del-n3", clock_.WallNow());
@@ -270,7 +275,7 @@ TEST_F(ClusterReconcilerTest, ASkewedNodeClockIsNeitherLostNorImmortal) {
   for (int beat = 0; beat < 6; ++beat) {
     for (const auto& [node, skew] : nodes) {
       ServerLease(node, clock_.WallNow() + skew);
-      CachedLease(node, clock_.WallNow() + skew);
+      CachedLease(node);
       Reconcile("on-" + node);
       EXPECT_EQ(StatusOf("on-" + node), "STATUS_RUNNING") << node << " beat " << beat;
     }
@@ -292,7 +297,7 @@ TEST_F(ClusterReconcilerTest, BindsGpuActorsToGpuWorkersAndCpuActorsToSlots) {
   for (const auto& [node, devices] : std::vector<std::pair<std::string, json>>{
            {"bind-cpu", json::array()}, {"bind-gpu", json::array({"GPU-bind-0"})}}) {
     ServerLease(node, clock_.WallNow());
-    CachedLease(node, clock_.WallNow());
+    CachedLease(node);
     json w = {{"apiVersion", "stasis.dev/v1alpha1"},
               {"kind", "Worker"},
               {"metadata", {{"name", node + "-w0"}}},

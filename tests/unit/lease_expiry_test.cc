@@ -21,7 +21,7 @@ const Clock::TimePoint kT0{std::chrono::hours(1000)};
 
 TEST(LeaseExpiry, FirstObservationStartsTheTimer) {
   // However old the renewTime (a controller just started), the first sight is not expiry.
-  const LeaseRecord r = ObserveLease(std::nullopt, LeaseRenewal(Lease("2001-01-01T00:00:00.000000Z")), 10s, kT0);
+  const LeaseRecord r = ObserveLease(std::nullopt, LeaseRenewal(Lease("2001-01-01T00:00:00.000000Z")), 0, 10s, kT0);
   EXPECT_EQ(r.observed_at, kT0);
   EXPECT_FALSE(LeaseExpired(r, kT0));
   EXPECT_FALSE(LeaseExpired(r, kT0 + 10s));
@@ -29,28 +29,41 @@ TEST(LeaseExpiry, FirstObservationStartsTheTimer) {
 }
 
 TEST(LeaseExpiry, ARenewalRestartsTheTimerAnUnchangedLeaseDoesNot) {
-  LeaseRecord r = ObserveLease(std::nullopt, LeaseRenewal(Lease("a")), 10s, kT0);
-  r = ObserveLease(r, LeaseRenewal(Lease("a")), 10s, kT0 + 8s);
+  LeaseRecord r = ObserveLease(std::nullopt, LeaseRenewal(Lease("a")), 0, 10s, kT0);
+  r = ObserveLease(r, LeaseRenewal(Lease("a")), 0, 10s, kT0 + 8s);
   EXPECT_EQ(r.observed_at, kT0) << "seeing the same renewal again is no renewal";
   EXPECT_TRUE(LeaseExpired(r, kT0 + 11s));
-  r = ObserveLease(r, LeaseRenewal(Lease("b")), 10s, kT0 + 9s);
+  r = ObserveLease(r, LeaseRenewal(Lease("b")), 0, 10s, kT0 + 9s);
   EXPECT_EQ(r.observed_at, kT0 + 9s);
   EXPECT_FALSE(LeaseExpired(r, kT0 + 19s));
   EXPECT_TRUE(LeaseExpired(r, kT0 + 20s));
 }
 
 TEST(LeaseExpiry, ANewHolderCountsAsARenewal) {
-  LeaseRecord r = ObserveLease(std::nullopt, LeaseRenewal(Lease("a", 10, "n1")), 10s, kT0);
-  r = ObserveLease(r, LeaseRenewal(Lease("a", 10, "n1-restarted")), 10s, kT0 + 9s);
+  LeaseRecord r = ObserveLease(std::nullopt, LeaseRenewal(Lease("a", 10, "n1")), 0, 10s, kT0);
+  r = ObserveLease(r, LeaseRenewal(Lease("a", 10, "n1-restarted")), 0, 10s, kT0 + 9s);
   EXPECT_EQ(r.observed_at, kT0 + 9s);
 }
 
 TEST(LeaseExpiry, ADurationChangeAppliesButIsNoRenewal) {
-  LeaseRecord r = ObserveLease(std::nullopt, LeaseRenewal(Lease("a")), 10s, kT0);
-  r = ObserveLease(r, LeaseRenewal(Lease("a", 60)), LeaseDuration(Lease("a", 60)), kT0 + 5s);
+  LeaseRecord r = ObserveLease(std::nullopt, LeaseRenewal(Lease("a")), 0, 10s, kT0);
+  r = ObserveLease(r, LeaseRenewal(Lease("a", 60)), 0, LeaseDuration(Lease("a", 60)), kT0 + 5s);
   EXPECT_EQ(r.observed_at, kT0);
   EXPECT_EQ(r.duration, 60s);
   EXPECT_FALSE(LeaseExpired(r, kT0 + 30s));
+}
+
+// A lagging cache's older copy, seen after a quorum read showed a newer renewal, is no
+// renewal: only copies at least as new as the newest seen count.
+TEST(LeaseExpiry, AnOlderCopyIsNoRenewal) {
+  LeaseRecord r = ObserveLease(std::nullopt, LeaseRenewal(Lease("a")), 5, 10s, kT0);
+  r = ObserveLease(r, LeaseRenewal(Lease("b")), 7, 10s, kT0 + 8s);  // the quorum read
+  EXPECT_EQ(r.observed_at, kT0 + 8s);
+  r = ObserveLease(r, LeaseRenewal(Lease("a")), 5, 10s, kT0 + 15s);  // the cache, still behind
+  EXPECT_EQ(r.observed_at, kT0 + 8s);
+  EXPECT_TRUE(LeaseExpired(r, kT0 + 19s));
+  EXPECT_EQ(LeaseResourceVersion(json{{"metadata", {{"resourceVersion", "123"}}}}), 123);
+  EXPECT_EQ(LeaseResourceVersion(json{{"metadata", {{"resourceVersion", "x1"}}}}), 0);
 }
 
 TEST(LeaseExpiry, DurationDefaultsToFortySeconds) {
