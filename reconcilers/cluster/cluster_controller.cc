@@ -100,6 +100,10 @@ Status RunClusterController(const ClusterControllerOptions& o, const std::atomic
                            [&](const ObjectPtr&, const ObjectPtr& n) { requeue_waiting(n); },
                            requeue_waiting});
 
+  // Every renewal observed as it arrives, on this replica's monotonic clock (lease_expiry.h).
+  leases.AddEventHandler({[&](const ObjectPtr& l) { reconciler.LeaseSeen(l); },
+                          [&](const ObjectPtr&, const ObjectPtr& n) { reconciler.LeaseSeen(n); },
+                          [&](const ObjectPtr& l) { reconciler.LeaseGone(l); }});
   m.OnCachesSynced([&] { reconciler.StartedLeading(); });
   m.OnControllersStarted([&] {
     for (const auto& key : actors.store().Keys()) controller.queue().Add(key);

@@ -20,7 +20,7 @@ ClusterReconciler::ClusterReconciler(ClusterReconcilerOptions options, KubeClien
                                      EventRecorder* events, Clock& clock, SnapshotStore* store)
     : options_(std::move(options)), client_(client), actors_(actors), workers_(workers),
       leases_(leases), metrics_(metrics), events_(events), clock_(clock), store_(store),
-      leading_since_(clock.Now()) {
+      leading_since_(clock.Now()), lease_tracker_(clock) {
   if (store_ && options_.retain) {
     retention_.emplace(*store_, *options_.retain,
                        [this](const std::string& ns, const std::string& name) -> Result<api::Actor> {
@@ -35,24 +35,24 @@ Time ClusterReconciler::Now() const {
   return std::chrono::floor<std::chrono::seconds>(clock_.WallNow());
 }
 
-namespace {
-
-// Whether a heartbeat Lease is unexpired at `now`, and its duration.
-std::pair<bool, std::chrono::seconds> LeaseState(const json& lease, Clock::SystemTimePoint now) {
-  const json spec = lease.value("spec", json::object());
-  const std::chrono::seconds duration(spec.value("leaseDurationSeconds", 40));
-  auto renew = ParseTime(spec.value("renewTime", ""));
-  if (!renew.ok()) return {false, duration};
-  return {now < *renew + duration, duration};
-}
-
-}  // namespace
-
 std::optional<bool> ClusterReconciler::NodeAlive(const std::string& node) const {
   if (node.empty()) return std::nullopt;
-  ObjectPtr lease = leases_.Get(options_.lease_namespace + "/" + NodeLeaseName(node));
+  const std::string key = options_.lease_namespace + "/" + NodeLeaseName(node);
+  ObjectPtr lease = leases_.Get(key);
   if (!lease) return std::nullopt;
-  return LeaseState(*lease, clock_.WallNow()).first;
+  return lease_tracker_.Observe(key, *lease).first;
+}
+
+void ClusterReconciler::LeaseSeen(const ObjectPtr& lease) {
+  if (!lease) return;
+  const json meta = lease->value("metadata", json::object());
+  (void)lease_tracker_.Observe(meta.value("namespace", "") + "/" + meta.value("name", ""), *lease);
+}
+
+void ClusterReconciler::LeaseGone(const ObjectPtr& lease) {
+  if (!lease) return;
+  const json meta = lease->value("metadata", json::object());
+  lease_tracker_.Forget(meta.value("namespace", "") + "/" + meta.value("name", ""));
 }
 
 void ClusterReconciler::StartedLeading() { leading_since_ = clock_.Now(); }
@@ -63,7 +63,9 @@ bool ClusterReconciler::NodeLossConfirmed(const std::string& node) {
     spdlog::warn("node loss not confirmed node={} error=\"{}\"", node, lease.status().ToString());
     return false;
   }
-  const auto [alive, duration] = LeaseState(*lease, clock_.WallNow());
+  // The server's copy may show a renewal the cache has not: that counts as observed now.
+  const auto [alive, duration] =
+      lease_tracker_.Observe(options_.lease_namespace + "/" + NodeLeaseName(node), *lease);
   if (alive) {
     spdlog::info("node heartbeat fresher than the cache node={} action=none", node);
     return false;

@@ -38,6 +38,7 @@
 #include "controller/object_store.h"
 #include "controller/reconciler.h"
 #include "reconcilers/cluster/cluster_metrics.h"
+#include "reconcilers/cluster/lease_expiry.h"
 #include "reconcilers/cluster/placement.h"
 #include "reconcilers/cluster/snapshot_retention.h"
 #include "snapshots/snapshot_store.h"
@@ -76,7 +77,12 @@ class ClusterReconciler : public Reconciler {
   Result<ReconcileOutcome> Reconcile(const Request& request) override;
 
   // nullopt when the node has never had a heartbeat Lease. From the cache: may be stale.
+  // Alive until no renewal has been observed for the Lease's duration (lease_expiry.h): the
+  // node's renewTime is never compared with this controller's clock.
   std::optional<bool> NodeAlive(const std::string& node) const;
+  // The Lease informer's events: each renewal is observed when it arrives.
+  void LeaseSeen(const ObjectPtr& lease);
+  void LeaseGone(const ObjectPtr& lease);
   // Called when this replica starts leading: no node counts as lost before this replica has
   // had a whole lease duration to see it renew (after an API-server outage long enough to cost
   // the leader its lease, every heartbeat looks expired until the agents reach the server).
@@ -121,6 +127,9 @@ class ClusterReconciler : public Reconciler {
   Clock& clock_;
   SnapshotStore* store_;
   std::atomic<Clock::TimePoint> leading_since_;
+  // When each node's Lease was last seen to change (NodeAlive is const: observing is not a
+  // change of the reconciler's decisions, only of what it has seen).
+  mutable LeaseTracker lease_tracker_;
   std::optional<SnapshotRetention> retention_;
   // Actor key → the latestSnapshot id retention last ran for (a key is reconciled by one
   // worker at a time, but different keys concurrently).

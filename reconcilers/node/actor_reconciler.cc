@@ -11,6 +11,7 @@
 #include "reconcilers/api_resources.h"
 #include "reconcilers/node/actor_context.h"
 #include "reconcilers/node/sandbox_id.h"
+#include "reconcilers/node/stray_state.h"
 
 namespace stasis {
 namespace {
@@ -276,19 +277,52 @@ Result<ReconcileOutcome> ActorReconciler::Act(Ctx& c, const Decision& d) {
   }
 }
 
+StrayLookup ActorReconciler::LookUpStray(const std::string& ns, const std::string& name, json* live) {
+  auto got = client_.Get(kActorType, ns, name);
+  if (!got.ok()) return got.status().code() == Code::kNotFound ? StrayLookup::kNotFound : StrayLookup::kUnreadable;
+  auto a = api::ActorFromJson(*got);
+  if (!a.ok()) return StrayLookup::kUnreadable;
+  if (live) *live = std::move(*got);
+  return OwnedHere(*a) ? StrayLookup::kOwnedHere : StrayLookup::kOwnedElsewhere;
+}
+
+void ActorReconciler::ReportKeptState(const std::string& key, const json& live) {
+  const std::string owner = live.value("/spec/nodeName"_json_pointer, std::string());
+  const std::string message = "the actor now belongs to node '" + owner + "', but node " + options_.node +
+                              " still holds its sandbox or snapshots: kept, not deleted (suspend the "
+                              "actor on this node before moving it)";
+  spdlog::warn("local state of an actor owned elsewhere kept actor={} owner={} node={}", key, owner, options_.node);
+  if (events_) events_->Event(live, EventType::kWarning, kReasonLocalStateKept, message);
+}
+
 Result<ReconcileOutcome> ActorReconciler::RemoveOrphan(const Request& request) {
-  // Gone from the API (or never ours): nothing of it may remain on this node — under the id
-  // this agent gives it, or the "<ns>_<name>" an older agent gave it.
+  // Missing from the cache: gone from the API, moved between this agent's two informers, or
+  // moved to another node. Nothing is removed before a quorum read says NotFound
+  // (stray_state.h); then nothing of it may remain on this node — under the id this agent
+  // gives it, or the "<ns>_<name>" an older agent gave it.
   const std::string key = request.Key();
+  std::vector<SandboxRef> sandboxes;
   for (const std::string& id : {SandboxIdFor(request.ns, request.name), request.ns + "_" + request.name}) {
-    const SandboxRef ref = SandboxWithId(id);
     std::error_code ec;
-    if (!fs::exists(ref.root, ec)) continue;
+    if (fs::exists(SandboxWithId(id).root, ec)) sandboxes.push_back(SandboxWithId(id));
+  }
+  const bool local = !sandboxes.empty() || !snapshots_.ListLocal(request.ns, request.name).empty();
+  StrayAction action = StrayAction::kRemove;
+  if (local) {
+    json live;
+    action = DecideStray(LookUpStray(request.ns, request.name, &live), local);
+    if (action == StrayAction::kKeepAndReport) ReportKeptState(key, live);
+  }
+  if (action == StrayAction::kRetry) return Status(Code::kUnavailable, "actor " + key + " not readable to confirm it is gone");
+  // Looked at again now and then: once it is deleted, its state here goes.
+  if (action == StrayAction::kKeepAndReport) return ReconcileOutcome{kStrayRecheck};
+  if (action == StrayAction::kKeep) return ReconcileOutcome{};
+  for (const SandboxRef& ref : sandboxes) {
     if (Status s = DeleteAnyRuntime(ref); !s.ok()) return s;
     RemoveSandboxFiles(ref);
-    WarnIfFailed(snapshots_.RemoveAllLocal(request.ns, request.name), "orphan's local snapshots not removed", key);
-    spdlog::info("orphan sandbox removed actor={} sandbox={}", key, id);
+    spdlog::info("orphan sandbox removed actor={} sandbox={}", key, ref.id);
   }
+  WarnIfFailed(snapshots_.RemoveAllLocal(request.ns, request.name), "orphan's local snapshots not removed", key);
   if (Status s = workers_.Free(api::ActorRef{request.ns, request.name}); !s.ok()) return s;
   retries_.SetUnsettled(key, false);
   return ReconcileOutcome{};

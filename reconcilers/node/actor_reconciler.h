@@ -58,6 +58,7 @@
 #include "runtimes/bundle_confinement.h"
 #include "runtimes/runtime_driver.h"
 #include "reconcilers/node/snapshot_metrics.h"
+#include "reconcilers/node/stray_state.h"
 #include "reconcilers/node/transition_retries.h"
 #include "reconcilers/node/transitions.h"
 #include "snapshots/snapshot_store.h"
@@ -150,6 +151,11 @@ class ActorReconciler : public Reconciler {
   [[nodiscard]] Status Prepare(Ctx& c, Step step);
   Result<ReconcileOutcome> Act(Ctx& c, const Decision& d);
   Result<ReconcileOutcome> RemoveOrphan(const Request& request);
+  // The quorum read before anything of an actor missing from the cache is removed
+  // (stray_state.h); `live` gets the actor when it exists.
+  StrayLookup LookUpStray(const std::string& ns, const std::string& name, nlohmann::json* live);
+  // A Warning Event (LocalStateKept) and a log line: the actor left this node with state here.
+  void ReportKeptState(const std::string& key, const nlohmann::json& live);
   SandboxRef SandboxWithId(const std::string& id) const;
   // Removes the sandbox's runsc root, its owner file and its GPU bundle directory.
   void RemoveSandboxFiles(const SandboxRef& ref);

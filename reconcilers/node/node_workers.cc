@@ -35,34 +35,70 @@ Status NodeWorkers::Register() {
     existing = List();
   }
   if (!existing.ok()) return existing.status();
-  std::set<std::string> present;
-  for (const auto& w : *existing) present.insert(w.metadata.name);
-  bool created_any = false;
+  std::map<std::string, api::Worker> present;
+  for (const auto& w : *existing) present.emplace(w.metadata.name, w);
+  bool changed_any = false;
   for (size_t i = 0; i < devices_.size(); ++i) {
-    const bool gpu = !devices_[i].empty();
-    if (present.count(WorkerName(node_, i, gpu))) continue;
-    created_any = true;
-    json w = {{"apiVersion", api::kApiVersion},
-              {"kind", api::kWorkerKind},
-              {"metadata",
-               {{"name", WorkerName(node_, i, gpu)}, {"labels", {{api::kNodeLabel, node_}}}}},
-              {"spec", {{"nodeName", node_}, {"devices", devices_[i]}}}};
-    auto created = client_.Create(kWorkerType, "", w);
-    if (created.ok()) {
-      // A new worker starts Free; status is only writable through /status.
-      json status = {{"status", {{"phase", "Free"}}}};
-      auto patched = client_.Patch(kWorkerType, "", WorkerName(node_, i, gpu), PatchType::kMerge,
-                                   status, "status");
-      if (!patched.ok()) return patched.status();
-      spdlog::info("worker registered worker={} node={} devices={}", WorkerName(node_, i, gpu),
-                   node_, devices_[i].size());
-    } else if (created.status().code() != Code::kAlreadyExists) {
-      return created.status();
+    const std::string name = WorkerName(node_, i, !devices_[i].empty());
+    auto found = present.find(name);
+    if (found != present.end() && found->second.spec.devices == devices_[i]) continue;
+    changed_any = true;
+    // Present with other devices (written by someone else), or named for this node but not
+    // labelled or specced for it (AlreadyExists below): the node's own discovery wins.
+    Status s = found != present.end() ? Repair(name) : CreateWorker(name, devices_[i]);
+    if (s.code() == Code::kAlreadyExists) s = Repair(name);
+    if (s.code() == Code::kPermissionDenied || s.code() == Code::kInvalidArgument) {
+      // The Worker of that name belongs to another node (the admission policy refuses the
+      // write, or the CRD the change of its immutable nodeName). It is never claimed here:
+      // List keeps this node's, Pick only names of the local table.
+      spdlog::error("worker not repaired worker={} node={} error=\"{}\"", name, node_, s.message());
+      continue;
+    }
+    if (!s.ok()) return s;
+  }
+  for (const auto& [name, w] : present) {
+    if (!LocalDevices(name)) {
+      spdlog::warn("worker not of this node's discovery ignored worker={} node={}", name, node_);
     }
   }
-  if (!created_any) return OkStatus();
+  if (!changed_any) return OkStatus();
   auto all = List();  // the gauge, and the cache of Claim's first look, with the new ones
   return all.ok() ? OkStatus() : all.status();
+}
+
+Status NodeWorkers::CreateWorker(const std::string& name, const std::vector<std::string>& devices) {
+  json w = {{"apiVersion", api::kApiVersion},
+            {"kind", api::kWorkerKind},
+            {"metadata", {{"name", name}, {"labels", {{api::kNodeLabel, node_}}}}},
+            {"spec", {{"nodeName", node_}, {"devices", devices}}}};
+  auto created = client_.Create(kWorkerType, "", w);
+  if (!created.ok()) return created.status();
+  // A new worker starts Free; status is only writable through /status.
+  json status = {{"status", {{"phase", "Free"}}}};
+  auto patched = client_.Patch(kWorkerType, "", name, PatchType::kMerge, status, "status");
+  if (!patched.ok()) return patched.status();
+  spdlog::info("worker registered worker={} node={} devices={}", name, node_, devices.size());
+  return OkStatus();
+}
+
+Status NodeWorkers::Repair(const std::string& name) {
+  const std::vector<std::string>* devices = LocalDevices(name);
+  if (!devices) return Status(Code::kInternal, "worker " + name + " is not in this node's table");
+  // spec.nodeName is immutable (the CRD): one of another node's stays refused.
+  json patch = {{"metadata", {{"labels", {{api::kNodeLabel, node_}}}}},
+                {"spec", {{"nodeName", node_}, {"devices", *devices}}}};
+  auto r = client_.Patch(kWorkerType, "", name, PatchType::kMerge, patch);
+  if (!r.ok()) return r.status();
+  spdlog::warn("worker repaired to this node's discovery worker={} node={} devices={}", name, node_,
+               devices->size());
+  return OkStatus();
+}
+
+const std::vector<std::string>* NodeWorkers::LocalDevices(const std::string& worker_name) const {
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    if (WorkerName(node_, i, !devices_[i].empty()) == worker_name) return &devices_[i];
+  }
+  return nullptr;
 }
 
 Result<std::vector<api::Worker>> NodeWorkers::List() {
@@ -189,7 +225,17 @@ Result<NodeWorkers::Picked> NodeWorkers::Pick(const api::ActorRef& actor, size_t
     // Held already: from a LIST that is the answer; from the cache it may be stale.
     if (w.IsHeldBy(actor)) return Picked{cached ? PickOutcome::kAskServer : PickOutcome::kHeld, w};
   }
-  auto suits = [&](const api::Worker& w) { return w.spec.devices.size() >= gpus; };
+  // What a worker offers is this node's own discovery, never the Worker's spec in the API
+  // (anyone who could write it would hand an actor every GPU); a worker not in the local
+  // table offers nothing and is never claimed.
+  auto suits = [&](const api::Worker& w) {
+    const std::vector<std::string>* local = LocalDevices(w.metadata.name);
+    return local && local->size() >= gpus;
+  };
+  auto gpu_count = [&](const api::Worker& w) {
+    const std::vector<std::string>* local = LocalDevices(w.metadata.name);
+    return local ? local->size() : 0;
+  };
   if (gpus > 0 && std::none_of(known_.begin(), known_.end(), [&](const auto& kv) { return suits(kv.second); })) {
     return Status(Code::kInvalidArgument,
                   "the actor asks for " + std::to_string(gpus) + " GPU(s); no worker of node " +
@@ -200,7 +246,7 @@ Result<NodeWorkers::Picked> NodeWorkers::Pick(const api::ActorRef& actor, size_t
   const api::Worker* best = nullptr;
   for (const auto& [name, w] : known_) {
     if (!w.IsFree() || !suits(w) || claiming_.count(name)) continue;
-    if (!best || (best->spec.devices.size() > 0 && w.spec.devices.empty())) best = &w;
+    if (!best || (gpu_count(*best) > 0 && gpu_count(w) == 0)) best = &w;
   }
   if (!best) return Picked{cached ? PickOutcome::kAskServer : PickOutcome::kNone, {}};
   claiming_.insert(best->metadata.name);
@@ -263,10 +309,8 @@ Status NodeWorkers::Release(const std::string& worker_name, const api::ActorRef&
 void NodeWorkers::RefreshGauge() { (void)List(); }
 
 std::vector<std::string> NodeWorkers::DevicesOf(const std::string& worker_name) const {
-  for (size_t i = 0; i < devices_.size(); ++i) {
-    if (WorkerName(node_, i, !devices_[i].empty()) == worker_name) return devices_[i];
-  }
-  return {};
+  const std::vector<std::string>* local = LocalDevices(worker_name);
+  return local ? *local : std::vector<std::string>{};
 }
 
 }  // namespace stasis

@@ -26,7 +26,8 @@ class NodeWorkers {
               SnapshotMetrics* metrics);
 
   // Creates the Worker objects that do not exist; existing ones keep their status (claims
-  // survive an agent restart). Labels them stasis.dev/node=<node>.
+  // survive an agent restart). Labels them stasis.dev/node=<node>. An existing one whose
+  // spec (devices, nodeName) or label is not what this node discovered is repaired to it.
   Status Register();
   // The worker this actor holds on this node, claiming a free one when it holds none: one with
   // at least `gpus` GPUs, and for a CPU actor (gpus 0) a CPU slot before a GPU worker.
@@ -48,13 +49,19 @@ class NodeWorkers {
   // Frees workers whose holder `keeps(ref)` says should not hold one (restart recovery).
   // try_cache: look first at the workers as this agent last saw them (Free does).
   Status FreeUnless(const std::function<bool(const api::ActorRef&)>& keeps, bool try_cache = false);
-  // The devices of a worker of this node by name (GPU UUIDs), for the runtime spec.
+  // The devices of a worker of this node by name (GPU UUIDs), for the runtime spec: from this
+  // node's own discovery (the constructor's table), never from the Worker in the API.
   std::vector<std::string> DevicesOf(const std::string& worker_name) const;
   Result<std::vector<api::Worker>> List();
 
   const std::string& node() const { return node_; }
 
  private:
+  Status CreateWorker(const std::string& name, const std::vector<std::string>& devices);
+  // Overwrites the Worker's spec and node label with this node's discovery.
+  Status Repair(const std::string& name);
+  // The devices of the local table's worker of that name; nullptr for a name not in it.
+  const std::vector<std::string>* LocalDevices(const std::string& worker_name) const;
   Status SetHolder(const api::Worker& worker, const std::optional<api::ActorRef>& holder);
   // cached: the workers as last seen by this agent if it has seen them, else a LIST.
   Result<std::vector<api::Worker>> Snapshot(bool cached);

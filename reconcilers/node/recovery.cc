@@ -201,18 +201,24 @@ void ActorReconciler::RemoveLeftoverSandboxes() {
     const std::string key = ActorKeyOfSandbox(run, file);
     if (key.empty()) continue;  // not a sandbox of this agent's making
     ObjectPtr obj = actors_(key);
-    bool keep = false;
     if (obj) {
       auto a = api::ActorFromJson(*obj);
-      keep = a.ok() && OwnedHere(*a);
+      if (a.ok() && OwnedHere(*a)) continue;
     }
-    if (keep) continue;
+    // Not ours in the cache: removed only when a quorum read finds it gone (stray_state.h).
+    const auto slash = key.find('/');
+    const std::string ns = key.substr(0, slash), name = key.substr(slash + 1);
+    json live;
+    const StrayAction action = DecideStray(LookUpStray(ns, name, &live), /*has_local_state=*/true);
+    if (action == StrayAction::kKeepAndReport) ReportKeptState(key, live);
+    if (action != StrayAction::kRemove) {
+      spdlog::info("leftover sandbox kept actor={} sandbox={} action={}", key, file, ToString(action));
+      continue;
+    }
     const SandboxRef ref = SandboxWithId(file);
     WarnIfFailed(DeleteAnyRuntime(ref), "leftover sandbox not deleted", key);
     RemoveSandboxFiles(ref);
-    const auto slash = key.find('/');
-    WarnIfFailed(snapshots_.RemoveAllLocal(key.substr(0, slash), key.substr(slash + 1)),
-                 "local snapshots of a leftover sandbox not removed", key);
+    WarnIfFailed(snapshots_.RemoveAllLocal(ns, name), "local snapshots of a leftover sandbox not removed", key);
     spdlog::info("leftover sandbox removed actor={} sandbox={}", key, file);
   }
 }

@@ -227,11 +227,13 @@ std::string ActorReconciler::GpuBundleDir(const SandboxRef& ref) const {
 
 Result<std::string> ActorReconciler::PrepareGpuBundle(const Ctx& c, const api::Worker& worker) {
   const auto count = static_cast<size_t>(c.a.spec.gpu.count);
-  if (worker.spec.devices.size() < count) {
+  // The GPUs are this node's own discovery for the worker, never the Worker's spec in the API.
+  const std::vector<std::string> devices = workers_.DevicesOf(worker.metadata.name);
+  if (devices.size() < count) {
     // One worker is one GPU (--gpus); a multi-GPU actor needs a multi-GPU worker.
     return Status(Code::kInvalidArgument,
                   "the actor asks for " + std::to_string(count) + " GPU(s); worker " +
-                      worker.metadata.name + " has " + std::to_string(worker.spec.devices.size()),
+                      worker.metadata.name + " has " + std::to_string(devices.size()),
                   "gpu_count_unavailable");
   }
   // Read at every start: a spec regenerated after a driver upgrade must not need a restart.
@@ -239,7 +241,7 @@ Result<std::string> ActorReconciler::PrepareGpuBundle(const Ctx& c, const api::W
   GpuBundleRequest request;
   request.source_bundle = c.a.spec.bundle;
   request.out_dir = GpuBundleDir(c.ref);
-  request.gpu_uuids.assign(worker.spec.devices.begin(), worker.spec.devices.begin() + count);
+  request.gpu_uuids.assign(devices.begin(), devices.begin() + count);
   request.gpu_kind = options_.gpu_cdi_kind;
   request.helper_device = options_.cuda_checkpoint_cdi_device;
   request.cuda_checkpoint_path = c.a.spec.gpu.cuda_checkpoint_path;

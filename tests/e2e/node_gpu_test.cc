@@ -124,6 +124,30 @@ TEST_F(NodeAgentTest, GpuActorGetsItsDevicesFromCdi) {
   ExpectHeldBy(a->node, "gpu", GetActor("gpu"));
 }
 
+// 6d. GPU identities are the node's own: a Worker whose spec.devices were rewritten in the API
+// after registration (another GPU listed first) hands the sandbox only the GPU this node
+// discovered for that worker.
+TEST_F(NodeAgentTest, ForgedWorkerDevicesNeverReachTheSandbox) {
+  const std::string cdi = WriteCdiSpecs(/*with_glibc=*/true);
+  Agent* a = StartAgent(Node("f"), kInjectWrapper, InjectEnv("pass"), 0, "",
+                        {"--gpus", "GPU-e2e-0", "--cdi-spec-dirs", cdi});
+  ASSERT_NE(a, nullptr);
+  const std::string worker = a->node + "-gpu0";
+  CommandResult forged = Kubectl({"patch", "worker", worker, "--type=merge", "-p",
+                                  R"({"spec":{"devices":["GPU-e2e-1","GPU-e2e-0"]}})"});
+  ASSERT_EQ(forged.exit_code, 0) << forged.err;
+  json spec = CounterSpec(a->node);
+  spec["gpu"] = {{"count", 1}};
+  CreateActor("gpu", spec);
+  json actor;
+  ASSERT_TRUE(WaitStatus("gpu", "STATUS_RUNNING", 30s, &actor)) << AgentLogs();
+  auto env = RunCommand({PinnedRunsc(), "-root", RunDir(*a, "gpu"), "exec", Id("gpu"), "/bin/sh", "-c",
+                         "echo $STASIS_E2E_GPU"},
+                        30s);
+  ASSERT_TRUE(env.ok() && env->success()) << (env.ok() ? env->Summary() : env.status().ToString());
+  EXPECT_EQ(env->out, "GPU-e2e-0\n") << "a GPU from the forged Worker reached the sandbox";
+}
+
 // 6c. A GPU node whose CDI specs are missing: the GPU actor does not start, says why
 // (CdiUnavailable, naming the device), holds no worker, and retries with backoff — not in a
 // loop that claims and frees the worker as fast as the agent can go. Once the specs are

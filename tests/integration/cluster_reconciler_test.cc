@@ -2,7 +2,8 @@
 // and hand-filled caches: a cache that lags the API server (its watch reconnecting after an
 // outage) must not get a live node's actors force-cleaned, and a replica that has just become
 // leader gives every node a whole lease duration before it counts as lost. The same actors are
-// cleaned once the Lease the API server holds really has expired.
+// cleaned once the Lease the API server holds really has not changed for its duration. A
+// node's clock minutes off neither loses it while it renews nor keeps it alive after.
 // The binder's reports: an actor it cannot place gets Ready=False (NoFreeWorker or
 // Unschedulable, the candidates counted) and one FailedBinding Event per message, however often
 // it is reconciled; a binding replaces that condition and is a Bound Event.
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "api/json_mapping.h"
 #include "base/time.h"
@@ -95,9 +97,12 @@ class ClusterReconcilerTest : public ::testing::Test {
     }
   }
 
-  // The same Lease as the controller's cache holds it.
-  void CachedLease(const std::string& node, Clock::SystemTimePoint renew) {
-    leases_.Upsert(std::make_shared<const json>(LeaseObject(node, renew)));
+  // The Lease as the API server holds it now, in the controller's cache (as its informer
+  // delivers it: with its resourceVersion). A stale cache is one not updated since.
+  void CachedLease(const std::string& node) {
+    auto got = client_->Get(kLeaseType, "stasis-system", NodeLeaseName(node));
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    leases_.Upsert(std::make_shared<const json>(*got));
   }
 
   std::string StatusOf(const std::string& name) {
@@ -117,7 +122,7 @@ class ClusterReconcilerTest : public ::testing::Test {
   // A live node whose workers are in the cache (`held`: held by actors elsewhere).
   void NodeWithWorkers(const std::string& node, int free, int held, int gpus = 0) {
     ServerLease(node, clock_.WallNow());
-    CachedLease(node, clock_.WallNow());
+    CachedLease(node);
     for (int i = 0; i < free + held; ++i) {
       json devices = json::array();
       for (int g = 0; g < gpus; ++g) devices.push_back("GPU-" + node + std::to_string(i) + "-" + std::to_string(g));
@@ -195,27 +200,34 @@ TEST_F(ClusterReconcilerTest, AStaleCacheDoesNotCostALiveNodeItsActors) {
   reconciler_.StartedLeading();
   clock_.Advance(60s);  // leading for longer than any lease here
   RunningActor("a1", "stale-n1");
-  // The cache still holds the renewal from before an outage; the agent has renewed since.
-  CachedLease("stale-n1", clock_.WallNow() - 30s);
-  ServerLease("stale-n1", clock_.WallNow() - 1s);
+  // The cache shows a renewal, then nothing for longer than the 10 s lease (its watch
+  // reconnecting after an outage); the agent has renewed since, on the server.
+  ServerLease("stale-n1", clock_.WallNow());
+  CachedLease("stale-n1");
+  ASSERT_EQ(reconciler_.NodeAlive("stale-n1"), std::optional<bool>(true));  // first sight: the timer starts
+  clock_.Advance(11s);
+  ServerLease("stale-n1", clock_.WallNow());
   ASSERT_EQ(reconciler_.NodeAlive("stale-n1"), std::optional<bool>(false));  // what the cache says
   Reconcile("a1");
   EXPECT_EQ(StatusOf("a1"), "STATUS_RUNNING");
   EXPECT_EQ(StuckReason("a1"), "");
 
-  // Once the server's Lease has expired too, the node is lost and the actor cleaned.
-  ServerLease("stale-n1", clock_.WallNow() - 30s);
+  // Once the server's Lease has not changed for its duration either, the node is lost.
+  clock_.Advance(11s);
   Reconcile("a1");
   EXPECT_EQ(StatusOf("a1"), "STATUS_FAILED");
   EXPECT_EQ(StuckReason("a1"), "NodeLost");
 }
 
 TEST_F(ClusterReconcilerTest, ANewLeaderGivesEveryNodeALeaseDurationFirst) {
-  // The Lease expired long ago (an API-server outage the new leader just came through): no
-  // node counts as lost until this replica has led for its 10 s lease duration.
+  // The Lease stopped changing long ago, as this replica watched it as a follower (an
+  // API-server outage the new leader just came through): no node counts as lost until this
+  // replica has led for its 10 s lease duration.
   RunningActor("a2", "grace-n2");
-  CachedLease("grace-n2", clock_.WallNow() - 60s);
-  ServerLease("grace-n2", clock_.WallNow() - 60s);
+  ServerLease("grace-n2", clock_.WallNow());
+  CachedLease("grace-n2");
+  ASSERT_EQ(reconciler_.NodeAlive("grace-n2"), std::optional<bool>(true));
+  clock_.Advance(60s);
   reconciler_.StartedLeading();
   clock_.Advance(9s);
   Reconcile("a2");
@@ -236,16 +248,46 @@ TEST_F(ClusterReconcilerTest, DeletionWaitsForAConfirmedNodeLoss) {
                              {{"metadata", {{"finalizers", {"stasis.dev/actor-cleanup"}}}}})
                   .ok());
   ASSERT_TRUE(client_->Delete(kActorType, ns_, "a3").ok());
-  CachedLease("del-n3", clock_.WallNow() - 30s);
-  ServerLease("del-n3", clock_.WallNow() - 1s);
+  ServerLease("del-n3", clock_.WallNow());
+  CachedLease("del-n3");
+  ASSERT_EQ(reconciler_.NodeAlive("del-n3"), std::optional<bool>(true));
+  clock_.Advance(11s);
+  ServerLease("del-n3", clock_.WallNow());
   Reconcile("a3");  // the agent is alive: it finishes the deletion, not the controller
   EXPECT_EQ(StatusOf("a3"), "STATUS_RUNNING");
 
-  ServerLease("del-n3", clock_.WallNow() - 30s);
+  clock_.Advance(11s);
   Reconcile("a3");
   auto gone = client_->Get(kActorType, ns_, "a3");
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.status().code(), Code::kNotFound);
+}
+
+// Expiry is judged by observed change, not by the node's renewTime against this controller's
+// clock: nodes whose clocks are 5 minutes behind and ahead keep their actors while they renew
+// (every 5 s of a 10 s lease), and lose them 10 s after their last renewal.
+TEST_F(ClusterReconcilerTest, ASkewedNodeClockIsNeitherLostNorImmortal) {
+  reconciler_.StartedLeading();
+  clock_.Advance(60s);
+  const std::vector<std::pair<std::string, std::chrono::minutes>> nodes = {{"behind-n4", -5min},
+                                                                           {"ahead-n5", 5min}};
+  for (const auto& [node, skew] : nodes) RunningActor("on-" + node, node);
+  for (int beat = 0; beat < 6; ++beat) {
+    for (const auto& [node, skew] : nodes) {
+      ServerLease(node, clock_.WallNow() + skew);
+      CachedLease(node);
+      Reconcile("on-" + node);
+      EXPECT_EQ(StatusOf("on-" + node), "STATUS_RUNNING") << node << " beat " << beat;
+    }
+    clock_.Advance(5s);
+  }
+  // The agents stop renewing.
+  clock_.Advance(6s);
+  for (const auto& [node, skew] : nodes) {
+    Reconcile("on-" + node);
+    EXPECT_EQ(StatusOf("on-" + node), "STATUS_FAILED") << node;
+    EXPECT_EQ(StuckReason("on-" + node), "NodeLost") << node;
+  }
 }
 
 // The binder sends a GPU actor only to a node with a free worker holding enough GPUs, and a CPU
@@ -255,7 +297,7 @@ TEST_F(ClusterReconcilerTest, BindsGpuActorsToGpuWorkersAndCpuActorsToSlots) {
   for (const auto& [node, devices] : std::vector<std::pair<std::string, json>>{
            {"bind-cpu", json::array()}, {"bind-gpu", json::array({"GPU-bind-0"})}}) {
     ServerLease(node, clock_.WallNow());
-    CachedLease(node, clock_.WallNow());
+    CachedLease(node);
     json w = {{"apiVersion", "stasis.dev/v1alpha1"},
               {"kind", "Worker"},
               {"metadata", {{"name", node + "-w0"}}},

@@ -25,6 +25,7 @@
 #include "tests/support/background_process.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/sandbox.h"
+#include "tests/support/service_account_tokens.h"
 
 namespace stasis::testing {
 namespace {
@@ -527,21 +528,14 @@ TEST_F(DeployManifestsTest, RbacGrantsNothingBeyondTheAuditTable) {
 
 // ---- the real binaries, authenticated as their ServiceAccounts -----------------------------
 
-// A kubeconfig with a token for the ServiceAccount stasis-<role> (the TokenRequest API).
-std::string ServiceAccountKubeconfig(const std::string& role, const fs::path& dir) {
-  CommandResult token =
-      Kubectl({"create", "token", "stasis-" + role, "-n", kSystemNs, "--duration=1h"});
-  EXPECT_EQ(token.exit_code, 0) << Show(token);
-  const ControlPlane& cp = ControlPlane::Get();
-  const fs::path path = dir / ("kubeconfig-" + role);
-  std::ofstream out(path);
-  out << "apiVersion: v1\nkind: Config\n"
-      << "clusters:\n- name: local\n  cluster:\n    server: " << cp.server()
-      << "\n    certificate-authority: " << cp.dir() << "/pki/ca.crt\n"
-      << "users:\n- name: sa\n  user:\n    token: " << Trim(token.out) << "\n"
-      << "contexts:\n- name: sa\n  context:\n    cluster: local\n    user: sa\n"
-      << "current-context: sa\n";
-  return path.string();
+// A kubeconfig with a token for the ServiceAccount stasis-<role> (the TokenRequest API); the
+// node agent's bound to a Pod on `node`, as the kubelet projects it (the node-scope admission
+// policy refuses the agent's writes without the node in its token).
+std::string ServiceAccountKubeconfig(const std::string& role, const fs::path& dir,
+                                     const std::string& node = "") {
+  const std::string token = role == "node" ? NodeAgentToken(node) : UnboundToken(role);
+  EXPECT_FALSE(token.empty());
+  return TokenKubeconfig(token, role, dir);
 }
 
 // A refused request shows in the logs as the API's Forbidden, mapped to PermissionDenied.
@@ -621,7 +615,7 @@ bool HasEvent(const std::string& actor, const std::string& reason, const std::st
 TEST_F(DeployManifestsTest, NodeAgentWorksWithOnlyItsServiceAccount) {
   const std::string node = "rbac-node";
   TempDir tmp;
-  const std::string kubeconfig = ServiceAccountKubeconfig("node", tmp.path());
+  const std::string kubeconfig = ServiceAccountKubeconfig("node", tmp.path(), node);
   BackgroundProcess agent({kStasis, "node", "--kubeconfig=" + kubeconfig, "--node-name=" + node,
                            "--root=" + (tmp.path() / "root").string(), "--runsc=" + PinnedRunsc(),
                            "--metrics-addr=127.0.0.1:0", "--workers=1", "--heartbeat-period=1",
@@ -698,7 +692,7 @@ TEST_F(DeployManifestsTest, ControllerWorksWithOnlyItsServiceAccount) {
     PatchStatus("worker", n + "-slot0", "", {{"status", {{"phase", "Free"}}}});
   }
   Apply(HeartbeatLease(live, now, 3600));
-  Apply(HeartbeatLease(dead, now - 1h, 40));
+  Apply(HeartbeatLease(dead, now - 1h, 5));  // lost 5 s after the controller first sees it
   Apply(Actor("bind-me", "", "/var/lib/stasis/bundles/counter"));
   Apply(Actor("stranded", "", "/var/lib/stasis/bundles/counter"));
   PatchStatus("actor", "stranded", kActorNs,

@@ -25,6 +25,7 @@ namespace stasis {
 namespace {
 
 using testing::ControlPlane;
+using json = nlohmann::json;
 
 // Requests by "METHOD CODE" ("PATCH 409", "GET 200"), from any thread.
 class RequestCounter {
@@ -157,6 +158,49 @@ TEST_F(NodeWorkersTest, AWorkerTakenBehindTheAgentsBackCostsOneConflict) {
   EXPECT_EQ(holders.at("raced-node-slot1"), "ns/mine");
   // What the LIST showed is in the gauge too.
   EXPECT_EQ(Gauge(registry_, "held"), 2);
+}
+
+// Worker identities come from the node's own discovery, never from the API: a Worker forged
+// with more GPUs (before the agent starts, and again behind its back) is repaired by Register,
+// an extra Worker labelled for the node is never claimed, and what a claimed worker hands the
+// sandbox is the node's own GPU.
+TEST_F(NodeWorkersTest, ForgedWorkerDevicesAreRepairedAndNeverUsed) {
+  const std::string node = "forge-node";
+  auto admin = ControlPlane::Get().NewClient();
+  auto forge = [&](const std::string& name, const json& devices) {
+    const json w = {{"apiVersion", "stasis.dev/v1alpha1"},
+                    {"kind", "Worker"},
+                    {"metadata", {{"name", name}, {"labels", {{"stasis.dev/node", node}}}}},
+                    {"spec", {{"nodeName", node}, {"devices", devices}}}};
+    if (!admin->Create(kWorkerType, "", w).ok()) {
+      ASSERT_TRUE(admin->Patch(kWorkerType, "", name, PatchType::kMerge, {{"spec", w["spec"]}}).ok());
+    }
+    ASSERT_TRUE(admin->Patch(kWorkerType, "", name, PatchType::kMerge, {{"status", {{"phase", "Free"}}}}, "status").ok());
+  };
+  const json stolen = {"GPU-own", "GPU-stolen-1", "GPU-stolen-2"};
+  forge(node + "-gpu0", stolen);
+  forge(node + "-gpu9", json{"GPU-stolen-3", "GPU-stolen-4"});
+  client_ = ControlPlane::Get().NewClient();
+  workers_ = std::make_unique<NodeWorkers>(*client_, node, std::vector<std::vector<std::string>>{{"GPU-own"}}, nullptr);
+  ASSERT_TRUE(workers_->Register().ok());
+  auto repaired = admin->Get(kWorkerType, "", node + "-gpu0");
+  ASSERT_TRUE(repaired.ok());
+  EXPECT_EQ((*repaired)["spec"]["devices"], json({"GPU-own"})) << repaired->dump();
+
+  // Forged again after registration: the agent still offers only what it discovered.
+  forge(node + "-gpu0", stolen);
+  auto two = workers_->Claim(api::ActorRef{"ns", "greedy"}, 2);
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.status().reason(), "gpu_count_unavailable");
+  auto one = workers_->Claim(api::ActorRef{"ns", "gpu-actor"}, 1);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(one->metadata.name, node + "-gpu0") << "a worker not of this node's discovery was claimed";
+  EXPECT_EQ(workers_->DevicesOf(one->metadata.name), std::vector<std::string>{"GPU-own"});
+  EXPECT_TRUE(workers_->DevicesOf(node + "-gpu9").empty());
+  // Only one worker of the table: a second GPU actor finds none, never the forged gpu9.
+  auto none = workers_->Claim(api::ActorRef{"ns", "gpu-actor-2"}, 1);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().reason(), "no_free_worker");
 }
 
 }  // namespace
