@@ -66,7 +66,7 @@ void DefineNodeFlags(stasis::Flags& f) {
   f.Define("microvm-accel", "kvm", "QEMU accelerator for micro-VMs: kvm, or tcg (software emulation, no /dev/kvm)");
   f.Define("root", "/var/lib/stasis", "state, sandboxes' runtime roots, logs and node-local snapshots");
   f.Define("snapshot-store", "", "directory where suspended actors' snapshots are committed (default <root>/store)");
-  f.DefineRepeated("bundle-root", "a directory actors' bundles (spec.bundle) must lie under, with their root filesystems and bind-mount sources; repeatable (default <root>/bundles; docs/security-bundles.md)");
+  f.DefineRepeated("bundle-root", "a directory actors' bundles (spec.bundle) must lie under, with their root filesystems and bind-mount sources; repeatable (default <root>/bundles; docs/security.md)");
   f.Define("bundle-root-per-namespace", "false", "a bundle must lie under <bundle-root>/<actor's namespace>/");
   f.DefineRepeated("bundle-readonly-source", "a host directory (e.g. /usr) that bundles may bind-mount read-only (option ro) from outside their root; repeatable");
   f.Define("workers", "1", "number of CPU workers (slots) on this node; ignored with --gpus");
