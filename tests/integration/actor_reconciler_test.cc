@@ -27,6 +27,7 @@
 #include "snapshots/snapshot_store.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/fake_runtime_driver.h"
+#include "tests/support/recorded_events.h"
 #include "reconcilers/node/sandbox_id.h"
 
 namespace stasis {
@@ -35,27 +36,10 @@ namespace {
 namespace fs = std::filesystem;
 using testing::ControlPlane;
 using testing::FakeRuntimeDriver;
+using testing::RecordedEvents;
 using Call = FakeRuntimeDriver::Call;
 
 constexpr char kActor[] = "a1";
-
-// The Warning Events the reconciler records, as "Reason: message".
-class RecordedEvents : public EventRecorder {
- public:
-  using EventRecorder::Event;
-  void Event(const ObjectReference&, EventType type, const std::string& reason, const std::string& message) override {
-    std::lock_guard lock(mu_);
-    if (type == EventType::kWarning) warnings_.push_back(reason + ": " + message);
-  }
-  std::vector<std::string> Warnings() {
-    std::lock_guard lock(mu_);
-    return warnings_;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::string> warnings_;
-};
 
 class ActorReconcilerTest : public ::testing::Test {
  protected:

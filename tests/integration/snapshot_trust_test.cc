@@ -31,6 +31,7 @@
 #include "snapshots/snapshot_store.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/fake_runtime_driver.h"
+#include "tests/support/recorded_events.h"
 
 namespace stasis {
 namespace {
@@ -38,26 +39,10 @@ namespace {
 namespace fs = std::filesystem;
 using testing::ControlPlane;
 using testing::FakeRuntimeDriver;
+using testing::RecordedEvents;
 
 constexpr char kActor[] = "a1";
 constexpr int64_t kMiB = 1 << 20;
-
-class Warnings : public EventRecorder {
- public:
-  using EventRecorder::Event;
-  void Event(const ObjectReference&, EventType type, const std::string& reason, const std::string& message) override {
-    std::lock_guard lock(mu_);
-    if (type == EventType::kWarning) list_.push_back(reason + ": " + message);
-  }
-  std::vector<std::string> List() {
-    std::lock_guard lock(mu_);
-    return list_;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::string> list_;
-};
 
 // A tmpfs of `bytes` over `dir`, unmounted (lazily) when it goes.
 struct Tmpfs {
@@ -98,7 +83,7 @@ class SnapshotTrustTest : public ::testing::Test {
     ASSERT_FALSE(ns_.empty());
     root_ = fs::temp_directory_path() / ("stasis-st-" + ns_);
     fs::remove_all(root_);
-    for (const char* d : {"snapshots", "store", "bundle"}) fs::create_directories(root_ / d);
+    for (const char* d : {"snapshots", "store", "bundles/app"}) fs::create_directories(root_ / d);
     client_ = ControlPlane::Get().NewClient();
     metrics_ = std::make_unique<SnapshotMetrics>(registry_);
     store_ = std::make_unique<SnapshotStore>((root_ / "snapshots").string(), (root_ / "store").string());
@@ -116,6 +101,7 @@ class SnapshotTrustTest : public ::testing::Test {
     ActorReconcilerOptions o;
     o.node = ns_;
     o.root = root_.string();
+    o.bundle_roots.roots = {(root_ / "bundles").string()};
     o.pause_durability = Durability::kSynced;
     o.retry_base = std::chrono::milliseconds(1);
     o.retry_max = std::chrono::milliseconds(1);
@@ -128,7 +114,7 @@ class SnapshotTrustTest : public ::testing::Test {
   void Create(const std::string& policy = "Direct") {
     json body = {{"apiVersion", "stasis.dev/v1alpha1"}, {"kind", "Actor"},
                  {"metadata", {{"name", kActor}, {"namespace", ns_}}},
-                 {"spec", {{"bundle", (root_ / "bundle").string()}, {"nodeName", ns_},
+                 {"spec", {{"bundle", (root_ / "bundles" / "app").string()}, {"nodeName", ns_},
                            {"desiredState", "Running"}, {"checkpointPolicy", policy}}}};
     ASSERT_TRUE(client_->Create(kActorType, ns_, body).ok());
   }
@@ -163,7 +149,7 @@ class SnapshotTrustTest : public ::testing::Test {
   }
   std::string Sandbox() const { return SandboxIdFor(ns_, kActor); }
   bool HasWarning(const std::string& prefix) {
-    for (const auto& w : events_.List()) {
+    for (const auto& w : events_.Warnings()) {
       if (w.rfind(prefix, 0) == 0) return true;
     }
     return false;
@@ -186,7 +172,7 @@ class SnapshotTrustTest : public ::testing::Test {
   std::unique_ptr<NodeWorkers> workers_;
   ObjectStore cache_;
   FakeRuntimeDriver driver_;
-  Warnings events_;
+  RecordedEvents events_;
   std::unique_ptr<ActorReconciler> reconciler_;
   std::unique_ptr<Tmpfs> tmpfs_;
 };

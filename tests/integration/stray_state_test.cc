@@ -28,6 +28,7 @@
 #include "snapshots/snapshot_store.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/fake_runtime_driver.h"
+#include "tests/support/recorded_events.h"
 
 namespace stasis {
 namespace {
@@ -37,23 +38,6 @@ using testing::ControlPlane;
 using testing::FakeRuntimeDriver;
 
 constexpr char kActor[] = "mover";
-
-class Reasons : public EventRecorder {
- public:
-  using EventRecorder::Event;
-  void Event(const ObjectReference&, EventType, const std::string& reason, const std::string&) override {
-    std::lock_guard lock(mu_);
-    reasons_.push_back(reason);
-  }
-  int Count(const std::string& reason) {
-    std::lock_guard lock(mu_);
-    return static_cast<int>(std::count(reasons_.begin(), reasons_.end(), reason));
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::string> reasons_;
-};
 
 // One node agent: its reconciler, runtime, disk, workers and the cache of its informers.
 struct Agent {
@@ -65,7 +49,7 @@ struct Agent {
   std::unique_ptr<SnapshotStore> store;
   std::unique_ptr<NodeWorkers> workers;
   ObjectStore cache;
-  Reasons events;
+  testing::RecordedEvents events;
   std::unique_ptr<ActorReconciler> reconciler;
 };
 
@@ -91,7 +75,7 @@ class StrayStateTest : public ::testing::Test {
     a.root = fs::temp_directory_path() / ("stasis-stray-" + node);
     fs::remove_all(a.root);
     fs::create_directories(a.root / "snapshots");
-    fs::create_directories(a.root / "bundle");
+    fs::create_directories(a.root / "bundles" / "app");
     a.metrics = std::make_unique<SnapshotMetrics>(a.registry);
     a.store = std::make_unique<SnapshotStore>((a.root / "snapshots").string(), shared_store_.string());
     a.workers = std::make_unique<NodeWorkers>(*client_, node, std::vector<std::vector<std::string>>{{}}, a.metrics.get());
@@ -99,6 +83,7 @@ class StrayStateTest : public ::testing::Test {
     ActorReconcilerOptions o;
     o.node = node;
     o.root = a.root.string();
+    o.bundle_roots.roots = {(a.root / "bundles").string()};
     o.pause_durability = Durability::kSynced;
     a.reconciler = std::make_unique<ActorReconciler>(
         o, *client_, [&a](const std::string& key) { return a.cache.Get(key); }, RuntimeDrivers{&a.driver, nullptr},
@@ -129,7 +114,7 @@ class StrayStateTest : public ::testing::Test {
     api::Actor actor;
     actor.metadata.namespace_ = ns_;
     actor.metadata.name = kActor;
-    actor.spec.bundle = (a_.root / "bundle").string();
+    actor.spec.bundle = (a_.root / "bundles" / "app").string();
     actor.spec.node_name = a_.node;
     ASSERT_TRUE(client_->Create(kActorType, ns_, api::ActorTypedJson(actor)).ok());
     for (int i = 0; i < 6 && StatusName() != "STATUS_RUNNING"; ++i) (void)Deliver(a_, true);
