@@ -56,6 +56,7 @@
 #include "snapshots/data_dirs.h"
 #include "reconcilers/node/node_workers.h"
 #include "runtimes/bundle_confinement.h"
+#include "runtimes/gpu/gpu_discovery.h"
 #include "runtimes/runtime_driver.h"
 #include "reconcilers/node/snapshot_metrics.h"
 #include "reconcilers/node/stray_state.h"
@@ -95,6 +96,10 @@ struct ActorReconcilerOptions {
   // Free space a checkpoint must leave on the snapshot's file system beyond the image it is
   // expected to write (the sandbox's memory): CheckpointFits (transitions.h).
   int64_t checkpoint_space_margin = int64_t{64} << 20;
+  // The device memory in use on a GPU actor's GPUs (by UUID) at checkpoint time, which a CUDA
+  // checkpoint copies into the image: also part of what must fit. nvidia-smi by default.
+  std::function<Result<int64_t>(const std::vector<std::string>& uuids)> gpu_memory_used =
+      [](const std::vector<std::string>& uuids) { return GpuMemoryUsed(uuids); };
   // GPU actors (docs/gpu.md): the CDI spec directories read at every GPU run or restore (a
   // later directory wins), the CDI kind of the node's GPUs (devices named by UUID), and the
   // project's cuda-checkpoint helper device.
@@ -184,6 +189,8 @@ class ActorReconciler : public Reconciler {
   // Host* one), retried with backoff.
   Result<ReconcileOutcome> RefusedBeforeFreeze(Ctx& c, const Status& failure, const char* reason);
   // The free-space check before a checkpoint (CheckpointFits): nullopt when it may go ahead.
+  // The device memory in use on a GPU actor's GPUs (0 for others, or when unknown).
+  int64_t GpuImageBytes(Ctx& c);
   std::optional<Result<ReconcileOutcome>> RefuseCheckpointWithoutSpace(Ctx& c);
   struct Checkpointed;  // what a successful checkpoint hands to its completion
   Result<ReconcileOutcome> CompleteCheckpoint(Ctx& c, const Checkpointed& ck);

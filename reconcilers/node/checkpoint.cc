@@ -177,6 +177,16 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   return CompleteCheckpoint(c, ck);
 }
 
+int64_t ActorReconciler::GpuImageBytes(Ctx& c) {
+  if (c.a.spec.gpu.count <= 0) return 0;
+  auto used = options_.gpu_memory_used(workers_.DevicesOf(c.a.status.worker_name));
+  if (used.ok()) return *used;
+  // Unknown (no nvidia-smi here): the margin must hold it, as it must for runtimes that do not
+  // report their memory.
+  spdlog::warn("gpu memory unknown actor={} error=\"{}\"", c.key, used.status().message());
+  return 0;
+}
+
 std::optional<Result<ReconcileOutcome>> ActorReconciler::RefuseCheckpointWithoutSpace(Ctx& c) {
   const std::string& root = snapshots_.local_root();
   std::error_code ec;
@@ -184,23 +194,28 @@ std::optional<Result<ReconcileOutcome>> ActorReconciler::RefuseCheckpointWithout
   auto free = FreeBytes(root);
   if (!free.ok()) return std::nullopt;  // not askable: the checkpoint's own writes will tell
   const int64_t margin = options_.checkpoint_space_margin;
+  // A GPU actor's image also holds the device memory its CUDA checkpoint copied to the host.
+  const int64_t gpu = GpuImageBytes(c);
   // No sandbox's image outgrows the host's memory: with room for that, the runtime need not be
   // asked (one runsc call less on the pause's path).
-  if (CheckpointFits(*free, HostMemoryBytes(), margin)) return std::nullopt;
-  // The image is about the size of the sandbox's memory (runsc writes its pages; a GPU actor's
-  // device memory, which the driver does not report, is left to the margin). Unknown, the
+  const int64_t host = HostMemoryBytes();
+  if (host <= std::numeric_limits<int64_t>::max() - gpu && CheckpointFits(*free, host + gpu, margin)) {
+    return std::nullopt;
+  }
+  // The image is about the size of the sandbox's memory (runsc writes its pages). Unknown, the
   // margin alone is asked for.
   auto usage = c.driver->MemoryUsage(c.ref);
-  const int64_t expected = usage.ok() ? *usage : 0;
+  const int64_t expected = (usage.ok() ? *usage : 0) + gpu;
   if (CheckpointFits(*free, expected, margin)) return std::nullopt;
   const Status refused(Code::kFailedPrecondition,
                        "the snapshot's file system (" + root + ") has " + std::to_string(*free) +
                            " bytes free; the checkpoint needs " + std::to_string(expected + margin) + " (memory " +
-                           (usage.ok() ? std::to_string(expected) : std::string("unknown")) + " + margin " +
-                           std::to_string(margin) + "): not started",
+                           (usage.ok() ? std::to_string(*usage) : std::string("unknown")) + " + GPU memory " +
+                           std::to_string(gpu) + " + margin " + std::to_string(margin) + "): not started",
                        "insufficient_space");
-  spdlog::warn("checkpoint refused actor={} reason=insufficient_space free_bytes={} expected_bytes={} margin_bytes={}",
-               c.key, *free, expected, margin);
+  spdlog::warn("checkpoint refused actor={} reason=insufficient_space free_bytes={} expected_bytes={} "
+               "gpu_bytes={} margin_bytes={}",
+               c.key, *free, expected, gpu, margin);
   return RefusedBeforeFreeze(c, refused, api::kReasonInsufficientSpace);
 }
 

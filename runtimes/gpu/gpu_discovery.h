@@ -18,4 +18,15 @@ std::vector<std::string> ParseNvidiaSmiList(const std::string& text);
 Result<std::vector<std::string>> DiscoverGpus(const std::string& nvidia_smi = "nvidia-smi",
                                               std::chrono::milliseconds deadline = std::chrono::seconds(30));
 
+// "GPU-…, 1234" lines (`nvidia-smi --query-gpu=uuid,memory.used --format=csv,noheader,nounits`,
+// MiB) → the bytes in use on the GPUs named in `uuids`, summed; kUnavailable when one of them
+// is not listed. Pure.
+Result<int64_t> SumGpuMemoryUsed(const std::string& text, const std::vector<std::string>& uuids);
+
+// The device memory in use on these GPUs now, from nvidia-smi: what a CUDA checkpoint of the
+// process holding them copies into its image. 0 for no GPU, without running anything.
+Result<int64_t> GpuMemoryUsed(const std::vector<std::string>& uuids,
+                              const std::string& nvidia_smi = "nvidia-smi",
+                              std::chrono::milliseconds deadline = std::chrono::seconds(10));
+
 }  // namespace stasis

@@ -97,8 +97,9 @@ class SnapshotTrustTest : public ::testing::Test {
     fs::remove_all(root_);
   }
 
-  void NewReconciler(int64_t margin) {
+  void NewReconciler(int64_t margin, decltype(ActorReconcilerOptions::gpu_memory_used) gpu_memory = nullptr) {
     ActorReconcilerOptions o;
+    if (gpu_memory) o.gpu_memory_used = std::move(gpu_memory);
     o.node = ns_;
     o.root = root_.string();
     o.bundle_roots.roots = {(root_ / "bundles").string()};
@@ -268,7 +269,7 @@ TEST_F(SnapshotTrustTest, NoRoomRefusesTheCheckpoint) {
   ASSERT_NE(failed, nullptr);
   EXPECT_EQ(failed->reason, api::kReasonInsufficientSpace);
   EXPECT_NE(failed->message.find("checkpoint needs " + std::to_string(9 * kMiB) + " (memory " +
-                                 std::to_string(8 * kMiB) + " + margin " + std::to_string(kMiB) + ")"),
+                                 std::to_string(8 * kMiB) + " + GPU memory 0 + margin " + std::to_string(kMiB) + ")"),
             std::string::npos)
       << failed->message;
   EXPECT_TRUE(HasWarning("CheckpointFailed: "));
@@ -278,6 +279,46 @@ TEST_F(SnapshotTrustTest, NoRoomRefusesTheCheckpoint) {
   driver_.SetMemoryUsage(kMiB);
   ASSERT_TRUE(Settle("STATUS_PAUSED"));
   EXPECT_EQ(driver_.CountCalls("Checkpoint"), 1);
+}
+
+// A GPU actor's image also holds the memory its GPUs hold (cuda-checkpoint copies it to the
+// host before runsc saves): with room for the host memory of any sandbox but not for that, the
+// checkpoint is refused before anything is frozen, the GPUs asked about being the actor's own.
+TEST_F(SnapshotTrustTest, NoRoomForTheGpuMemoryRefusesTheCheckpoint) {
+  const int64_t kPiB = int64_t{1} << 50;
+  std::vector<std::string> asked;
+  workers_ = std::make_unique<NodeWorkers>(*client_, ns_, std::vector<std::vector<std::string>>{{"GPU-trust-0"}},
+                                           metrics_.get());
+  ASSERT_TRUE(workers_->Register().ok());
+  NewReconciler(kMiB, [&](const std::vector<std::string>& uuids) -> Result<int64_t> {
+    asked = uuids;
+    return kPiB;
+  });
+  json body = {{"apiVersion", "stasis.dev/v1alpha1"}, {"kind", "Actor"},
+               {"metadata", {{"name", kActor}, {"namespace", ns_}}},
+               {"spec", {{"bundle", (root_ / "bundles" / "app").string()}, {"nodeName", ns_},
+                         {"desiredState", "Running"}, {"gpu", {{"count", 1}}}}}};
+  ASSERT_TRUE(client_->Create(kActorType, ns_, body).ok());
+  // RUNNING on the GPU worker, as a resume leaves it (a GPU resume needs CDI specs).
+  auto worker = workers_->Claim(api::ActorRef{ns_, kActor}, 1);
+  ASSERT_TRUE(worker.ok()) << worker.status().ToString();
+  PatchStatus({{"status", "STATUS_RUNNING"}, {"nodeName", ns_}, {"workerName", worker->metadata.name},
+               {"sandboxId", Sandbox()}});
+  driver_.SetState(Sandbox(), SandboxState::kRunning);
+  driver_.SetMemoryUsage(kMiB);
+  Desire("Paused");
+  (void)Reconcile();
+  (void)Reconcile();
+  const api::Actor a = Get();
+  EXPECT_EQ(std::string(api::ToString(a.status.status)), "STATUS_RUNNING");
+  const api::Condition* failed = Cond(a, api::kConditionCheckpointFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->reason, api::kReasonInsufficientSpace);
+  EXPECT_NE(failed->message.find(" + GPU memory " + std::to_string(kPiB) + " + "), std::string::npos)
+      << failed->message;
+  EXPECT_EQ(asked, std::vector<std::string>{"GPU-trust-0"});
+  EXPECT_EQ(driver_.CountCalls("Checkpoint"), 0);
+  EXPECT_EQ(driver_.StateOf(Sandbox()), SandboxState::kRunning);
 }
 
 // A -leave-running checkpoint whose snapshot cannot be completed (the disk fills between the

@@ -268,6 +268,18 @@ TEST(GpuDiscovery, ParsesNvidiaSmiList) {
   EXPECT_TRUE(ParseNvidiaSmiList("No devices were found\n").empty());
 }
 
+// `nvidia-smi --query-gpu=uuid,memory.used --format=csv,noheader,nounits`: MiB per GPU.
+TEST(GpuDiscovery, SumsTheMemoryInUseOnTheActorsGpus) {
+  const std::string out = "GPU-1111, 1024\nGPU-3333, 81559\n";
+  EXPECT_EQ(SumGpuMemoryUsed(out, {"GPU-3333"}).value(), int64_t{81559} << 20);
+  EXPECT_EQ(SumGpuMemoryUsed(out, {"GPU-1111", "GPU-3333"}).value(), int64_t{82583} << 20);
+  EXPECT_EQ(SumGpuMemoryUsed(out, {}).value(), 0);
+  EXPECT_EQ(SumGpuMemoryUsed(out, {"GPU-9999"}).status().code(), Code::kUnavailable);
+  EXPECT_EQ(SumGpuMemoryUsed("GPU-1111, [N/A]\n", {"GPU-1111"}).status().code(), Code::kUnavailable);
+  EXPECT_EQ(GpuMemoryUsed({}, "/nonexistent/nvidia-smi").value(), 0) << "no GPU: nothing is run";
+  EXPECT_EQ(GpuMemoryUsed({"GPU-1111"}, "/nonexistent/nvidia-smi").status().code(), Code::kNotFound);
+}
+
 TEST(GpuDiscovery, MissingToolIsNotFound) {
   auto r = DiscoverGpus("/nonexistent/nvidia-smi");
   EXPECT_EQ(r.status().code(), Code::kNotFound);
