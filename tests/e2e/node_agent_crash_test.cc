@@ -113,7 +113,12 @@ TEST_F(NodeAgentTest, AgentKilledAfterOrphanedSave) {
   ASSERT_TRUE(WaitStatus("ck", "STATUS_SUSPENDED", 30s, &actor));
   EXPECT_EQ(StatusField(actor, "latestSnapshot"), good);
   EXPECT_TRUE(CondIs(actor, "CheckpointFailed", "True")) << actor["status"].dump(2);
-  EXPECT_THAT(CondMessage(actor, "CheckpointFailed"), HasSubstr("no complete snapshot"));
+  // Why, in one of two words: the new agent finds the sandbox stopped and the image without a
+  // manifest ("no complete snapshot"); or, on a loaded machine, it still reads the sandbox as
+  // running while the orphaned save's runsc tears it down, tries the checkpoint again, and
+  // runsc answers that the container is stopped. Either way nothing complete is lost (below).
+  EXPECT_THAT(CondMessage(actor, "CheckpointFailed"),
+              ::testing::AnyOf(HasSubstr("no complete snapshot"), HasSubstr("in state stopped")));
   EXPECT_FALSE(StatusField(actor, "transitionStartTime").is_string());
   EXPECT_THAT(PartialDirs(second->root), ::testing::IsEmpty());
   EXPECT_FALSE(fs::exists(RunDir(*second, "ck")));
