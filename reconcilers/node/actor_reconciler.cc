@@ -303,8 +303,9 @@ Result<ReconcileOutcome> ActorReconciler::RemoveOrphan(const Request& request) {
   const std::string key = request.Key();
   std::vector<SandboxRef> sandboxes;
   for (const std::string& id : {SandboxIdFor(request.ns, request.name), request.ns + "_" + request.name}) {
+    SandboxRef ref = SandboxWithId(id);
     std::error_code ec;
-    if (fs::exists(SandboxWithId(id).root, ec)) sandboxes.push_back(SandboxWithId(id));
+    if (fs::exists(ref.root, ec)) sandboxes.push_back(std::move(ref));
   }
   const bool local = !sandboxes.empty() || !snapshots_.ListLocal(request.ns, request.name).empty();
   StrayAction action = StrayAction::kRemove;
