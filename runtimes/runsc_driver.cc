@@ -324,10 +324,17 @@ Status RunscDriver::Simple(const char* op, const SandboxRef& ref) {
   return status;
 }
 
+Result<int64_t> ParseRunscEventsMemory(const std::string& out) {
+  try {
+    return nlohmann::json::parse(out).at("data").at("memory").at("usage").at("usage").get<int64_t>();
+  } catch (const std::exception& e) {
+    return Status(Code::kInternal, std::string("runsc events: unreadable output: ") + e.what(), kRuntimeError);
+  }
+}
+
 Result<int64_t> RunscDriver::MemoryUsage(const SandboxRef& ref) {
   const auto start = Clock::now();
   if (Status s = RequireId("events", ref); !s.ok()) return s;
-  // One stats event, runc's format: {"type":"stats","data":{"memory":{"usage":{"usage":N}}}}.
   auto r = Call("events", ref.id, Argv(ref.root, {"events", "-stats", ref.id}), deadlines_.query);
   Result<int64_t> usage = Status(Code::kInternal, "runsc events: no answer", kRuntimeError);
   if (!r.ok()) {
@@ -335,11 +342,7 @@ Result<int64_t> RunscDriver::MemoryUsage(const SandboxRef& ref) {
   } else if (!r->success()) {
     usage = ClassifyRunscFailure("events", *r);
   } else {
-    try {
-      usage = nlohmann::json::parse(r->out).at("data").at("memory").at("usage").at("usage").get<int64_t>();
-    } catch (const std::exception& e) {
-      usage = Status(Code::kInternal, std::string("runsc events: unreadable output: ") + e.what(), kRuntimeError);
-    }
+    usage = ParseRunscEventsMemory(r->out);
   }
   LogCall("events", ref.id, usage.status(), Millis(start), /*query=*/true);
   return usage;

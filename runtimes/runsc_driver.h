@@ -91,6 +91,10 @@ class RunscDriver : public RuntimeDriver, public CudaCheckpointCapability {
 // "runsc checkpoint: exit 128: checkpoint failed: …".
 Status ClassifyRunscFailure(const std::string& op, const CommandResult& result);
 
+// The sandbox's memory usage in bytes from `runsc events -stats` output (one stats event, runc's
+// format: {"type":"stats","data":{"memory":{"usage":{"usage":N}}}}); kInternal when unreadable.
+Result<int64_t> ParseRunscEventsMemory(const std::string& out);
+
 // Checks an OCI bundle the way runsc is about to use it: config.json exists and parses, and its
 // root.path is a directory. kInvalidArgument with reason "bad_bundle" otherwise.
 Status CheckBundle(const std::string& bundle);

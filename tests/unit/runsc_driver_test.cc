@@ -39,6 +39,17 @@ RestoreOptions Rs(std::string image_dir) {
   return o;
 }
 
+// `runsc events -stats` prints one stats event in runc's format; its memory usage is the
+// expected size of a checkpoint image (the free-space check).
+TEST(RunscEventsTest, MemoryUsageIsReadFromTheStatsEvent) {
+  EXPECT_EQ(ParseRunscEventsMemory(
+                R"({"type":"stats","id":"a","data":{"cpu":{"usage":{"total":1}},"memory":{"usage":{"usage":12345678,"max":0}}}})")
+                .value(),
+            12345678);
+  EXPECT_EQ(ParseRunscEventsMemory("").status().code(), Code::kInternal);
+  EXPECT_EQ(ParseRunscEventsMemory(R"({"type":"stats","data":{}})").status().code(), Code::kInternal);
+}
+
 TEST(ClassifyRunscFailureTest, ExactRunscTextsMapToTheReasons) {
   const std::vector<Case> cases = {
       {"checkpoint failed: checkpointing container \"pause\": encoding error: can't save with live "
