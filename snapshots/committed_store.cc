@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 
+#include "snapshots/chunk_digest.h"
 #include "snapshots/deferred_durability.h"
 #include "snapshots/file_io.h"
 #include "snapshots/snapshot_dirs.h"
@@ -47,56 +48,75 @@ bool SameFileSystem(const fs::path& a, const fs::path& b) {
   return stat(a.c_str(), &a_st) == 0 && stat(b.c_str(), &b_st) == 0 && a_st.st_dev == b_st.st_dev;
 }
 
-// The digest of a file just hard-linked into the store. The very file CompleteLocal hashed a
-// moment ago (`just_completed`) needs no second reading; one that has rested on this node
-// since (a paused snapshot) is read once more. A kDeferred snapshot's file may not be on disk
-// yet: it is fsynced (a no-op for one that is).
-Result<Digest> LinkedDigest(const fs::path& to, const SnapshotFile& f, bool just_completed,
-                            bool deferred) {
-  Result<Digest> digest = just_completed ? Result<Digest>(Digest{f.sha256, f.size}) : HashFile(to);
-  if (digest.ok() && deferred) {
-    if (Status s = FsyncPath(to); !s.ok()) return s;
-  }
-  return digest;
-}
-
-// Puts one file into the store: by hard link while `link` (cleared, for this and every later
-// file, the first time a link fails), else by a copy hashed as it is read.
-Result<Digest> PutFile(const fs::path& from, const fs::path& to, const SnapshotFile& f,
-                       const SnapshotManifest& m, bool just_completed, bool& link) {
-  if (link && ::link(from.c_str(), to.c_str()) == 0) {
-    return LinkedDigest(to, f, just_completed, !m.deferred_sync_boot_id.empty());
-  }
-  if (link) {
-    spdlog::info("component=snapshots op=commit actor={}/{} snapshot={} link_failed=\"{}\" action=copy",
-                 m.ns, m.name, m.id, std::strerror(errno));
-    link = false;
-  }
-  return CopyFileHashed(from, to);
-}
-
-// Puts every file of `m` from `source` into `partial`, each checked against the manifest.
-Status PutFiles(const fs::path& source, const fs::path& partial, const SnapshotManifest& m,
-                bool just_completed, bool& link) {
-  for (const auto& f : m.files) {
-    const fs::path to = partial / f.path;
+// Hard-links every file of `m` from `source` into `partial` while links work (`link`, cleared
+// for this and every later file the first time one fails); returns the indexes of the files
+// that were not linked.
+Result<std::vector<size_t>> LinkFiles(const fs::path& source, const fs::path& partial, const SnapshotManifest& m,
+                                      bool& link) {
+  std::vector<size_t> unlinked;
+  for (size_t i = 0; i < m.files.size(); ++i) {
+    const fs::path to = partial / m.files[i].path;
     std::error_code ec;
     fs::create_directories(to.parent_path(), ec);
     if (ec) {
-      return Status(Code::kFailedPrecondition,
-                    "create " + to.parent_path().string() + ": " + ec.message(), kStoreNotWritable);
+      return Status(Code::kFailedPrecondition, "create " + to.parent_path().string() + ": " + ec.message(),
+                    kStoreNotWritable);
     }
-    auto digest = PutFile(source / f.path, to, f, m, just_completed, link);
-    if (!digest.ok()) return digest.status();
-    if (digest->size != f.size || digest->sha256 != f.sha256) {
-      return Status(Code::kFailedPrecondition,
-                    "snapshot " + source.string() + ": " + f.path +
-                        " does not match its manifest (sha256 " + digest->sha256 + ", " +
-                        std::to_string(digest->size) + " bytes)",
-                    kSnapshotCorrupt);
+    if (link && ::link((source / m.files[i].path).c_str(), to.c_str()) == 0) continue;
+    if (link) {
+      spdlog::info("component=snapshots op=commit actor={}/{} snapshot={} link_failed=\"{}\" action=copy", m.ns,
+                   m.name, m.id, std::strerror(errno));
+      link = false;
     }
+    unlinked.push_back(i);
+  }
+  return unlinked;
+}
+
+// Each of `digests` (of the files `which`) against the manifest.
+Status CheckDigests(const fs::path& source, const SnapshotManifest& m, const std::vector<size_t>& which,
+                    const std::vector<ChunkedDigest>& digests) {
+  for (size_t k = 0; k < which.size(); ++k) {
+    if (Status s = CheckFileDigest(source, m, m.files[which[k]], digests[k]); !s.ok()) return s;
   }
   return OkStatus();
+}
+
+// Puts every file of `m` from `source` into `partial` — hard links on one file system, else
+// copies — and checks what was read against the manifest: the copies (hashed chunk by chunk as
+// they are read, on `threads` threads) and the links of files that rested on the node; the
+// files CompleteLocal hashed in this same step (`just_completed`) are not read again. A
+// kDeferred snapshot's linked files may not be on disk yet: they are fsynced.
+Status PutFiles(const fs::path& source, const fs::path& partial, const SnapshotManifest& m, bool just_completed,
+                bool& link, int threads) {
+  auto unlinked = LinkFiles(source, partial, m, link);
+  if (!unlinked.ok()) return unlinked.status();
+  std::vector<size_t> linked;
+  std::vector<fs::path> linked_paths, from, to;
+  for (size_t i = 0, k = 0; i < m.files.size(); ++i) {
+    if (k < unlinked->size() && (*unlinked)[k] == i) {
+      ++k;
+      from.push_back(source / m.files[i].path);
+      to.push_back(partial / m.files[i].path);
+      continue;
+    }
+    linked.push_back(i);
+    linked_paths.push_back(partial / m.files[i].path);
+  }
+  if (!just_completed && !linked.empty()) {
+    auto digests = HashFilesChunked(linked_paths, m.chunk_bytes, threads);
+    if (!digests.ok()) return digests.status();
+    if (Status s = CheckDigests(source, m, linked, *digests); !s.ok()) return s;
+  }
+  if (!m.deferred_sync_boot_id.empty()) {
+    for (const auto& p : linked_paths) {
+      if (Status s = FsyncPath(p); !s.ok()) return s;
+    }
+  }
+  if (from.empty()) return OkStatus();
+  auto copied = CopyFilesChunked(from, to, m.chunk_bytes, threads);
+  if (!copied.ok()) return copied.status();
+  return CheckDigests(source, m, *unlinked, *copied);
 }
 
 // Copies the manifest last, syncs every directory entry, and renames `partial` to `complete`:
@@ -128,14 +148,20 @@ Result<SnapshotManifest> SnapshotStore::ReadForCommit(const std::string& ns, con
     // job failed or ran in an agent that stopped, compute them here — on the boot it was
     // written in (what VerifySnapshotDir refuses after a reboot: nothing can vouch for those
     // bytes).
-    if (local->deferred_sync_boot_id != boot_id_) return VerifySnapshotDir(source, ns, name, id).status();
+    if (local->deferred_sync_boot_id != boot_id_) return VerifySnapshotDir(source, ns, name, id, digest_threads_).status();
     (void)deferred_->Flush(std::chrono::minutes(10));
-    if (Status s = FillPendingChecksums(source); !s.ok()) return s;
+    if (Status s = FillPendingChecksums(source, digest_threads_); !s.ok()) return s;
     local = ReadManifest(source);
     if (!local.ok()) return local.status();
   }
   if (Status s = CheckManifestNames(source, *local, ns, name, id); !s.ok()) return s;
   if (Status s = CheckManifestPaths(source, *local); !s.ok()) return s;
+  if (local->format == kManifestFormatWholeFile) {
+    // Taken before manifests had chunks: the store holds only chunked manifests, so it is
+    // verified as it was written and given its chunks first (a second read, once).
+    if (Status s = UpgradeToChunked(source, ns, name, id, digest_threads_); !s.ok()) return s;
+    local = ReadManifest(source);
+  }
   return local;
 }
 
@@ -171,7 +197,7 @@ Result<SnapshotManifest> SnapshotStore::Commit(const std::string& ns, const std:
   // copied. Across file systems every file is copied once, hashed as it is read.
   const bool link_at_start = link_same_fs_ && SameFileSystem(source, partial);
   bool link = link_at_start;
-  Status put = PutFiles(source, partial, *local, just_completed, link);
+  Status put = PutFiles(source, partial, *local, just_completed, link, digest_threads_);
   if (put.ok()) put = SealCommit(source, partial, complete, *local);
   if (!put.ok()) {
     // A failed commit leaves nothing in the store, not even a partial directory.
@@ -189,7 +215,7 @@ Result<SnapshotManifest> SnapshotStore::VerifyCommitted(const std::string& ns,
                                                         const std::string& id) const {
   if (Status s = CheckNames(ns, name, id); !s.ok()) return s;
   if (store_root_.empty()) return NoStore();
-  return VerifySnapshotDir(StorePath(ns, name, id), ns, name, id);
+  return VerifySnapshotDir(StorePath(ns, name, id), ns, name, id, digest_threads_);
 }
 
 std::vector<SnapshotManifest> SnapshotStore::ListCommitted(const std::string& ns,

@@ -22,21 +22,24 @@ Status UnlessRemoved(const fs::path& dir, Status s) {
   return Status(Code::kNotFound, "snapshot " + dir.string() + " removed", kSnapshotNotFound);
 }
 
-// Fills in the sha256 of every file of `m`; a file whose size changed since completion is
-// corrupt.
-Status HashPendingFiles(const fs::path& dir, SnapshotManifest& m) {
-  for (auto& f : m.files) {
-    auto digest = HashFile(dir / f.path);
-    if (!digest.ok()) return UnlessRemoved(dir, digest.status());
-    if (digest->size != f.size) {
+// Fills in the chunk digests of every file of `m` (now format 2, whatever it was completed
+// as); a file whose size changed since completion is corrupt.
+Status HashPendingFiles(const fs::path& dir, SnapshotManifest& m, int threads) {
+  std::vector<fs::path> paths;
+  for (const auto& f : m.files) paths.push_back(dir / f.path);
+  auto digests = HashFilesChunked(paths, kDefaultChunkBytes, threads);
+  if (!digests.ok()) return UnlessRemoved(dir, digests.status());
+  for (size_t i = 0; i < m.files.size(); ++i) {
+    if ((*digests)[i].size != m.files[i].size) {
       return Status(Code::kFailedPrecondition,
-                    "snapshot " + dir.string() + ": " + f.path + " has " +
-                        std::to_string(digest->size) + " bytes, " + std::to_string(f.size) +
+                    "snapshot " + dir.string() + ": " + m.files[i].path + " has " +
+                        std::to_string((*digests)[i].size) + " bytes, " + std::to_string(m.files[i].size) +
                         " when it was completed",
                     kSnapshotCorrupt);
     }
-    f.sha256 = digest->sha256;
   }
+  m.chunk_bytes = kDefaultChunkBytes;
+  SetChunkDigests(m, *digests);
   return OkStatus();
 }
 
@@ -49,14 +52,24 @@ std::string ThisBootId() {
   return id;
 }
 
-Status FillPendingChecksums(const fs::path& dir) {
+Status FillPendingChecksums(const fs::path& dir, int threads) {
   auto manifest = ReadManifest(dir);
   if (!manifest.ok()) return manifest.status();
   if (!manifest->checksums_pending) return OkStatus();
   if (Status s = CheckManifestPaths(dir, *manifest); !s.ok()) return s;
-  if (Status s = HashPendingFiles(dir, *manifest); !s.ok()) return s;
+  if (Status s = HashPendingFiles(dir, *manifest, threads); !s.ok()) return s;
   manifest->checksums_pending = false;
   if (Status s = ReplaceManifest(dir, *manifest); !s.ok()) return UnlessRemoved(dir, s);
+  return FsyncPath(dir);
+}
+
+Status UpgradeToChunked(const fs::path& dir, const std::string& ns, const std::string& name, const std::string& id,
+                        int threads) {
+  auto manifest = VerifySnapshotDir(dir, ns, name, id, threads);
+  if (!manifest.ok()) return manifest.status();
+  if (manifest->format == kManifestFormatChunked) return OkStatus();
+  if (Status s = HashPendingFiles(dir, *manifest, threads); !s.ok()) return s;
+  if (Status s = ReplaceManifest(dir, *manifest); !s.ok()) return s;
   return FsyncPath(dir);
 }
 
@@ -70,7 +83,7 @@ void SnapshotStore::EnqueueDeferred(const fs::path& dir, const std::vector<fs::p
   for (const auto& d : SubdirectoriesOf(files)) paths.push_back((dir / d).string());
   paths.push_back(dir.string());
   paths.push_back(dir.parent_path().string());
-  deferred_->Enqueue(dir.string(), std::move(paths), [dir] { return FillPendingChecksums(dir); });
+  deferred_->Enqueue(dir.string(), std::move(paths), [dir, threads = digest_threads_] { return FillPendingChecksums(dir, threads); });
 }
 
 int SnapshotStore::ResumePendingChecksums() {

@@ -18,7 +18,14 @@ std::string ThisBootId();
 
 // Computes the checksums a kDeferred snapshot in `dir` was completed without, and replaces
 // its manifest with one that has them. OK at once when none are pending; kNotFound when the
-// snapshot was removed meanwhile (a resume, a delete: not an error).
-Status FillPendingChecksums(const std::filesystem::path& dir);
+// snapshot was removed meanwhile (a resume, a delete: not an error). The chunks are hashed on
+// `threads` threads (0: every CPU).
+Status FillPendingChecksums(const std::filesystem::path& dir, int threads = 0);
+
+// Verifies a complete format-1 snapshot in `dir` (one sha256 per file) and replaces its
+// manifest with a format-2 one (chunk digests) of the same files; snapshot_corrupt when the
+// files do not match the old manifest.
+Status UpgradeToChunked(const std::filesystem::path& dir, const std::string& ns, const std::string& name,
+                        const std::string& id, int threads = 0);
 
 }  // namespace stasis

@@ -1,7 +1,6 @@
 #include "snapshots/file_io.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <cstring>
 #include <memory>
 
+#include "snapshots/sha256.h"
 #include "snapshots/snapshot_reasons.h"
 
 namespace stasis {
@@ -20,43 +20,6 @@ using snapshot_reason::kSnapshotCorrupt;
 using snapshot_reason::kStoreNotWritable;
 
 constexpr size_t kBufferSize = 1 << 20;
-
-std::string Hex(const unsigned char* md, unsigned int len) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(len * 2);
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 0xf]);
-  }
-  return out;
-}
-
-// An incremental sha256 that also counts the bytes it was given.
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new(), EVP_MD_CTX_free) {
-    ok_ = ctx_ && EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) == 1;
-  }
-  Status status() const {
-    return ok_ ? OkStatus() : Status(Code::kInternal, "EVP_DigestInit_ex failed", kIoError);
-  }
-  void Update(const void* data, size_t n) {
-    EVP_DigestUpdate(ctx_.get(), data, n);
-    size_ += static_cast<int64_t>(n);
-  }
-  Digest Finish() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(ctx_.get(), md, &len);
-    return Digest{Hex(md, len), size_};
-  }
-
- private:
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx_;
-  bool ok_ = false;
-  int64_t size_ = 0;
-};
 
 // Writes all of `data` to `fd`, retrying short writes and EINTR; false with errno on failure.
 bool WriteAll(int fd, const char* data, size_t n) {
@@ -110,7 +73,7 @@ Result<Digest> HashFile(const fs::path& path) {
   if (status.ok()) status = CopyAndHash(fd, path, -1, {}, hash);
   close(fd);
   if (!status.ok()) return status;
-  return hash.Finish();
+  return Digest{hash.FinishHex(), hash.size()};
 }
 
 Result<Digest> CopyFileHashed(const fs::path& from, const fs::path& to) {
@@ -131,7 +94,7 @@ Result<Digest> CopyFileHashed(const fs::path& from, const fs::path& to) {
   close(in);
   close(out);
   if (!status.ok()) return status;
-  return hash.Finish();
+  return Digest{hash.FinishHex(), hash.size()};
 }
 
 Status WriteNewFile(const fs::path& path, const std::string& text, bool sync) {

@@ -30,28 +30,22 @@ Status CheckCompletable(const fs::path& partial, const fs::path& complete) {
   return OkStatus();
 }
 
-// The manifest's entry for one file: its size only when its checksum is pending (a deferred
-// Full image is not read here at all), else its size and sha256.
-Result<SnapshotFile> DescribeFile(const fs::path& partial, const fs::path& rel, bool pending) {
-  if (pending) {
-    std::error_code ec;
-    const auto size = fs::file_size(partial / rel, ec);
-    if (ec) {
-      return Status(Code::kInternal, "stat " + (partial / rel).string() + ": " + ec.message(),
-                    kIoError);
-    }
-    return SnapshotFile{rel.string(), static_cast<int64_t>(size), ""};
-  }
-  auto digest = HashFile(partial / rel);
-  if (!digest.ok()) return digest.status();
-  return SnapshotFile{rel.string(), digest->size, digest->sha256};
-}
-
-// Fills in manifest.files and total_bytes, in path order. The image is fresh in the page
-// cache: hashing reads it (CPU), fsync writes it back (disk). With `sync_now` they overlap:
-// one thread syncs every file while this one hashes them.
-Status DescribeFiles(const fs::path& partial, const std::vector<fs::path>& files, bool sync_now,
+// The manifest's entries for `files`: sizes only when their checksums are pending (a deferred
+// Full image is not read here at all), else sizes and chunk digests. The image is fresh in the
+// page cache: hashing reads it (CPU, on `threads` threads), fsync writes it back (disk). With
+// `sync_now` they overlap: one thread syncs every file while the others hash.
+Status DescribeFiles(const fs::path& partial, const std::vector<fs::path>& files, bool sync_now, int threads,
                      SnapshotManifest& manifest) {
+  for (const auto& rel : files) manifest.files.push_back({rel.string(), 0, {}, ""});
+  if (manifest.checksums_pending) {
+    for (auto& f : manifest.files) {
+      std::error_code ec;
+      f.size = static_cast<int64_t>(fs::file_size(partial / f.path, ec));
+      if (ec) return Status(Code::kInternal, "stat " + (partial / f.path).string() + ": " + ec.message(), kIoError);
+      manifest.total_bytes += f.size;
+    }
+    return OkStatus();
+  }
   Status synced;
   std::thread syncer;
   if (sync_now) syncer = std::thread([&] {
@@ -62,18 +56,12 @@ Status DescribeFiles(const fs::path& partial, const std::vector<fs::path>& files
       }
     }
   });
-  Status hashed;
-  for (const auto& rel : files) {
-    auto file = DescribeFile(partial, rel, manifest.checksums_pending);
-    if (!file.ok()) {
-      hashed = file.status();
-      break;
-    }
-    manifest.total_bytes += file->size;
-    manifest.files.push_back(std::move(*file));
-  }
+  std::vector<fs::path> paths;
+  for (const auto& rel : files) paths.push_back(partial / rel);
+  auto digests = HashFilesChunked(paths, manifest.chunk_bytes, threads);
   if (syncer.joinable()) syncer.join();
-  if (!hashed.ok()) return hashed;
+  if (!digests.ok()) return digests.status();
+  SetChunkDigests(manifest, *digests);
   return synced;
 }
 
@@ -131,10 +119,12 @@ Result<SnapshotManifest> SnapshotStore::CompleteLocal(SnapshotManifest manifest,
 
   manifest.files.clear();
   manifest.total_bytes = 0;
+  manifest.format = kManifestFormatChunked;
+  manifest.chunk_bytes = kDefaultChunkBytes;
   manifest.deferred_sync_boot_id = sync_now ? "" : boot_id_;
   // A deferred Full image is not read here at all: its checksums come in the background job.
   manifest.checksums_pending = !sync_now && manifest.scope == "Full";
-  if (Status s = DescribeFiles(partial, *files, sync_now, manifest); !s.ok()) return s;
+  if (Status s = DescribeFiles(partial, *files, sync_now, digest_threads_, manifest); !s.ok()) return s;
   if (manifest.taken_at.empty()) manifest.taken_at = FormatTime(clock_.WallNow());
   if (Status s = Seal(partial, complete, *files, manifest, sync_now); !s.ok()) return s;
   if (!sync_now) EnqueueDeferred(complete, *files);
@@ -158,13 +148,13 @@ Result<SnapshotManifest> SnapshotStore::CheckLocalForRestore(const std::string& 
   spdlog::info("component=snapshots op=verify actor={}/{} snapshot={} why=\"{}\"", ns, name, id,
                manifest->deferred_sync_boot_id != boot_id_ ? "completed before a reboot, before it was synced"
                                                            : "its background fsync failed");
-  return VerifySnapshotDir(dir, ns, name, id);
+  return VerifySnapshotDir(dir, ns, name, id, digest_threads_);
 }
 
 Result<SnapshotManifest> SnapshotStore::VerifyLocal(const std::string& ns, const std::string& name,
                                                     const std::string& id) const {
   if (Status s = CheckNames(ns, name, id); !s.ok()) return s;
-  return VerifySnapshotDir(LocalPath(ns, name, id), ns, name, id);
+  return VerifySnapshotDir(LocalPath(ns, name, id), ns, name, id, digest_threads_);
 }
 
 std::vector<SnapshotManifest> SnapshotStore::ListLocal(const std::string& ns,

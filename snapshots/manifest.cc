@@ -1,12 +1,11 @@
 #include "snapshots/manifest.h"
 
-#include <algorithm>
-#include <atomic>
 #include <fstream>
-#include <thread>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 
 #include "snapshots/file_io.h"
+#include "snapshots/sha256.h"
 #include "snapshots/snapshot_reasons.h"
 
 namespace stasis {
@@ -18,13 +17,20 @@ using snapshot_reason::kSnapshotCorrupt;
 using snapshot_reason::kSnapshotNotFound;
 using snapshot_reason::kSnapshotOwnerMismatch;
 
-constexpr int kManifestFormat = 1;
+nlohmann::json FileToJson(const SnapshotManifest& m, const SnapshotFile& f) {
+  nlohmann::json j = {{"path", f.path}, {"size", f.size}};
+  if (m.format == kManifestFormatWholeFile) {
+    j["sha256"] = f.sha256;
+  } else {
+    j["chunks"] = f.chunks;
+  }
+  return j;
+}
 
 nlohmann::json ManifestToJson(const SnapshotManifest& m) {
   nlohmann::json files = nlohmann::json::array();
-  for (const auto& f : m.files)
-    files.push_back({{"path", f.path}, {"size", f.size}, {"sha256", f.sha256}});
-  nlohmann::json j = {{"formatVersion", kManifestFormat},
+  for (const auto& f : m.files) files.push_back(FileToJson(m, f));
+  nlohmann::json j = {{"formatVersion", m.format},
           {"id", m.id},
           {"namespace", m.ns},
           {"name", m.name},
@@ -36,16 +42,36 @@ nlohmann::json ManifestToJson(const SnapshotManifest& m) {
           {"durationSeconds", m.duration_seconds},
           {"totalBytes", m.total_bytes},
           {"files", files}};
+  if (m.format == kManifestFormatChunked) {
+    j["chunkBytes"] = m.chunk_bytes;
+    if (!m.checksums_pending) j["chunkListSha256"] = m.chunk_list_sha256;
+  }
   if (!m.owner_uid.empty()) j["ownerUid"] = m.owner_uid;
   if (!m.deferred_sync_boot_id.empty()) j["deferredSyncBootId"] = m.deferred_sync_boot_id;
   if (m.checksums_pending) j["checksumsPending"] = true;
   return j;
 }
 
-// Throws nlohmann's exceptions on a missing or mistyped field; the caller turns them into a
-// Status.
+// One entry of "files"; its digests may be absent only while they are pending.
+SnapshotFile FileFromJson(const nlohmann::json& f, const SnapshotManifest& m) {
+  SnapshotFile file{f.at("path").get<std::string>(), f.at("size").get<int64_t>(), {}, ""};
+  if (m.format == kManifestFormatWholeFile) {
+    file.sha256 = m.checksums_pending ? f.value("sha256", "") : f.at("sha256").get<std::string>();
+  } else if (!m.checksums_pending || f.contains("chunks")) {
+    file.chunks = f.at("chunks").get<std::vector<std::string>>();
+  }
+  return file;
+}
+
+// Throws nlohmann's exceptions on a missing or mistyped field, std::invalid_argument on a
+// format this code does not know; the caller turns them into a Status.
 SnapshotManifest ManifestFromJson(const nlohmann::json& j) {
   SnapshotManifest m;
+  m.format = j.value("formatVersion", kManifestFormatWholeFile);
+  if (m.format != kManifestFormatWholeFile && m.format != kManifestFormatChunked) {
+    throw std::invalid_argument("formatVersion " + std::to_string(m.format) +
+                                " is not one this stasis reads (1, 2): written by a newer version?");
+  }
   m.id = j.at("id").get<std::string>();
   m.ns = j.at("namespace").get<std::string>();
   m.name = j.at("name").get<std::string>();
@@ -59,10 +85,11 @@ SnapshotManifest ManifestFromJson(const nlohmann::json& j) {
   m.total_bytes = j.value("totalBytes", int64_t{0});
   m.deferred_sync_boot_id = j.value("deferredSyncBootId", "");
   m.checksums_pending = j.value("checksumsPending", false);
-  for (const auto& f : j.at("files")) {
-    m.files.push_back({f.at("path").get<std::string>(), f.at("size").get<int64_t>(),
-                       m.checksums_pending ? f.value("sha256", "") : f.at("sha256").get<std::string>()});
+  if (m.format == kManifestFormatChunked) {
+    m.chunk_bytes = j.at("chunkBytes").get<int64_t>();
+    m.chunk_list_sha256 = j.value("chunkListSha256", "");
   }
+  for (const auto& f : j.at("files")) m.files.push_back(FileFromJson(f, m));
   return m;
 }
 
@@ -76,32 +103,38 @@ bool IsSafeRelativePath(const std::string& p) {
   return true;
 }
 
-Status Corrupt(const fs::path& dir, const std::string& why) {
-  return Status(Code::kFailedPrecondition, "snapshot " + dir.string() + ": " + why,
-                kSnapshotCorrupt);
-}
-
-// One listed file against the disk: present, same size, same sha256.
-Status VerifyFile(const fs::path& dir, const SnapshotFile& f) {
-  const fs::path file = dir / f.path;
-  std::error_code ec;
-  if (!fs::is_regular_file(fs::symlink_status(file, ec))) return Corrupt(dir, f.path + " is missing");
-  auto digest = HashFile(file);
-  if (!digest.ok()) return digest.status();
-  if (digest->size != f.size) {
-    return Corrupt(dir, f.path + " has " + std::to_string(digest->size) + " bytes, manifest says " +
-                            std::to_string(f.size));
-  }
-  if (digest->sha256 != f.sha256) {
-    return Corrupt(dir, f.path + " sha256 " + digest->sha256 + " does not match the manifest's " +
-                            f.sha256);
-  }
-  return OkStatus();
-}
-
 }  // namespace
 
 std::string ManifestText(const SnapshotManifest& m) { return ManifestToJson(m).dump(2) + "\n"; }
+
+Status SnapshotCorruptError(const fs::path& dir, const std::string& why) {
+  return Status(Code::kFailedPrecondition, "snapshot " + dir.string() + ": " + why, kSnapshotCorrupt);
+}
+
+std::string ChunkListSha256(const std::vector<SnapshotFile>& files) {
+  Sha256 hash;
+  for (const auto& f : files) {
+    const std::string head = f.path + "\n" + std::to_string(f.size) + "\n";
+    hash.Update(head.data(), head.size());
+    for (const auto& c : f.chunks) {
+      hash.Update(c.data(), c.size());
+      hash.Update("\n", 1);
+    }
+  }
+  return hash.FinishHex();
+}
+
+void SetChunkDigests(SnapshotManifest& m, const std::vector<ChunkedDigest>& digests) {
+  m.format = kManifestFormatChunked;
+  m.total_bytes = 0;
+  for (size_t i = 0; i < m.files.size() && i < digests.size(); ++i) {
+    m.files[i].size = digests[i].size;
+    m.files[i].chunks = digests[i].chunks;
+    m.files[i].sha256.clear();
+    m.total_bytes += digests[i].size;
+  }
+  m.chunk_list_sha256 = ChunkListSha256(m.files);
+}
 
 Result<SnapshotManifest> ReadManifest(const fs::path& dir) {
   const fs::path path = dir / kManifestFile;
@@ -142,7 +175,7 @@ Status ReplaceManifest(const fs::path& dir, const SnapshotManifest& m) {
 Status CheckManifestNames(const fs::path& dir, const SnapshotManifest& m, const std::string& ns,
                           const std::string& name, const std::string& id) {
   if (m.id != id || m.ns != ns || m.name != name) {
-    return Corrupt(dir, "manifest names " + m.ns + "/" + m.name + "/" + m.id);
+    return SnapshotCorruptError(dir, "manifest names " + m.ns + "/" + m.name + "/" + m.id);
   }
   return OkStatus();
 }
@@ -150,52 +183,10 @@ Status CheckManifestNames(const fs::path& dir, const SnapshotManifest& m, const 
 Status CheckManifestPaths(const fs::path& dir, const SnapshotManifest& m) {
   for (const auto& f : m.files) {
     if (!IsSafeRelativePath(f.path) || f.path == kManifestFile) {
-      return Corrupt(dir, "manifest lists an unsafe path \"" + f.path + "\"");
+      return SnapshotCorruptError(dir, "manifest lists an unsafe path \"" + f.path + "\"");
     }
   }
   return OkStatus();
-}
-
-namespace {
-
-// Verifies every listed file, `threads` files at a time; the first failure in the manifest's
-// order is returned, so the answer does not depend on which thread finished first.
-Status VerifyFiles(const fs::path& dir, const std::vector<SnapshotFile>& files, int threads) {
-  std::vector<Status> results(files.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < files.size(); i = next++) results[i] = VerifyFile(dir, files[i]);
-  };
-  const size_t n = std::clamp<size_t>(static_cast<size_t>(std::max(threads, 1)), 1, files.size());
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  for (const auto& r : results) {
-    if (!r.ok()) return r;
-  }
-  return OkStatus();
-}
-
-}  // namespace
-
-Result<SnapshotManifest> VerifySnapshotDir(const fs::path& dir, const std::string& ns,
-                                           const std::string& name, const std::string& id, int threads) {
-  auto manifest = ReadManifest(dir);
-  if (!manifest.ok()) return manifest.status();
-  if (Status s = CheckManifestNames(dir, *manifest, ns, name, id); !s.ok()) return s;
-  if (manifest->checksums_pending) {
-    return Corrupt(dir, "its checksums were never computed (completed without them in boot " +
-                            manifest->deferred_sync_boot_id +
-                            "; the node rebooted before they were): unverifiable");
-  }
-  if (Status s = CheckManifestPaths(dir, *manifest); !s.ok()) return s;
-  int64_t total = 0;
-  for (const auto& f : manifest->files) total += f.size;
-  if (total != manifest->total_bytes) return Corrupt(dir, "file sizes do not add up to totalBytes");
-  if (manifest->files.empty()) return manifest;
-  if (Status s = VerifyFiles(dir, manifest->files, threads); !s.ok()) return s;
-  return manifest;
 }
 
 Status CheckManifestOwner(const fs::path& dir, const SnapshotManifest& m, const std::string& uid) {

@@ -1,6 +1,11 @@
 // A snapshot's manifest: what the snapshot is (actor, scope, trigger, runtime, when) and the
-// files it is made of (path, size, sha256), stored as manifest.json in its directory. The
-// manifest is the mark of completeness: a directory without a readable one is no snapshot.
+// files it is made of (path, size, the sha256 of each fixed-size chunk: chunk_digest.h), stored
+// as manifest.json in its directory. The manifest is the mark of completeness: a directory
+// without a readable one is no snapshot.
+//
+// Format 2 (written now) holds chunk digests and one sha256 over the chunk lists; format 1
+// (read, for snapshots taken before) holds one sha256 per whole file. A manifest of a newer
+// format than this code knows is snapshot_corrupt, with the format named.
 // Invariants: every path a manifest lists is relative, normal, inside its snapshot and not
 // the manifest itself (it is read from disk, and a tampered one must not make the agent hash,
 // copy or link outside); a manifest that fails to parse is snapshot_corrupt, never a crash.
@@ -12,18 +17,29 @@
 #include <vector>
 
 #include "base/status.h"
+#include "snapshots/chunk_digest.h"
 
 namespace stasis {
 
 inline constexpr char kManifestFile[] = "manifest.json";
+inline constexpr int kManifestFormatWholeFile = 1;
+inline constexpr int kManifestFormatChunked = 2;
 
 struct SnapshotFile {
   std::string path;  // relative to the snapshot directory
   int64_t size = 0;
-  std::string sha256;  // lowercase hex
+  // Format 2: the sha256 (lowercase hex) of each of the manifest's chunk_bytes-sized chunks.
+  std::vector<std::string> chunks;
+  // Format 1: the sha256 of the whole file.
+  std::string sha256;
 };
 
 struct SnapshotManifest {
+  int format = kManifestFormatChunked;
+  int64_t chunk_bytes = kDefaultChunkBytes;  // format 2
+  // Format 2: sha256 over every file's path, size and chunk digests (ChunkListSha256): one
+  // digest that names the image's content.
+  std::string chunk_list_sha256;
   std::string id;
   std::string ns, name;  // the actor
   // The actor's metadata.uid when the snapshot was taken: a restore into an actor of the same
@@ -41,13 +57,26 @@ struct SnapshotManifest {
   // Durability::kDeferred: the boot (/proc/sys/kernel/random/boot_id) it was completed in,
   // before its bytes were on disk. Empty: everything was fsynced before it was complete.
   std::string deferred_sync_boot_id;
-  // Durability::kDeferred, scope Full: the files' sha256 are not computed yet (files[].sha256
+  // Durability::kDeferred, scope Full: the files' digests are not computed yet (files[].chunks
   // empty); the background job fills them in.
   bool checksums_pending = false;
 };
 
-// manifest.json's text (format version 1).
+// manifest.json's text, in m.format.
 std::string ManifestText(const SnapshotManifest& m);
+
+// The sha256 over the chunk lists: for each file in order, "<path>\n<size>\n" and one
+// "<chunk sha256>\n" per chunk.
+std::string ChunkListSha256(const std::vector<SnapshotFile>& files);
+
+// Sets every file's chunks from `digests` (in the same order), the sizes, total_bytes and
+// chunk_list_sha256; the manifest becomes format 2.
+void SetChunkDigests(SnapshotManifest& m, const std::vector<ChunkedDigest>& digests);
+
+// snapshot_corrupt unless the file on disk (its `digest`) is the one the manifest lists:
+// same size, same chunks (format 2) — the first chunk that differs is named with its bytes.
+Status CheckFileDigest(const std::filesystem::path& dir, const SnapshotManifest& m, const SnapshotFile& f,
+                       const ChunkedDigest& digest);
 
 // The manifest of the snapshot in `dir`: kNotFound snapshot_not_found when `dir` does not
 // exist, kFailedPrecondition snapshot_corrupt when its manifest is missing or invalid.
@@ -60,6 +89,9 @@ Status WriteManifest(const std::filesystem::path& dir, const SnapshotManifest& m
 // sees one or the other.
 Status ReplaceManifest(const std::filesystem::path& dir, const SnapshotManifest& m);
 
+// kFailedPrecondition snapshot_corrupt: "snapshot <dir>: <why>".
+Status SnapshotCorruptError(const std::filesystem::path& dir, const std::string& why);
+
 // snapshot_corrupt unless the manifest names this actor and snapshot.
 Status CheckManifestNames(const std::filesystem::path& dir, const SnapshotManifest& m,
                           const std::string& ns, const std::string& name, const std::string& id);
@@ -68,13 +100,13 @@ Status CheckManifestNames(const std::filesystem::path& dir, const SnapshotManife
 Status CheckManifestPaths(const std::filesystem::path& dir, const SnapshotManifest& m);
 
 // Reads the snapshot in `dir` and checks every file its manifest lists: present, same size,
-// same sha256, adding up to totalBytes. One whose checksums were never computed is
-// unverifiable (snapshot_corrupt). The files are hashed on up to `threads` threads at once
-// (one file per thread: sha256 of one file is sequential, and the kernel's read-ahead already
-// overlaps each file's reads with its hashing).
+// same digests, adding up to totalBytes. One whose checksums were never computed is
+// unverifiable (snapshot_corrupt). Format 2 is hashed chunk by chunk on up to `threads`
+// threads (0: every CPU this process may use); format 1 file by file (a whole-file sha256 is
+// sequential).
 Result<SnapshotManifest> VerifySnapshotDir(const std::filesystem::path& dir, const std::string& ns,
                                            const std::string& name, const std::string& id,
-                                           int threads = 4);
+                                           int threads = 0);
 
 // snapshot_owner_mismatch unless the manifest was written for the actor with `uid`. A manifest
 // without an owner (written before owners were recorded) passes: the caller logs it.

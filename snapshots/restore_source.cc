@@ -21,7 +21,7 @@ Result<SnapshotStore::RestoreSource> SnapshotStore::CheckForRestore(const std::s
   const std::string dir = committed ? StorePath(ns, name, id) : LocalPath(ns, name, id);
   const auto start = clock_.Now();
   const bool verify = committed || verify_local;
-  auto manifest = verify ? VerifySnapshotDir(dir, ns, name, id) : CheckLocalForRestore(ns, name, id);
+  auto manifest = verify ? VerifySnapshotDir(dir, ns, name, id, digest_threads_) : CheckLocalForRestore(ns, name, id);
   if (!manifest.ok()) return manifest.status();
   if (Status s = CheckManifestOwner(dir, *manifest, owner_uid); !s.ok()) return s;
   if (manifest->owner_uid.empty()) {

@@ -126,6 +126,10 @@ class SnapshotStore {
   // Removes every *.partial directory under both roots; returns how many.
   Result<int> RemovePartials();
 
+  // How many threads hash, copy and verify a snapshot's chunks (0, the default: every CPU this
+  // process may use).
+  void set_digest_threads(int threads) { digest_threads_ = threads; }
+
   // Whether the store exists and a file can be created and removed in it.
   Status CheckStoreWritable() const;
 
@@ -135,6 +139,7 @@ class SnapshotStore {
  private:
   std::string local_root_, store_root_;
   bool link_same_fs_ = true;
+  int digest_threads_ = 0;
   std::string boot_id_;
   Clock& clock_;
   std::unique_ptr<DeferredSync> deferred_;  // kDeferred's background checksums and fsyncs

@@ -79,7 +79,8 @@ class SnapshotStoreTest : public ::testing::Test {
     const fs::path path = fs::path(store.LocalPath("default", "counter", id)) / "manifest.json";
     auto j = nlohmann::json::parse(ReadFile(path));
     j["checksumsPending"] = true;
-    for (auto& f : j["files"]) f["sha256"] = "";
+    j.erase("chunkListSha256");
+    for (auto& f : j["files"]) f.erase("chunks");
     std::ofstream(path, std::ios::binary | std::ios::trunc) << j.dump(2);
   }
 
@@ -115,7 +116,10 @@ TEST_F(SnapshotStoreTest, PartialBecomesCompleteOnlyByRenameAfterTheManifest) {
   ASSERT_EQ(m->files.size(), 1u);
   EXPECT_EQ(m->files[0].path, "checkpoint.img");
   EXPECT_EQ(m->files[0].size, 3);
-  EXPECT_EQ(m->files[0].sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  // One chunk (3 bytes < chunkBytes): its sha256 is the file's, the well-known one of "abc".
+  EXPECT_EQ(m->files[0].chunks, std::vector<std::string>{"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"});
+  EXPECT_EQ(m->format, kManifestFormatChunked);
+  EXPECT_EQ(m->chunk_list_sha256, ChunkListSha256(m->files));
   EXPECT_EQ(m->total_bytes, 3);
   EXPECT_FALSE(m->taken_at.empty());
 
@@ -128,7 +132,10 @@ TEST_F(SnapshotStoreTest, PartialBecomesCompleteOnlyByRenameAfterTheManifest) {
   EXPECT_EQ(j["trigger"], "Suspend");
   EXPECT_EQ(j["runtimeVersion"], "go-160fafc42237");
   EXPECT_EQ(j["cudaCheckpointed"], true);
-  EXPECT_EQ(j["files"][0]["sha256"], m->files[0].sha256);
+  EXPECT_EQ(j["formatVersion"], 2);
+  EXPECT_EQ(j["chunkBytes"], kDefaultChunkBytes);
+  EXPECT_EQ(j["chunkListSha256"], m->chunk_list_sha256);
+  EXPECT_EQ(j["files"][0]["chunks"], m->files[0].chunks);
 
   auto verified = store_.VerifyLocal("default", "counter", "s1");
   ASSERT_TRUE(verified.ok()) << verified.status().ToString();
@@ -247,7 +254,7 @@ TEST_F(SnapshotStoreTest, CommitCopiesVerifiesAndRenames) {
   EXPECT_EQ(ReadFile(committed / "manifest.json"),
             ReadFile(fs::path(copying.LocalPath("default", "counter", "s1")) / "manifest.json"));
   ASSERT_EQ(c->files.size(), local.files.size());
-  for (size_t i = 0; i < c->files.size(); ++i) EXPECT_EQ(c->files[i].sha256, local.files[i].sha256);
+  for (size_t i = 0; i < c->files.size(); ++i) EXPECT_EQ(c->files[i].chunks, local.files[i].chunks);
   EXPECT_TRUE(copying.VerifyCommitted("default", "counter", "s1").ok());
   ASSERT_EQ(copying.ListCommitted("default", "counter").size(), 1u);
 
@@ -382,13 +389,14 @@ TEST_F(SnapshotStoreTest, DeferredFullSnapshotIsChecksummedInTheBackground) {
   EXPECT_TRUE(m.checksums_pending);
   ASSERT_EQ(m.files.size(), 3u);
   EXPECT_EQ(m.total_bytes, 100009);
-  for (const auto& f : m.files) EXPECT_EQ(f.sha256, "") << f.path;
+  for (const auto& f : m.files) EXPECT_TRUE(f.chunks.empty()) << f.path;
   ASSERT_TRUE(store_.FlushDeferred(std::chrono::seconds(30)));
   const fs::path dir = store_.LocalPath("default", "counter", "s1");
   auto j = nlohmann::json::parse(ReadFile(dir / "manifest.json"));
   EXPECT_FALSE(j.contains("checksumsPending")) << j.dump();
   EXPECT_EQ(j["files"][2]["path"], "pages.img");
-  EXPECT_EQ(j["files"][2]["sha256"].get<std::string>().size(), 64u);
+  ASSERT_EQ(j["files"][2]["chunks"].size(), 1u);
+  EXPECT_EQ(j["files"][2]["chunks"][0].get<std::string>().size(), 64u);
   EXPECT_FALSE(fs::exists(dir / "manifest.json.tmp"));
   auto verified = store_.VerifyLocal("default", "counter", "s1");
   ASSERT_TRUE(verified.ok()) << verified.status().ToString();
@@ -402,7 +410,8 @@ TEST_F(SnapshotStoreTest, DeferredFullSnapshotIsChecksummedInTheBackground) {
   auto d = store_.CompleteLocal(data, Durability::kDeferred);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_FALSE(d->checksums_pending);
-  EXPECT_EQ(d->files[0].sha256.size(), 64u);
+  ASSERT_EQ(d->files[0].chunks.size(), 1u);
+  EXPECT_EQ(d->files[0].chunks[0].size(), 64u);
 }
 
 // An agent that stopped before its background job ran, restarting in the same boot: the

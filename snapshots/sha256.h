@@ -1,0 +1,38 @@
+// An incremental SHA-256 (OpenSSL EVP: SHA-NI or AVX2 where the CPU has them) that counts the
+// bytes it was given, for the file and chunk digests of snapshots.
+#pragma once
+
+#include <openssl/evp.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+
+namespace stasis {
+
+// Lowercase hex of `len` bytes.
+std::string HexBytes(const unsigned char* bytes, unsigned int len);
+
+class Sha256 {
+ public:
+  Sha256();
+  // kInternal io_error when OpenSSL could not set up the digest.
+  [[nodiscard]] Status status() const;
+  void Update(const void* data, size_t n);
+  // The lowercase hex digest of everything given; the object is spent.
+  std::string FinishHex();
+  int64_t size() const { return size_; }
+
+ private:
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx_;
+  bool ok_ = false;
+  int64_t size_ = 0;
+};
+
+// The hex sha256 of `text`.
+std::string Sha256Hex(const std::string& text);
+
+}  // namespace stasis
