@@ -11,6 +11,7 @@
 #include "reconcilers/node/actor_context.h"
 #include "reconcilers/node/actor_reconciler.h"
 #include "snapshots/free_space.h"
+#include "snapshots/writeback.h"
 
 namespace stasis {
 namespace {
@@ -45,6 +46,7 @@ struct ActorReconciler::Checkpointed {
   bool live = false;
   bool frozen = false;
   double took = 0;
+  Durability durability = Durability::kSynced;
 };
 
 Status ActorReconciler::Preflight(Ctx& c) {
@@ -152,8 +154,17 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   co.leave_running = c.a.spec.checkpoint_policy == api::CheckpointPolicy::kLeaveRunningThenStop;
   if (ck.gpu) co.cuda_checkpoint_path = c.a.spec.gpu.cuda_checkpoint_path;
   co.deadline = std::chrono::seconds(c.a.spec.timeouts.checkpoint_seconds);
+  // A Pause's image stays on this node: its fsyncs need not hold up the PAUSED write (a crash
+  // of the agent cannot lose the page cache; a reboot can, and then the restore verifies it).
+  ck.durability = pause ? options_.pause_durability : Durability::kSynced;
   const auto start = clock_.Now();
-  Status result = data ? CheckpointData(c, data_dirs, *dir, co.deadline) : c.driver->Checkpoint(c.ref, co);
+  Status result;
+  {
+    // A snapshot fsynced before it is complete has its write-back started while runsc writes.
+    std::optional<WritebackPump> writeback;
+    if (!data && ck.durability == Durability::kSynced) writeback.emplace(*dir);
+    result = data ? CheckpointData(c, data_dirs, *dir, co.deadline) : c.driver->Checkpoint(c.ref, co);
+  }
   ck.took = Seconds(clock_.Now() - start);
   const std::string trigger_name = api::ToString(trigger);
   metrics_.ObserveDuration("checkpoint", trigger_name, ck.gpu, result.ok() ? kSuccess : kError, ck.took);
@@ -310,10 +321,7 @@ Result<SnapshotManifest> ActorReconciler::CompleteSnapshot(Ctx& c, const Checkpo
   m.cuda_checkpointed = ck.gpu;
   m.taken_at = FormatTime(clock_.WallNow());
   m.duration_seconds = ck.took;
-  // A Pause's image stays on this node: its fsyncs need not hold up the PAUSED write (a crash
-  // of the agent cannot lose the page cache; a reboot can, and then the restore verifies it).
-  auto done = snapshots_.CompleteLocal(
-      m, ck.trigger == SnapshotTrigger::kPause ? options_.pause_durability : Durability::kSynced);
+  auto done = snapshots_.CompleteLocal(m, ck.durability);
   if (!done.ok()) {
     // Neither half may stay: the partial image, nor a renamed one whose last fsync failed.
     std::error_code ec;
