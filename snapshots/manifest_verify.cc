@@ -112,8 +112,8 @@ Status CheckFileDigest(const fs::path& dir, const SnapshotManifest& m, const Sna
     const int64_t begin = static_cast<int64_t>(i) * m.chunk_bytes;
     const int64_t end = std::min(begin + m.chunk_bytes, f.size);
     return SnapshotCorruptError(dir, f.path + " sha256 of chunk " + std::to_string(i) + " (bytes " +
-                                         std::to_string(begin) + "–" + std::to_string(end - 1) + ") is " + got +
-                                         ", the manifest says " + f.chunks[i]);
+                                         std::to_string(begin) + "–" + std::to_string(end - 1) + ") " + got +
+                                         " does not match the manifest's " + f.chunks[i]);
   }
   if (digest.chunks.size() != f.chunks.size()) {
     return SnapshotCorruptError(dir, f.path + " has " + std::to_string(digest.chunks.size()) + " chunks, manifest lists " +

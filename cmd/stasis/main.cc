@@ -84,6 +84,8 @@ void DefineNodeFlags(stasis::Flags& f) {
   f.Define("host-error-attempts", "5", "consecutive host errors (unwritable directory, full disk) after which a transition is retried only when its spec changes");
   f.Define("pause-snapshot-sync", "deferred",
            "when a Pause snapshot is fsynced (and a Full one hashed): deferred (after the PAUSED write; verified on resume after a reboot) or before-status");
+  f.Define("snapshot-digest-threads", "0",
+           "threads that hash, copy and verify snapshot chunks (0: every CPU the agent may use)");
   f.Define("log-level", "info", "debug, info, warn or error");
 }
 
@@ -141,6 +143,9 @@ stasis::Result<stasis::NodeAgentOptions> NodeOptions(const stasis::Flags& f) {
     return Invalid("--pause-snapshot-sync must be deferred or before-status, not \"" +
                    f.Get("pause-snapshot-sync") + "\"");
   }
+  auto digest_threads = f.GetInt("snapshot-digest-threads", 0, 1024);
+  if (!digest_threads.ok()) return digest_threads.status();
+  o.snapshot_digest_threads = *digest_threads;
   o.root = f.Get("root");
   o.snapshot_store = f.Get("snapshot-store");
   if (!f.Get("bundle-root").empty()) o.bundle_roots.roots = Split(f.Get("bundle-root"), ',');

@@ -131,6 +131,7 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
     spdlog::info("bundle root root={} per_namespace={}", r, bundle_roots->per_namespace);
   }
   SnapshotStore snapshots(o.root + "/snapshots", store_root);
+  snapshots.set_digest_threads(o.snapshot_digest_threads);
   if (Status s = snapshots.CheckStoreWritable(); !s.ok()) {
     // Not fatal: pauses still work; suspends report CommitFailed until the store is back.
     spdlog::warn("snapshot store not writable store={} error=\"{}\"", store_root, s.message());
