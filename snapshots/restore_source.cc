@@ -15,13 +15,21 @@ Result<SnapshotStore::RestoreSource> SnapshotStore::CheckForRestore(const std::s
                                                                     const std::string& owner_uid,
                                                                     bool verify_local) const {
   if (Status s = CheckNames(ns, name, id); !s.ok()) return s;
-  if (committed && store_root_.empty()) {
+  if (committed && !committed_) {
     return Status(Code::kFailedPrecondition, "no snapshot store configured", snapshot_reason::kNoStore);
   }
-  const std::string dir = committed ? StorePath(ns, name, id) : LocalPath(ns, name, id);
   const auto start = clock_.Now();
   const bool verify = committed || verify_local;
-  auto manifest = verify ? VerifySnapshotDir(dir, ns, name, id, digest_threads_) : CheckLocalForRestore(ns, name, id);
+  std::string dir = LocalPath(ns, name, id);
+  Result<SnapshotManifest> manifest = SnapshotManifest{};
+  if (committed) {
+    auto fetched = committed_->Fetch(ns, name, id);
+    if (!fetched.ok()) return fetched.status();
+    dir = std::move(fetched->dir);
+    manifest = std::move(fetched->manifest);
+  } else {
+    manifest = verify_local ? VerifySnapshotDir(dir, ns, name, id, digest_threads_) : CheckLocalForRestore(ns, name, id);
+  }
   if (!manifest.ok()) return manifest.status();
   if (Status s = CheckManifestOwner(dir, *manifest, owner_uid); !s.ok()) return s;
   if (manifest->owner_uid.empty()) {

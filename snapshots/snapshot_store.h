@@ -16,15 +16,17 @@
 //    them): on the boot it was written in, nothing reads it but runsc, which would not look
 //    at a checksum; what needs them — a commit to the store, a restore after a reboot — waits
 //    for them, computes them, or (a reboot came first) refuses the snapshot as unverifiable.
-//  - A committed snapshot is put into the store as <id>.partial/ — by hard link when the store
-//    is on the node root's file system, else by a copy hashed as it is read — every checksum is
-//    checked against the manifest, then it is renamed; only then is it returned as committed.
+//  - A committed snapshot is handed to the store's backend (committed_backend.h) only complete,
+//    with every checksum and in the current manifest format; the backend checks every byte it
+//    takes against the manifest and puts the manifest last (a directory store: as <id>.partial/
+//    by hard link or a hashed copy, then renamed; filesystem_backend.h); only then is it
+//    returned as committed.
 //  - *.partial directories are leftovers of a crash and are removed at start-up.
 //  - Namespaces, names and ids are checked (DNS-1123 / our id alphabet) before they become
 //    path components; no path escapes its root.
 //
 // The class is the one face of the snapshots on disk; its parts live by job: the node-local
-// half in local_store.cc, the committed half in committed_store.cc, kDeferred's background
+// half in local_store.cc, the committed half in committed_store.cc (on a CommittedBackend), kDeferred's background
 // work in deferred_durability.cc, on top of manifest.h, file_io.h, snapshot_names.h and
 // snapshot_dirs.h.
 #pragma once
@@ -39,6 +41,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "snapshots/committed_backend.h"
 #include "snapshots/deferred_sync.h"
 #include "snapshots/manifest.h"
 #include "snapshots/snapshot_names.h"
@@ -59,6 +62,9 @@ class SnapshotStore {
   // the durations logged.
   SnapshotStore(std::string local_root, std::string store_root, bool link_same_fs = true,
                 std::string boot_id = "", Clock& clock = RealClock::Get());
+  // The same with any backend for committed snapshots (nullptr: no store).
+  SnapshotStore(std::string local_root, std::unique_ptr<CommittedBackend> committed, std::string boot_id = "",
+                Clock& clock = RealClock::Get());
 
   // Creates an empty <local>/<ns>/<name>/<id>.partial/ and returns its path.
   Result<std::string> BeginLocal(const std::string& ns, const std::string& name,
@@ -128,17 +134,18 @@ class SnapshotStore {
 
   // How many threads hash, copy and verify a snapshot's chunks (0, the default: every CPU this
   // process may use).
-  void set_digest_threads(int threads) { digest_threads_ = threads; }
+  void set_digest_threads(int threads);
 
   // Whether the store exists and a file can be created and removed in it.
   Status CheckStoreWritable() const;
 
   const std::string& local_root() const { return local_root_; }
-  const std::string& store_root() const { return store_root_; }
+  // The store's directory on this node ("" when it has none: no store, or not a directory).
+  std::string store_root() const { return committed_ ? committed_->LocalRoot() : ""; }
 
  private:
-  std::string local_root_, store_root_;
-  bool link_same_fs_ = true;
+  std::string local_root_;
+  std::unique_ptr<CommittedBackend> committed_;  // nullptr: no store
   int digest_threads_ = 0;
   std::string boot_id_;
   Clock& clock_;
