@@ -1,16 +1,14 @@
 #include "snapshots/chunk_digest.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <memory>
-#include <thread>
 
+#include "base/parallel.h"
 #include "snapshots/file_io.h"
 #include "snapshots/sha256.h"
 #include "snapshots/snapshot_reasons.h"
@@ -91,8 +89,7 @@ Result<std::string> DigestChunk(const FileJob& f, int64_t index, int64_t chunk_b
   return hash.FinishHex();
 }
 
-// Every chunk of every file, on up to `threads` threads. Threads stop taking chunks after a
-// failure; the first failure in chunk order is returned.
+// Every chunk of every file, on up to `threads` threads, each with a buffer of its own.
 Result<std::vector<ChunkedDigest>> RunChunks(const std::vector<FileJob>& files, int64_t chunk_bytes,
                                              int threads) {
   std::vector<ChunkedDigest> digests(files.size());
@@ -103,32 +100,17 @@ Result<std::vector<ChunkedDigest>> RunChunks(const std::vector<FileJob>& files, 
     digests[i].chunks.resize(static_cast<size_t>(n));
     for (int64_t c = 0; c < n; ++c) chunks.push_back({i, c});
   }
-  std::vector<Status> results(chunks.size());
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  auto work = [&] {
-    // Not zeroed: pread fills it.
-    auto buf = std::make_unique_for_overwrite<char[]>(static_cast<size_t>(kPieceBytes));
-    for (size_t j = next++; j < chunks.size() && !failed; j = next++) {
-      const ChunkRef& c = chunks[j];
-      auto digest = DigestChunk(files[c.file], c.index, chunk_bytes, buf.get());
-      if (!digest.ok()) {
-        results[j] = digest.status();
-        failed = true;
-      } else {
-        digests[c.file].chunks[static_cast<size_t>(c.index)] = std::move(*digest);
-      }
-    }
-  };
-  const int wanted = threads > 0 ? threads : AvailableCpus();
-  const size_t n = std::clamp<size_t>(static_cast<size_t>(wanted), 1, std::max<size_t>(chunks.size(), 1));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  for (const auto& r : results) {
-    if (!r.ok()) return r;
-  }
+  std::vector<std::unique_ptr<char[]>> buffers(WorkersFor(chunks.size(), threads));
+  // Not zeroed: pread fills them.
+  for (auto& b : buffers) b = std::make_unique_for_overwrite<char[]>(static_cast<size_t>(kPieceBytes));
+  Status status = ParallelFor(chunks.size(), threads, [&](size_t j, size_t worker) -> Status {
+    const ChunkRef& c = chunks[j];
+    auto digest = DigestChunk(files[c.file], c.index, chunk_bytes, buffers[worker].get());
+    if (!digest.ok()) return digest.status();
+    digests[c.file].chunks[static_cast<size_t>(c.index)] = std::move(*digest);
+    return OkStatus();
+  });
+  if (!status.ok()) return status;
   return digests;
 }
 
@@ -137,13 +119,6 @@ Result<std::vector<ChunkedDigest>> RunChunks(const std::vector<FileJob>& files, 
 int64_t ChunkCount(int64_t size, int64_t chunk_bytes) {
   if (size <= 0 || chunk_bytes <= 0) return 0;
   return (size + chunk_bytes - 1) / chunk_bytes;
-}
-
-int AvailableCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
 }
 
 Result<std::vector<ChunkedDigest>> HashFilesChunked(const std::vector<fs::path>& files, int64_t chunk_bytes,

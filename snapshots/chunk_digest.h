@@ -29,10 +29,6 @@ inline constexpr int64_t kMaxChunkBytes = int64_t{1} << 30;
 // How many chunks a file of `size` bytes has (0 for an empty file).
 int64_t ChunkCount(int64_t size, int64_t chunk_bytes);
 
-// The CPUs this process may run on (its affinity mask), at least 1: a container's cpuset, not
-// the host's count.
-int AvailableCpus();
-
 struct ChunkedDigest {
   int64_t size = 0;
   std::vector<std::string> chunks;  // lowercase hex sha256 of each chunk, in order

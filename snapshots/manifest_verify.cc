@@ -1,8 +1,8 @@
 // VerifySnapshotDir: a snapshot read back against its manifest. Format 2 is hashed by chunk on
 // every core (chunk_digest.h); format 1 (one sha256 per file) file by file, as it was written.
 #include <algorithm>
-#include <atomic>
-#include <thread>
+
+#include "base/parallel.h"
 
 #include "snapshots/file_io.h"
 #include "snapshots/manifest.h"
@@ -43,23 +43,9 @@ Status VerifyWholeFile(const fs::path& dir, const SnapshotFile& f) {
 }
 
 // Format 1: `threads` files at a time; the first failure in the manifest's order is returned,
-// so the answer does not depend on which thread finished first.
+// so the answer does not depend on which thread finished first (ParallelFor).
 Status VerifyWholeFiles(const fs::path& dir, const std::vector<SnapshotFile>& files, int threads) {
-  std::vector<Status> results(files.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < files.size(); i = next++) results[i] = VerifyWholeFile(dir, files[i]);
-  };
-  const int wanted = threads > 0 ? threads : AvailableCpus();
-  const size_t n = std::clamp<size_t>(static_cast<size_t>(wanted), 1, files.size());
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  for (const auto& r : results) {
-    if (!r.ok()) return r;
-  }
-  return OkStatus();
+  return ParallelFor(files.size(), threads, [&](size_t i, size_t) { return VerifyWholeFile(dir, files[i]); });
 }
 
 // Format 2: the manifest agrees with itself before a byte of the image is read — a chunk size

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/parallel.h"
 #include "snapshots/manifest.h"
 #include "snapshots/snapshot_reasons.h"
 #include "snapshots/snapshot_store.h"
