@@ -3,7 +3,7 @@
 # in the non-sanitized build/ directory and runs it on a snapshot of --mb MiB (default 1024)
 # in a directory on the disk (default under /var/tmp: not a tmpfs, so that the cold rows evict
 # for real). It prints verify (SnapshotStore::CheckForRestore of the committed snapshot: every
-# sha256, on up to 4 threads) against a plain read of the same bytes in the same run, page
+# chunk's sha256, on every CPU) against a plain read of the same bytes in the same run, page
 # cache warm and cold (pages evicted per file with posix_fadvise; no global drop_caches), as
 # medians and a ratio. Nothing is left behind.
 #

@@ -4,7 +4,7 @@
 //   baseline  every byte of the same files read into a 1 MiB buffer and dropped (what
 //             `cat files > /dev/null` does; runsc's restore reads at least this)
 //   verify    SnapshotStore::CheckForRestore(committed): the manifest, the owner, every file's
-//             sha256 on up to 4 threads
+//             chunk's sha256, on every CPU the process may use
 // each with the page cache warm (the files just read) and cold (each file's pages evicted first
 // with fsync + posix_fadvise(DONTNEED), which needs no global drop_caches). Prints the medians,
 // the MB/s, the CPU time of each (all threads: the cost whatever else the machine runs) and
@@ -27,6 +27,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/parallel.h"
 #include "snapshots/snapshot_store.h"
 
 namespace fs = std::filesystem;
@@ -151,8 +152,8 @@ int main(int argc, char** argv) {
     verify_cold.push_back(time(verify));
   }
   const double mib = static_cast<double>(bytes) / (1 << 20);
-  std::printf("snapshot: %zu bytes in %zu files (%.0f MiB), %d rounds, 4 verify threads, %u cores\n", bytes,
-              files.size(), mib, rounds, std::max(1u, std::thread::hardware_concurrency()));
+  std::printf("snapshot: %zu bytes in %zu files (%.0f MiB), %d rounds, %d verify threads (8 MiB chunks)\n", bytes,
+              files.size(), mib, rounds, stasis::AvailableCpus());
   std::printf("%-6s %10s %10s %10s %10s %10s %10s %8s\n", "cache", "read_ms", "verify_ms", "read_MB/s",
               "verify_MB/s", "read_cpu", "verify_cpu", "ratio");
   auto row = [&](const char* cache, const std::vector<Sample>& b, const std::vector<Sample>& v) {
