@@ -1,6 +1,8 @@
 #include "cmd/stasis/flags.h"
 
 #include <cstdlib>
+#include <optional>
+#include <set>
 #include <stdexcept>
 
 namespace stasis {
@@ -22,7 +24,38 @@ std::string Flags::EnvName(const std::string& flag) {
   return env;
 }
 
+namespace {
+
+// Go's strconv.ParseBool set, as kubelet and client-go flags take them.
+std::optional<bool> ParseBool(const std::string& v) {
+  static const std::set<std::string> kTrue = {"1", "t", "T", "TRUE", "true", "True"};
+  static const std::set<std::string> kFalse = {"0", "f", "F", "FALSE", "false", "False"};
+  if (kTrue.count(v)) return true;
+  if (kFalse.count(v)) return false;
+  return std::nullopt;
+}
+
+bool IsBoolFlag(const std::string& default_value) { return default_value == "true" || default_value == "false"; }
+
+}  // namespace
+
 Status Flags::Parse(const std::vector<std::string>& args) {
+  if (Status s = ParseArgs(args); !s.ok()) return s;
+  // A boolean is true or false, never silently false: "yes" or "on" is an error, not a default.
+  for (auto& [name, def] : defs_) {
+    if (!IsBoolFlag(def.default_value)) continue;
+    const auto b = ParseBool(def.value);
+    if (!b) {
+      return Status(Code::kInvalidArgument, "--" + name + " (or " + EnvName(name) + ") is \"" + def.value +
+                                                "\": want true or false (1, t, T, TRUE, true, True, 0, f, F, "
+                                                "FALSE, false, False)");
+    }
+    def.value = *b ? "true" : "false";
+  }
+  return OkStatus();
+}
+
+Status Flags::ParseArgs(const std::vector<std::string>& args) {
   for (auto& [name, def] : defs_) {
     if (const char* env = std::getenv(EnvName(name).c_str()); env && *env) def.value = env;
   }
@@ -44,7 +77,7 @@ Status Flags::Parse(const std::vector<std::string>& args) {
     auto it = defs_.find(a);
     if (it == defs_.end()) return Status(Code::kInvalidArgument, "unknown flag --" + a);
     if (!has_value) {
-      const bool is_bool = it->second.default_value == "true" || it->second.default_value == "false";
+      const bool is_bool = IsBoolFlag(it->second.default_value);
       if (is_bool && (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0)) {
         value = "true";
       } else {
@@ -88,10 +121,7 @@ Result<double> Flags::GetSeconds(const std::string& name) const {
   }
 }
 
-bool Flags::GetBool(const std::string& name) const {
-  const std::string& v = Get(name);
-  return v == "true" || v == "1" || v == "yes";
-}
+bool Flags::GetBool(const std::string& name) const { return Get(name) == "true"; }
 
 std::string Flags::Usage() const {
   std::string out;

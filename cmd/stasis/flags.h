@@ -24,12 +24,14 @@ class Flags {
   // variable takes the same comma-separated list; any command-line occurrence replaces it.
   void DefineRepeated(const std::string& name, const std::string& help);
   // Parses argv (from the first flag on) and the environment. --help sets help_requested().
-  Status Parse(const std::vector<std::string>& args);
+  // A flag whose default is true or false is boolean: its value must be one of Go's
+  // strconv.ParseBool spellings (1, t, T, TRUE, true, True and their false twins), else an error.
+  [[nodiscard]] Status Parse(const std::vector<std::string>& args);
 
   const std::string& Get(const std::string& name) const;
   Result<int> GetInt(const std::string& name, int min, int max) const;
   Result<double> GetSeconds(const std::string& name) const;  // "15", "15s", "500ms", "2m"
-  bool GetBool(const std::string& name) const;
+  bool GetBool(const std::string& name) const;  // a boolean flag, checked by Parse
   bool help_requested() const { return help_; }
   std::string Usage() const;
   // "metrics-addr" → "STASIS_METRICS_ADDR"
@@ -41,6 +43,8 @@ class Flags {
     bool repeated = false;
     bool seen = false;  // given on the command line (a repeated flag appends from the second on)
   };
+  Status ParseArgs(const std::vector<std::string>& args);
+
   std::map<std::string, Def> defs_;
   std::vector<std::string> order_;
   bool help_ = false;

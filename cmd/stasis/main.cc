@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cmd/stasis/flags.h"
+#include "cmd/stasis/logging.h"
 #include "reconcilers/cluster/cluster_controller.h"
 #include "runtimes/gpu/gpu_discovery.h"
 #include "reconcilers/node/node_agent.h"
@@ -87,6 +88,7 @@ void DefineNodeFlags(stasis::Flags& f) {
   f.Define("snapshot-digest-threads", "0",
            "threads that hash, copy and verify snapshot chunks (0: every CPU the agent may use)");
   f.Define("log-level", "info", "debug, info, warn or error");
+  f.Define("log-format", "text", "text, or json: one JSON object per line (time, level, msg and the event's key=value fields)");
 }
 
 stasis::Status Invalid(const std::string& message) {
@@ -184,7 +186,7 @@ int RunNode(const std::vector<std::string>& args) {
     std::printf("Usage: stasis node [flags]\n\n%s", f.Usage().c_str());
     return 0;
   }
-  spdlog::set_level(spdlog::level::from_str(f.Get("log-level")));
+  if (auto s = stasis::ConfigureLogging(f.Get("log-level"), f.Get("log-format")); !s.ok()) return Fail("node", s);
   auto o = NodeOptions(f);
   if (!o.ok()) return Fail("node", o.status());
   InstallSignalHandlers();
@@ -207,6 +209,7 @@ void DefineControllerFlags(stasis::Flags& f) {
   f.Define("snapshot-store", "", "the snapshot store as mounted here (the node agents' --snapshot-store); needed by --retain");
   f.Define("retain", "", "committed snapshots kept per actor (at least 1; unset keeps all); needs --snapshot-store");
   f.Define("log-level", "info", "debug, info, warn or error");
+  f.Define("log-format", "text", "text, or json: one JSON object per line (time, level, msg and the event's key=value fields)");
 }
 
 stasis::Result<stasis::ClusterControllerOptions> ControllerOptions(const stasis::Flags& f) {
@@ -249,7 +252,7 @@ int RunController(const std::vector<std::string>& args) {
     std::printf("Usage: stasis controller [flags]\n\n%s", f.Usage().c_str());
     return 0;
   }
-  spdlog::set_level(spdlog::level::from_str(f.Get("log-level")));
+  if (auto s = stasis::ConfigureLogging(f.Get("log-level"), f.Get("log-format")); !s.ok()) return Fail("controller", s);
   auto o = ControllerOptions(f);
   if (!o.ok()) return Fail("controller", o.status());
   InstallSignalHandlers();
