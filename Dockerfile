@@ -33,11 +33,21 @@ COPY runtimes runtimes
 COPY snapshots snapshots
 COPY reconcilers reconcilers
 COPY cmd cmd
+# The git revision (the build context holds no .git): docker build --build-arg
+# STASIS_REVISION=$(git rev-parse --short=12 HEAD) …
+ARG STASIS_REVISION=unknown
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTASIS_BUILD_TESTS=OFF \
+      -DSTASIS_REVISION="${STASIS_REVISION}" \
  && cmake --build build --target stasis stasis-cuda-checkpoint
 
 # ---- runtime -----------------------------------------------------------------------------
 FROM debian:bookworm-slim
+ARG STASIS_REVISION=unknown
+LABEL org.opencontainers.image.title="stasis" \
+      org.opencontainers.image.description="Suspend and resume GPU actors in gVisor sandboxes on Kubernetes" \
+      org.opencontainers.image.version="0.1.0" \
+      org.opencontainers.image.revision="${STASIS_REVISION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       tini ca-certificates \

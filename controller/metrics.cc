@@ -142,7 +142,9 @@ Metrics::Metrics()
           Build(prometheus::BuildGauge(), *registry_, "leader_election_master_status",
                 "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
                 "backup, 1 indicates master. 'name' is the string used to identify the lease. "
-                "Please make sure to group by name.")) {}
+                "Please make sure to group by name.")),
+      build_info_(Build(prometheus::BuildGauge(), *registry_, "stasis_build_info",
+                        "A metric with a constant '1' value labeled by the version and the git revision stasis was built from")) {}
 
 Metrics& Metrics::Global() {
   // Never destroyed: worker and endpoint threads may still touch it during exit.
@@ -190,6 +192,10 @@ KubeClient::Observer Metrics::RestClientObserver(const std::string& host) {
 
 void Metrics::SetLeaderStatus(const std::string& name, bool leading) {
   leader_election_master_status_.Add({{"name", name}}).Set(leading ? 1 : 0);
+}
+
+void Metrics::SetBuildInfo(const std::string& version, const std::string& revision) {
+  build_info_.Add({{"version", version}, {"revision", revision}}).Set(1);
 }
 
 }  // namespace stasis

@@ -51,6 +51,9 @@ class Metrics final : public WorkQueueMetricsProvider {
   // leader_election_master_status{name}: 1 while leading, 0 on standby.
   void SetLeaderStatus(const std::string& name, bool leading);
 
+  // stasis_build_info{version,revision}: 1, the build this process runs (set once at start).
+  void SetBuildInfo(const std::string& version, const std::string& revision);
+
  private:
   std::shared_ptr<prometheus::Registry> registry_;
 
@@ -68,6 +71,7 @@ class Metrics final : public WorkQueueMetricsProvider {
 
   prometheus::Family<prometheus::Counter>& rest_client_requests_total_;
   prometheus::Family<prometheus::Gauge>& leader_election_master_status_;
+  prometheus::Family<prometheus::Gauge>& build_info_;
 };
 
 }  // namespace stasis

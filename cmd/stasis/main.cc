@@ -13,6 +13,7 @@
 
 #include "cmd/stasis/flags.h"
 #include "cmd/stasis/logging.h"
+#include "controller/metrics.h"
 #include "reconcilers/cluster/cluster_controller.h"
 #include "runtimes/gpu/gpu_discovery.h"
 #include "reconcilers/node/node_agent.h"
@@ -178,6 +179,12 @@ stasis::Result<stasis::NodeAgentOptions> NodeOptions(const stasis::Flags& f) {
   return o;
 }
 
+// The build this process runs, in its first log line and as stasis_build_info on /metrics.
+void AnnounceBuild(const char* role) {
+  stasis::Metrics::Global().SetBuildInfo(STASIS_VERSION, STASIS_REVISION);
+  spdlog::info("stasis starting role={} version={} revision={}", role, STASIS_VERSION, STASIS_REVISION);
+}
+
 int RunNode(const std::vector<std::string>& args) {
   stasis::Flags f;
   DefineNodeFlags(f);
@@ -187,6 +194,7 @@ int RunNode(const std::vector<std::string>& args) {
     return 0;
   }
   if (auto s = stasis::ConfigureLogging(f.Get("log-level"), f.Get("log-format")); !s.ok()) return Fail("node", s);
+  AnnounceBuild("node");
   auto o = NodeOptions(f);
   if (!o.ok()) return Fail("node", o.status());
   InstallSignalHandlers();
@@ -253,6 +261,7 @@ int RunController(const std::vector<std::string>& args) {
     return 0;
   }
   if (auto s = stasis::ConfigureLogging(f.Get("log-level"), f.Get("log-format")); !s.ok()) return Fail("controller", s);
+  AnnounceBuild("controller");
   auto o = ControllerOptions(f);
   if (!o.ok()) return Fail("controller", o.status());
   InstallSignalHandlers();
@@ -270,7 +279,7 @@ int main(int argc, char** argv) {
   const std::string cmd = argv[1];
   const std::vector<std::string> rest(argv + 2, argv + argc);
   if (cmd == "--version" || cmd == "version") {
-    std::printf("stasis %s\n", STASIS_VERSION);
+    std::printf("stasis %s (revision %s)\n", STASIS_VERSION, STASIS_REVISION);
     return 0;
   }
   if (cmd == "node") return RunNode(rest);

@@ -81,6 +81,7 @@ std::map<std::string, Registered> RegisteredFamilies() {
     s.ObserveDuration("checkpoint", "Pause", false, "error", 0.2);
     s.CountOperation("checkpoint", "error", "container_stopped");
     s.CountForcedCleanup("sandbox_died");
+    m.SetBuildInfo("0.1.0", "0123456789ab");
     Collect(*m.registry(), "node", out);
   }
   {
@@ -92,6 +93,7 @@ std::map<std::string, Registered> RegisteredFamilies() {
     m.SetLeaderStatus("stasis-controller", true);
     c.SetActors({{"STATUS_RUNNING", 1}}, {});
     c.CountForcedCleanup("node_lost");
+    m.SetBuildInfo("0.1.0", "0123456789ab");
     Collect(*m.registry(), "controller", out);
   }
   return out;
