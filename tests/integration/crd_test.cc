@@ -2,6 +2,7 @@
 // the samples are accepted, the printer columns and selectable fields work, the server's
 // defaults equal the C++ defaults, every bad object of the shared table is refused with the
 // message the C++ validator gives, and unknown fields survive a read-modify-write by api/.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -129,9 +130,23 @@ TEST_F(CrdTest, CrdsAreEstablishedWithTheirNames) {
   EXPECT_EQ(actors["spec"]["scope"], "Namespaced");
   EXPECT_EQ(actors["status"]["acceptedNames"]["shortNames"], json::array({"act"}));
   EXPECT_EQ(GetJson({"get", "crd", "workers.stasis.dev"})["spec"]["scope"], "Cluster");
-  // The short name works.
+  EXPECT_EQ(GetJson({"get", "crd", "workers.stasis.dev"})["status"]["acceptedNames"]["shortNames"],
+            json::array({"wkr"}));
+  // The short names work.
   CommandResult r = Kubectl({"get", "act", "-n", kNs});
   EXPECT_EQ(r.exit_code, 0) << Show(r);
+  r = Kubectl({"get", "wkr"});
+  EXPECT_EQ(r.exit_code, 0) << Show(r);
+}
+
+// kubectl explain serves the CRDs' descriptions (every field has one: CrdDescriptionsTest).
+TEST_F(CrdTest, KubectlExplainDescribesTheFields) {
+  CommandResult r = Kubectl({"explain", "actors.spec.snapshots.onPause"});
+  EXPECT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_THAT(r.out, ::testing::HasSubstr("What a Pause snapshot holds")) << Show(r);
+  r = Kubectl({"explain", "workers.status.actorRef.name"});
+  EXPECT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_THAT(r.out, ::testing::HasSubstr("Name of the Actor holding this worker")) << Show(r);
 }
 
 TEST_F(CrdTest, SamplesAreAcceptedAndReadByTheCppTypes) {
