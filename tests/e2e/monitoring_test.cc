@@ -62,6 +62,12 @@ const std::map<std::string, std::string> kMayBeEmpty = {
     {"StasisCheckpointLatencyRegression",
      "compares the last 10 minutes with the previous day, ending 10 minutes ago: a run of "
      "minutes has no such history (promtool's unit test shows it firing)"},
+    {"StasisControllerDown", "the controller stays up for the whole run (promtool's unit test shows it firing)"},
+    {"StasisControllerNoLeader",
+     "the one replica leads for the whole run (promtool's unit test shows it firing)"},
+    {"StasisReconcileErrors",
+     "fewer than 10% of reconciles fail in this run (promtool's unit test shows it firing)"},
+    {"StasisTargetsAbsent", "both jobs are scraped for the whole run (promtool's unit test shows it firing)"},
 };
 
 std::string ReadFile(const fs::path& p) {

@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -76,7 +77,7 @@ std::set<std::string> Alerts() {
 TEST(MonitoringRulesTest, PromtoolChecksTheRuleFile) {
   auto r = RunTool({Promtool(), "check", "rules", kRules});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("SUCCESS: 9 rules found"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("SUCCESS: 13 rules found"), std::string::npos) << r.out;
 }
 
 TEST(MonitoringRulesTest, PromtoolUnitTestsPass) {
@@ -119,12 +120,44 @@ TEST(MonitoringRulesTest, EveryAlertHasAFiringAndANonFiringCase) {
     }
   }
   const auto alerts = Alerts();
-  ASSERT_EQ(alerts.size(), 4u);
+  ASSERT_EQ(alerts.size(), 8u);
   for (const auto& a : alerts) {
     EXPECT_GT(firing[a], 0) << a << " has no promtool case where it fires";
     EXPECT_GT(quiet[a], 0) << a << " has no promtool case where it stays quiet";
   }
   for (const auto& [name, n] : firing) EXPECT_TRUE(alerts.count(name)) << "test of unknown alert " << name;
+}
+
+// GitHub's anchor of a Markdown heading: lowercase, spaces to '-', punctuation dropped.
+std::string Anchor(const std::string& heading) {
+  std::string out;
+  for (char c : heading) {
+    if (std::isalnum(static_cast<unsigned char>(c))) out.push_back(static_cast<char>(std::tolower(c)));
+    else if (c == ' ' || c == '-') out.push_back('-');
+  }
+  return out;
+}
+
+TEST(MonitoringRulesTest, EveryAlertsRunbookIsAnAnchorInTheDocs) {
+  std::set<std::string> anchors;
+  std::ifstream doc(kSource + "/docs/monitoring.md");
+  for (std::string line; std::getline(doc, line);) {
+    if (line.rfind('#', 0) == 0) anchors.insert(Anchor(line.substr(line.find_first_not_of("# "))));
+  }
+  int alerts = 0;
+  for (const auto& g : YAML::LoadFile(kRules)["groups"]) {
+    for (const auto& r : g["rules"]) {
+      if (!r["alert"]) continue;
+      ++alerts;
+      const std::string name = r["alert"].as<std::string>();
+      const std::string url = r["annotations"]["runbook_url"].as<std::string>("");
+      const std::string prefix = "docs/monitoring.md#";
+      ASSERT_EQ(url.rfind(prefix, 0), 0u) << name << " runbook_url " << url;
+      EXPECT_TRUE(anchors.count(url.substr(prefix.size()))) << name << ": no heading for " << url;
+      EXPECT_FALSE(r["annotations"]["summary"].as<std::string>("").empty()) << name;
+    }
+  }
+  EXPECT_EQ(alerts, 8);
 }
 
 TEST(MonitoringRulesTest, PrometheusRuleHoldsThePlainRuleFile) {
