@@ -54,7 +54,9 @@ class S3ClientTest : public ::testing::Test {
     char path[] = "/tmp/stasis-s3-test-XXXXXX";
     int fd = mkstemp(path);
     unlink(path);
-    if (!text.empty()) EXPECT_EQ(pwrite(fd, text.data(), text.size(), 0), ssize_t(text.size()));
+    if (!text.empty()) {
+      EXPECT_EQ(pwrite(fd, text.data(), text.size(), 0), ssize_t(text.size()));
+    }
     return fd;
   }
   static std::string ReadAll(int fd, size_t size) {
