@@ -70,7 +70,7 @@ Result<S3HttpResponse> S3Client::Send(std::string_view op, const std::string& ke
   const auto start = Clock::now();
   for (int attempt = 1;; ++attempt) {
     S3HttpResponse response = http_.Perform(request);
-    if (response.sink_failed) {
+    if (response.local_failed) {
       return Status(Code::kInternal, std::string(op) + " " + Target(key) + ": " +
                                          response.outcome.transport_message,
                     snapshot_reason::kIoError);

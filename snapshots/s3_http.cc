@@ -47,7 +47,13 @@ size_t ReadBody(char* buffer, size_t size, size_t nitems, void* user) {
     std::memcpy(buffer, r.body.data() + x->read_pos, n);
   } else {
     ssize_t got = pread(r.body_fd, buffer, n, static_cast<off_t>(r.body_offset + x->read_pos));
-    if (got <= 0) return CURL_READFUNC_ABORT;  // a file shorter than promised, or EIO
+    if (got <= 0) {  // a file shorter than promised, or EIO
+      x->response.local_failed = true;
+      x->response.outcome.transport_message =
+          got == 0 ? "reading the body: the file ends before the length given"
+                   : std::string("reading the body: ") + std::strerror(errno);
+      return CURL_READFUNC_ABORT;
+    }
     n = static_cast<size_t>(got);
   }
   x->read_pos += n;
@@ -68,7 +74,7 @@ bool WriteToSink(Exchange* x, const char* data, size_t n) {
     ssize_t put = pwrite(r.sink_fd, data, n, static_cast<off_t>(r.sink_offset + x->response.sink_bytes));
     if (put < 0 && errno == EINTR) continue;
     if (put <= 0) {
-      x->response.sink_failed = true;
+      x->response.local_failed = true;
       x->response.outcome.transport_message = std::string("writing the body: ") + std::strerror(errno);
       return false;
     }
@@ -215,7 +221,7 @@ S3HttpResponse S3Http::Perform(const S3HttpRequest& request) {
   SetMethodAndBody(h, request, &x);
   CURLcode rc = curl_easy_perform(h);
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.outcome.http_status);
-  if (rc != CURLE_OK && !response.sink_failed && !response.sink_refused) {
+  if (rc != CURLE_OK && !response.local_failed && !response.sink_refused) {
     response.outcome.transport_error = true;
     response.outcome.transport_message = error[0] != '\0' ? error : curl_easy_strerror(rc);
   }

@@ -63,7 +63,9 @@ struct S3HttpResponse {
   uint64_t sink_bytes = 0;  // bytes written to sink_fd
   std::string etag;         // the ETag header, quotes included
   uint64_t content_length = 0;
-  bool sink_failed = false;  // a pwrite to sink_fd failed (errno in outcome.transport_message)
+  // Reading the body from body_fd or writing it to sink_fd failed here, not at the store
+  // (what failed in outcome.transport_message): not a store fault, and not retried.
+  bool local_failed = false;
   bool sink_refused = false;  // the status was not the request's sink_status
 };
 

@@ -93,6 +93,9 @@ TEST_F(S3ClientTest, PutsGetsRangesHeadsAndDeletes) {
   // an offset, the bytes around it untouched.
   int src = TempFile("xxxxPAYLOAD-FROM-FILEyyyy");
   ASSERT_TRUE(s3.PutObjectFromFile("obj/from-file", src, 4, 17).ok());
+  // A file shorter than the length given is this side's fault: not retried, not the store's.
+  ExpectFailure(s3.PutObjectFromFile("obj/short", src, 20, 10), Code::kInternal,
+                snapshot_reason::kIoError, "the file ends before the length given");
   close(src);
   int dst = TempFile(std::string(30, '.'));
   auto written = s3.GetObjectToFile("obj/from-file", dst, 5, ByteRange{8, 4});
