@@ -60,11 +60,13 @@ start_weed() {
   local weed="$1" ip=127.0.0.1
   mkdir -p "${dir}/data"
   # Every port is chosen (gRPC ones default to HTTP+10000, Iceberg and Lance to fixed ports);
-  # telemetry is off (it would post to the internet); buckets are never created implicitly,
-  # so a missing bucket is an error a client sees.
+  # a restarted single master elects itself after 2 s, not the default 10 s; telemetry is off
+  # (it would post to the internet); buckets are never created implicitly, so a missing bucket
+  # is an error a client sees.
   setsid "${weed}" server -ip="${ip}" -ip.bind="${ip}" -dir="${dir}/data" \
     -master.port="$(port master)" -master.port.grpc="$(port master.grpc)" \
     -master.telemetry=false -master.volumeSizeLimitMB=64 -volume.max=0 \
+    -master.electionTimeout=2s \
     -volume.port="$(port volume)" -volume.port.grpc="$(port volume.grpc)" \
     -filer -filer.port="$(port filer)" -filer.port.grpc="$(port filer.grpc)" \
     -filer.localSocket="${dir}/filer.sock" \
@@ -83,17 +85,31 @@ s3_curl() {
     --user "${AWS_ACCESS_KEY_ID}:${AWS_SECRET_ACCESS_KEY}" "$@"
 }
 
-# The S3 gateway answers once the filer behind it does; creating the bucket is the readiness
-# check (an existing bucket answers 409 BucketAlreadyOwnedByYou, which is as good).
-create_bucket() {
-  local url="http://127.0.0.1:$(port s3)/${bucket}" deadline=$((SECONDS + 90)) code
-  until code="$(s3_curl -o "${dir}/create-bucket.out" -w '%{http_code}' -X PUT "${url}" 2>/dev/null)" \
-        && [[ "${code}" == 200 || "${code}" == 409 ]]; do
+# Retries the signed request "$@" until it answers one of the HTTP codes in $1 ("200|409"),
+# or dies after the deadline $2 (seconds since the script started).
+s3_until() {
+  local codes="$1" deadline="$2" code=""; shift 2
+  until code="$(s3_curl -o "${dir}/ready.out" -w '%{http_code}' "$@" 2>/dev/null)" \
+        && [[ "|${codes}|" == *"|${code}|"* ]]; do
     pid_alive "${dir}/weed.pid" || { tail -20 "${dir}/weed.log" >&2; die "weed exited"; }
-    (( SECONDS < deadline )) || { tail -20 "${dir}/weed.log" >&2; cat "${dir}/create-bucket.out" >&2 || true
-                                  die "S3 gateway not ready after 90s (last HTTP ${code:-none})"; }
+    (( SECONDS < deadline )) || { tail -20 "${dir}/weed.log" >&2; cat "${dir}/ready.out" >&2 || true
+                                  die "S3 gateway not ready after 90s (last HTTP ${code:-none} for $*)"; }
     sleep 0.3
   done
+}
+
+# Ready is when an object can be stored: the bucket answers as soon as the filer does, but a
+# write also needs the volume server registered with the master (until then: "Not enough data
+# nodes"). An existing bucket answers 409 BucketAlreadyOwnedByYou, which is as good.
+wait_ready() {
+  local url="http://127.0.0.1:$(port s3)/${bucket}" deadline=$((SECONDS + 90))
+  s3_until "200|409" "${deadline}" -X PUT "${url}"
+  echo ready > "${dir}/ready.in"
+  # An upload from a file (-T) with the payload unsigned, as the client sends them: curl 7.88
+  # signs a --data body as a form and the store refuses that signature.
+  s3_until "200" "${deadline}" -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -T "${dir}/ready.in" \
+    "${url}/.stasis-ready"
+  s3_until "204|200" "${deadline}" -X DELETE "${url}/.stasis-ready"
 }
 
 print_exports() {
@@ -117,7 +133,7 @@ up() {
   make_credentials
   write_identities
   start_weed "${weed}"
-  create_bucket
+  wait_ready
   trap - EXIT
   if [[ -n "${STASIS_OBJECT_STORE_OWNER_PID:-}" ]]; then
     # Tests pass their pid: if the test binary dies without `down`, the store follows it.
@@ -131,7 +147,13 @@ up() {
 }
 
 down() {
-  stop_pid "${dir}/weed.pid" 20
+  # weed's shutdown hooks can take 20 s and more; every write it acknowledged is already in
+  # its files (the page cache), so a kill after a short grace loses nothing a client was told.
+  stop_pid "${dir}/weed.pid" 5
+  # weed names gRPC sockets of its own in /tmp by port (no flag moves them).
+  for p in master volume filer s3; do
+    [[ -f "${dir}/${p}.grpc.port" ]] && rm -f "/tmp/seaweedfs-${p}-grpc-$(port "${p}.grpc").sock"
+  done
   log "object store down (${dir})"
 }
 
