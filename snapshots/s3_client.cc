@@ -87,8 +87,10 @@ Result<S3HttpResponse> S3Client::Send(std::string_view op, const std::string& ke
     auto wait = S3BackoffDelay(policy, attempt, options_.random01());
     bool out_of_time = Clock::now() + wait - start >= policy.max_elapsed;
     if (!IsRetryable(outcome) || attempt >= policy.max_attempts || out_of_time) {
-      spdlog::warn("component=s3 op={} target={} attempts={} result=error reason={} error=\"{}\"", op,
-                   Target(key), attempt, failure.reason(), failure.message());
+      // A missing object is often the answer a caller asked for (does the manifest exist?).
+      auto level = failure.code() == Code::kNotFound ? spdlog::level::debug : spdlog::level::warn;
+      spdlog::log(level, "component=s3 op={} target={} attempts={} result=error reason={} error=\"{}\"",
+                  op, Target(key), attempt, failure.reason(), failure.message());
       return failure;
     }
     spdlog::info("component=s3 op={} target={} attempt={} result=retry reason={} wait_ms={}", op,
