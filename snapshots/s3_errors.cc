@@ -33,8 +33,12 @@ struct Classified {
 Classified Classify(const S3Outcome& o) {
   if (o.transport_error) return {Code::kUnavailable, snapshot_reason::kStoreUnreachable};
   if (IsRetryable(o)) return {Code::kUnavailable, snapshot_reason::kStoreUnavailable};
-  if (o.s3_code == "NoSuchBucket") return {Code::kFailedPrecondition, snapshot_reason::kStoreBucketMissing};
-  if (OneOf(o.s3_code, kMissingObjectCodes)) return {Code::kNotFound, snapshot_reason::kStoreObjectMissing};
+  if (o.s3_code == "NoSuchBucket") {
+    return {Code::kFailedPrecondition, snapshot_reason::kStoreBucketMissing};
+  }
+  if (OneOf(o.s3_code, kMissingObjectCodes)) {
+    return {Code::kNotFound, snapshot_reason::kStoreObjectMissing};
+  }
   if (OneOf(o.s3_code, kAuthCodes) || o.http_status == 403) {
     return {Code::kPermissionDenied, snapshot_reason::kStoreAuthFailed};
   }

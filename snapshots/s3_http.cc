@@ -72,11 +72,13 @@ int SeekBody(void* user, curl_off_t offset, int origin) {
 bool WriteToSink(Exchange* x, const char* data, size_t n) {
   const S3HttpRequest& r = x->request;
   while (n > 0) {
-    ssize_t put = pwrite(r.sink_fd, data, n, static_cast<off_t>(r.sink_offset + x->response.sink_bytes));
+    off_t at = static_cast<off_t>(r.sink_offset + x->response.sink_bytes);
+    ssize_t put = pwrite(r.sink_fd, data, n, at);
     if (put < 0 && errno == EINTR) continue;
     if (put <= 0) {
       x->response.local_failed = true;
-      x->response.outcome.transport_message = std::string("writing the body: ") + std::strerror(errno);
+      x->response.outcome.transport_message =
+          std::string("writing the body: ") + std::strerror(errno);
       return false;
     }
     x->response.sink_bytes += static_cast<uint64_t>(put);
@@ -110,7 +112,9 @@ bool HeaderIs(std::string_view line, std::string_view name) {
 std::string HeaderValue(std::string_view line, size_t name_size) {
   std::string_view v = line.substr(name_size + 1);
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) v.remove_suffix(1);
+  while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) {
+    v.remove_suffix(1);
+  }
   return std::string(v);
 }
 
@@ -196,7 +200,9 @@ S3HttpResponse S3Http::Perform(const S3HttpRequest& request) {
   Exchange x{h, request, response};
   char error[CURL_ERROR_SIZE] = "";
   curl_slist* headers = nullptr;
-  for (const std::string& line : request.headers) headers = curl_slist_append(headers, line.c_str());
+  for (const std::string& line : request.headers) {
+    headers = curl_slist_append(headers, line.c_str());
+  }
   headers = curl_slist_append(headers, kUnsignedPayload);
   if (!endpoint_.credentials.session_token.empty()) {
     headers = curl_slist_append(

@@ -33,8 +33,8 @@ struct S3Location {
   std::string prefix;  // "" or "a/b/"
 };
 
-// kInvalidArgument (reason store_config_invalid) with what is wrong, e.g. for "s3://", "s3://Bucket",
-// "s3://b/../x", "gs://b".
+// kInvalidArgument (reason store_config_invalid) with what is wrong, e.g. for "s3://",
+// "s3://Bucket", "s3://bkt/../x", "gs://b".
 Result<S3Location> ParseS3Location(std::string_view url);
 // Whether `name` is a valid S3 bucket name: 3-63 of [a-z0-9.-], starting and ending with a
 // letter or digit, no "..", not an IPv4 address.
