@@ -90,8 +90,8 @@ Result<S3HttpResponse> S3Client::Send(std::string_view op, const std::string& ke
       // A missing object is often the answer a caller asked for (does the manifest exist?).
       auto level = failure.code() == Code::kNotFound ? spdlog::level::debug : spdlog::level::warn;
       spdlog::log(level,
-                  "component=s3 op={} target={} attempts={} result=error reason={} error=\"{}\"", op,
-                  Target(key), attempt, failure.reason(), failure.message());
+                  "component=s3 op={} target={} attempts={} result=error reason={} error=\"{}\"",
+                  op, Target(key), attempt, failure.reason(), failure.message());
       return failure;
     }
     spdlog::info("component=s3 op={} target={} attempt={} result=retry reason={} wait_ms={}", op,

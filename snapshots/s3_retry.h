@@ -1,8 +1,9 @@
 // How often and how patiently an S3 request is sent again after a retryable failure
 // (s3_errors.h): exponential backoff with "equal jitter" (half the wait fixed, half random),
 // bounded by an attempt count and by a total time. A pure function of (policy, attempt, a
-// random number), so the sequence is asserted exactly in unit tests. (controller/backoff.h is the controller layer's per-key
-// backoff; snapshots/ cannot include it, and a per-request backoff needs no key state.)
+// random number), so the sequence is asserted exactly in unit tests. (controller/backoff.h is
+// the controller layer's per-key backoff; snapshots/ cannot include it, and a per-request
+// backoff needs no key state.)
 #pragma once
 
 #include <chrono>
