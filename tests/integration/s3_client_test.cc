@@ -188,7 +188,8 @@ TEST_F(S3ClientTest, WrongCredentialsAreAnAuthFailureNotRetried) {
   S3Client s3(wrong_secret, store_->bucket(), FastOptions());
   auto start = std::chrono::steady_clock::now();
   Status s = s3.PutObject("auth/x", "x");
-  ExpectFailure(s, Code::kPermissionDenied, snapshot_reason::kStoreAuthFailed, "SignatureDoesNotMatch");
+  ExpectFailure(s, Code::kPermissionDenied, snapshot_reason::kStoreAuthFailed,
+                "SignatureDoesNotMatch");
   EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("not-the-secret")));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 1s) << "an auth failure is not retried";
 

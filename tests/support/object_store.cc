@@ -26,7 +26,9 @@ std::string Run(const std::string& verb, const std::string& dir, std::chrono::se
   options.extra_env = {"STASIS_OBJECT_STORE_OWNER_PID=" + std::to_string(getpid())};
   auto r = RunCommand({kScript, verb, "--dir", dir}, deadline, options);
   if (!r.ok()) return "cannot run " + kScript + ": " + r.status().ToString();
-  if (!r->success()) return "hack/object-store.sh " + verb + " failed (" + r->Summary() + ")\n" + r->err + r->out;
+  if (!r->success()) {
+    return "hack/object-store.sh " + verb + " failed (" + r->Summary() + ")\n" + r->err + r->out;
+  }
   if (out != nullptr) *out = r->out;
   return "";
 }
@@ -70,7 +72,9 @@ std::string ObjectStore::Up() {
     return it->second;
   };
   auto endpoint = S3EndpointFromSettings(lookup);
-  if (!endpoint.ok()) return "the export lines of `up` are incomplete: " + endpoint.status().ToString();
+  if (!endpoint.ok()) {
+    return "the export lines of `up` are incomplete: " + endpoint.status().ToString();
+  }
   endpoint_ = *endpoint;
   bucket_ = vars["STASIS_S3_BUCKET"];
   if (bucket_.empty()) return "`up` printed no STASIS_S3_BUCKET";

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "snapshots/s3_retry.h"
 #include "snapshots/s3_url.h"
 #include "snapshots/snapshot_reasons.h"
@@ -27,7 +29,9 @@ TEST(S3Errors, RetriesWhatMayPassAndNothingElse) {
   refused.transport_error = true;
   refused.transport_message = "Failed to connect to 127.0.0.1 port 1: Connection refused";
   EXPECT_TRUE(IsRetryable(refused));
-  for (long status : {500L, 502L, 503L, 504L, 429L}) EXPECT_TRUE(IsRetryable(Http(status))) << status;
+  for (long status : {500L, 502L, 503L, 504L, 429L}) {
+    EXPECT_TRUE(IsRetryable(Http(status))) << status;
+  }
   EXPECT_TRUE(IsRetryable(Http(503, "SlowDown")));
   EXPECT_TRUE(IsRetryable(Http(400, "RequestTimeout")));
   for (long status : {400L, 401L, 403L, 404L, 409L, 412L, 416L}) {
@@ -45,18 +49,22 @@ TEST(S3Errors, MapsEachFailureToACodeAndReason) {
   };
   S3Outcome refused;
   refused.transport_error = true;
-  for (const Case& c : {Case{refused, Code::kUnavailable, snapshot_reason::kStoreUnreachable},
-                        Case{Http(503, "SlowDown"), Code::kUnavailable, snapshot_reason::kStoreUnavailable},
-                        Case{Http(500), Code::kUnavailable, snapshot_reason::kStoreUnavailable},
-                        Case{Http(403, "InvalidAccessKeyId"), Code::kPermissionDenied, snapshot_reason::kStoreAuthFailed},
-                        Case{Http(403, "SignatureDoesNotMatch"), Code::kPermissionDenied, snapshot_reason::kStoreAuthFailed},
-                        Case{Http(403), Code::kPermissionDenied, snapshot_reason::kStoreAuthFailed},
-                        Case{Http(401), Code::kUnauthenticated, snapshot_reason::kStoreAuthFailed},
-                        Case{Http(404, "NoSuchBucket"), Code::kFailedPrecondition, snapshot_reason::kStoreBucketMissing},
-                        Case{Http(404, "NoSuchKey"), Code::kNotFound, snapshot_reason::kStoreObjectMissing},
-                        Case{Http(404, "NoSuchUpload"), Code::kNotFound, snapshot_reason::kStoreObjectMissing},
-                        Case{Http(404), Code::kNotFound, snapshot_reason::kStoreObjectMissing},
-                        Case{Http(400, "InvalidPart"), Code::kFailedPrecondition, snapshot_reason::kStoreRequestRejected}}) {
+  namespace r = snapshot_reason;
+  const std::vector<Case> cases = {
+      {refused, Code::kUnavailable, r::kStoreUnreachable},
+      {Http(503, "SlowDown"), Code::kUnavailable, r::kStoreUnavailable},
+      {Http(500), Code::kUnavailable, r::kStoreUnavailable},
+      {Http(403, "InvalidAccessKeyId"), Code::kPermissionDenied, r::kStoreAuthFailed},
+      {Http(403, "SignatureDoesNotMatch"), Code::kPermissionDenied, r::kStoreAuthFailed},
+      {Http(403), Code::kPermissionDenied, r::kStoreAuthFailed},
+      {Http(401), Code::kUnauthenticated, r::kStoreAuthFailed},
+      {Http(404, "NoSuchBucket"), Code::kFailedPrecondition, r::kStoreBucketMissing},
+      {Http(404, "NoSuchKey"), Code::kNotFound, r::kStoreObjectMissing},
+      {Http(404, "NoSuchUpload"), Code::kNotFound, r::kStoreObjectMissing},
+      {Http(404), Code::kNotFound, r::kStoreObjectMissing},
+      {Http(400, "InvalidPart"), Code::kFailedPrecondition, r::kStoreRequestRejected},
+  };
+  for (const Case& c : cases) {
     Status s = S3FailureStatus(c.outcome, "get", "s3://b/k");
     EXPECT_EQ(s.code(), c.code) << c.outcome.http_status << " " << c.outcome.s3_code;
     EXPECT_EQ(s.reason(), c.reason) << c.outcome.http_status << " " << c.outcome.s3_code;

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <vector>
 
 #include "snapshots/snapshot_reasons.h"
 
@@ -24,10 +25,15 @@ TEST(S3Location, ParsesBucketAndNormalizesPrefix) {
     const char* bucket;
     const char* prefix;
   };
-  for (const Case& c : {Case{"s3://snaps", "snaps", ""}, Case{"s3://snaps/", "snaps", ""},
-                        Case{"s3://snaps/a", "snaps", "a/"}, Case{"s3://snaps/a/b/", "snaps", "a/b/"},
-                        Case{"s3://snaps//a///b", "snaps", "a/b/"},
-                        Case{"s3://my.bucket-1/x.y", "my.bucket-1", "x.y/"}}) {
+  const std::vector<Case> cases = {
+      {"s3://snaps", "snaps", ""},
+      {"s3://snaps/", "snaps", ""},
+      {"s3://snaps/a", "snaps", "a/"},
+      {"s3://snaps/a/b/", "snaps", "a/b/"},
+      {"s3://snaps//a///b", "snaps", "a/b/"},
+      {"s3://my.bucket-1/x.y", "my.bucket-1", "x.y/"},
+  };
+  for (const Case& c : cases) {
     auto loc = ParseS3Location(c.url);
     ASSERT_TRUE(loc.ok()) << c.url << ": " << loc.status().ToString();
     EXPECT_EQ(loc->bucket, c.bucket) << c.url;
@@ -40,13 +46,22 @@ TEST(S3Location, RefusesWhatIsNotALocation) {
     const char* url;
     const char* says;
   };
-  for (const Case& c : {Case{"/var/lib/snaps", "must start with s3://"},
-                        Case{"gs://b/x", "must start with s3://"}, Case{"s3://", "names no bucket"},
-                        Case{"s3:///x", "names no bucket"}, Case{"s3://Bucket", "not a valid S3 bucket"},
-                        Case{"s3://ab", "not a valid"}, Case{"s3://-ab", "not a valid"},
-                        Case{"s3://a..b", "not a valid"}, Case{"s3://a_b", "not a valid"},
-                        Case{"s3://192.168.1.1", "not a valid"}, Case{"s3://bkt/x/../y", "'..' segment"},
-                        Case{"s3://bkt/./y", "'.' segment"}, Case{"s3://bkt/a\nb", "control character"}}) {
+  const std::vector<Case> cases = {
+      {"/var/lib/snaps", "must start with s3://"},
+      {"gs://b/x", "must start with s3://"},
+      {"s3://", "names no bucket"},
+      {"s3:///x", "names no bucket"},
+      {"s3://Bucket", "not a valid S3 bucket"},
+      {"s3://ab", "not a valid"},
+      {"s3://-ab", "not a valid"},
+      {"s3://a..b", "not a valid"},
+      {"s3://a_b", "not a valid"},
+      {"s3://192.168.1.1", "not a valid"},
+      {"s3://bkt/x/../y", "'..' segment"},
+      {"s3://bkt/./y", "'.' segment"},
+      {"s3://bkt/a\nb", "control character"},
+  };
+  for (const Case& c : cases) {
     auto loc = ParseS3Location(c.url);
     ASSERT_FALSE(loc.ok()) << c.url;
     EXPECT_EQ(loc.status().code(), Code::kInvalidArgument) << c.url;

@@ -39,20 +39,23 @@ TEST(S3Xml, ReadsAListObjectsV2Page) {
   EXPECT_TRUE(page->truncated);
   EXPECT_EQ(page->next_continuation_token, "tok/+=");
 
-  auto last = ParseListObjectsV2("<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>");
+  auto last =
+      ParseListObjectsV2("<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>");
   ASSERT_TRUE(last.ok());
   EXPECT_TRUE(last->objects.empty());
   EXPECT_FALSE(last->truncated);
 }
 
 TEST(S3Xml, RefusesBodiesThatAreNotWhatTheyClaim) {
-  for (const char* body : {"", "not xml", "<Error><Code>AccessDenied</Code></Error>",
-                           "<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>"}) {
+  for (const char* body :
+       {"", "not xml", "<Error><Code>AccessDenied</Code></Error>",
+        "<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>"}) {
     auto page = ParseListObjectsV2(body);
     ASSERT_FALSE(page.ok()) << body;
     EXPECT_EQ(page.status().reason(), snapshot_reason::kStoreRequestRejected);
   }
-  EXPECT_FALSE(ParseUploadId("<InitiateMultipartUploadResult></InitiateMultipartUploadResult>").ok());
+  EXPECT_FALSE(
+      ParseUploadId("<InitiateMultipartUploadResult></InitiateMultipartUploadResult>").ok());
 }
 
 TEST(S3Xml, ReadsMultipartBodies) {
