@@ -27,6 +27,9 @@ packages=(
   # (a library such as libclang would need a compile database, i.e. a configured build, before
   # a check meant to fail fast), and jq to read its JSON
   universal-ctags jq
+  # the S3 client of snapshots in object storage (snapshots/s3_http.cc: libcurl's own SigV4;
+  # snapshots/s3_xml.cc: libexpat for S3's XML)
+  libcurl4-openssl-dev libexpat1-dev
 )
 
 missing=()

@@ -16,6 +16,7 @@ start=${SECONDS}
 # The external programs, built once per machine and cached by version (slow only when cold).
 "${HACK_DIR}/build-control-plane.sh" >/dev/null
 "${HACK_DIR}/runsc.sh" >/dev/null
+"${HACK_DIR}/build-object-store.sh" >/dev/null
 export PATH="${PATH}:${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}"
 log "external binaries ready after $((SECONDS - start))s"
 
@@ -39,6 +40,13 @@ leaked="$(pgrep -a -f 'stasis-test-cp-|stasis-runsc-root-|stasis-e2e-|stasis-cc-
 if [[ -n "${leaked}" ]]; then
   log "ERROR: tests leaked processes:"; echo "${leaked}" >&2
   pkill -9 -f 'stasis-test-cp-|stasis-runsc-root-|stasis-e2e-|stasis-cc-|stasis-microvm-' || true
+  rc=1
+fi
+# The object-store tests' SeaweedFS (its -dir names the test's stasis-test-s3-* directory).
+leaked_s3="$(pgrep -a -f 'stasis-test-s3-' | grep -v object-store-owner || true)"
+if [[ -n "${leaked_s3}" ]]; then
+  log "ERROR: tests leaked object stores:"; echo "${leaked_s3}" >&2
+  pkill -9 -f 'weed server .*stasis-test-s3-' || true
   rc=1
 fi
 log "done in $((SECONDS - start))s (rc=${rc})"
