@@ -439,7 +439,7 @@ TEST_F(MonitoringTest, EveryPanelQueryAndRuleHasDataFromARealRun) {
       EXPECT_EQ(r.value("health", ""), "ok") << r.value("name", "") << ": " << r.value("lastError", "");
     }
   }
-  EXPECT_EQ(rule_count, 9);
+  EXPECT_EQ(rule_count, 13);
 
   // --- the node variable lists both nodes ------------------------------------------------
   for (const auto& v : dashboard->variables) {
