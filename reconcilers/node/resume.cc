@@ -175,9 +175,13 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
   // own roots — never from status.latestSnapshot.location, which every node agent may write. A
   // committed image is verified against its checksums first; a node-local one whose fsyncs were
   // deferred only if a reboot came between.
+  const auto check_start = clock_.Now();
   auto source = snapshots_.CheckForRestore(c.a.metadata.namespace_, c.a.metadata.name, snap->id,
                                            /*committed=*/snap->node_name.empty(), c.a.metadata.uid);
   if (!source.ok()) return UnrestorableOrRetry(source.status());
+  spdlog::debug("snapshot checked for restore actor={} snapshot={} committed={} duration_ms={}", c.key, snap->id,
+                snap->node_name.empty(),
+                std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - check_start).count());
   if (snap->location != source->dir) {
     spdlog::warn("snapshot location ignored actor={} snapshot={} location=\"{}\" restoring_from=\"{}\"", c.key,
                  snap->id, snap->location, source->dir);
