@@ -72,7 +72,9 @@ void DefineFlags(Flags& f) {
   f.Define("work-dir", "", "scratch directory for the direct sandbox's root and images");
   f.Define("cycles", "50", "measured checkpoint/resume cycles of each side");
   f.Define("warmup", "2", "unmeasured cycles of each side first");
-  f.Define("settle", "1s", "unmeasured wait after each resume and each direct restore, before the next checkpoint");
+  f.Define("settle", "1s",
+           "unmeasured wait after each resume and each direct restore, before the next checkpoint, and between an "
+           "actor's checkpoint and its resume");
   f.Define("agent-log", "", "the agent's log (at --log-level debug): split each pause and resume into steps");
   f.Define("csv", "", "write every cycle's figures to this file");
   f.Define("gpu-uuid", "", "a GPU run: the UUID of the GPU both sides use (the agent's worker's)");
@@ -234,6 +236,10 @@ Bench::Pair Bench::RunActor(ActorDriver& actor, int i, bool split) {
       for (const auto& [k, v] : *steps) s_.pause_steps[k].push_back(v);
     }
   }
+  // After the status write that ends a pause, the agent still gives the worker back and deletes
+  // the stopped sandbox, off the pause's path but in the actor's reconcile: a resume patched at
+  // once would queue behind that, a figure of the benchmark's rhythm rather than of the resume.
+  std::this_thread::sleep_for(cfg_.settle);
   if (split) log_->Skip();
   auto resume = actor.Drive("Running", "STATUS_RUNNING");
   if (!resume.ok()) Die(actor.name() + " resume, cycle " + std::to_string(i) + ": " + resume.status().ToString());
