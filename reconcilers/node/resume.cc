@@ -151,7 +151,9 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
 }
 
 Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
-  // A leftover sandbox of an earlier life must not be in the way.
+  // A leftover sandbox of an earlier life must not be in the way. After a pause or a suspend
+  // its root is gone (the checkpoint's reconcile removed it), and the driver then asks runsc
+  // nothing: a runsc process on the resume's path only when something may be left.
   if (Status s = c.driver->Delete(c.ref); !s.ok()) return s;
   std::error_code ec;
   fs::remove_all(c.ref.root, ec);
