@@ -165,9 +165,12 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
   const bool from_snapshot = FromFullSnapshot(c.a);
   const auto deadline = std::chrono::seconds(c.a.spec.timeouts.restore_seconds);
   if (c.a.spec.gpu.count > 0) {
+    const auto prepare_start = clock_.Now();
     auto bundle = PrepareGpuBundle(c, worker);
     if (!bundle.ok()) return bundle.status();
     c.ref.bundle = *bundle;
+    spdlog::debug("gpu bundle prepared actor={} worker={} duration_ms={}", c.key, worker.metadata.name,
+                  std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - prepare_start).count());
   }
   if (FromDataSnapshot(c.a)) {
     if (Status s = RestoreData(c, *snap, deadline); !s.ok()) return s;

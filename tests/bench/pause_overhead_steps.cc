@@ -48,6 +48,12 @@ class Finder {
 
 double Gap(const LogLine* from, const LogLine* to) { return static_cast<double>(to->wall_ms - from->wall_ms); }
 
+// A step inside another: its own duration_ms when its line came before `end`, else 0 (skipped).
+double DurationBefore(const LogLine* step, const LogLine* end) {
+  if (!step || step->wall_ms > end->wall_ms) return 0;
+  return Field(step->text, "duration_ms").value_or(0);
+}
+
 }  // namespace
 
 std::optional<int64_t> ParseSpdlogTime(const std::string& line) {
@@ -99,6 +105,7 @@ const StepTable kResumeSteps = {
     {"before_restore", "RESUMING written → runsc restore starts"},
     {"leftover_delete", "  of which: runsc delete of a leftover sandbox"},
     {"snapshot_check", "  of which: snapshot check (manifest, owner, verify)"},
+    {"gpu_bundle", "  of which: a GPU actor's bundle (CDI specs read, config.json written)"},
     {"runsc_restore", "runsc restore -detach (the agent's log)"},
     {"running_write", "restore done → status RUNNING written"},
     {"to_client", "watch event of RUNNING reaches the client"},
@@ -154,6 +161,8 @@ std::optional<StepSplit> SplitResume(const std::vector<LogLine>& lines, const st
       [&](const std::string& t) { return Has(t, "component=runsc op=delete sandbox=" + sandbox + " result=ok"); }, resuming);
   const LogLine* checked =
       f.Find([&](const std::string& t) { return Has(t, "snapshot checked for restore actor=" + actor + " "); }, resuming);
+  const LogLine* gpu =
+      f.Find([&](const std::string& t) { return Has(t, "gpu bundle prepared actor=" + actor + " "); }, resuming);
   const double restore_ms = Field(restored->text, "duration_ms").value_or(0);
   StepSplit s;
   s["watch_event"] = static_cast<double>(event->wall_ms - t0);
@@ -161,8 +170,9 @@ std::optional<StepSplit> SplitResume(const std::vector<LogLine>& lines, const st
   s["claim"] = Gap(start, claimed);
   s["resuming_write"] = Gap(claimed, resuming);
   s["before_restore"] = static_cast<double>(restored->wall_ms) - restore_ms - static_cast<double>(resuming->wall_ms);
-  s["leftover_delete"] = deleted && deleted->wall_ms <= restored->wall_ms ? Field(deleted->text, "duration_ms").value_or(0) : 0;
-  s["snapshot_check"] = checked && checked->wall_ms <= restored->wall_ms ? Field(checked->text, "duration_ms").value_or(0) : 0;
+  s["leftover_delete"] = DurationBefore(deleted, restored);
+  s["snapshot_check"] = DurationBefore(checked, restored);
+  s["gpu_bundle"] = DurationBefore(gpu, restored);
   s["runsc_restore"] = restore_ms;
   s["running_write"] = Gap(restored, running);
   s["to_client"] = static_cast<double>(t1 - running->wall_ms);
