@@ -40,6 +40,7 @@ bool Controller::Stop(std::chrono::milliseconds grace) {
 void Controller::Work() {
   while (auto key = queue_->Get()) {
     const auto start = clock_.Now();
+    spdlog::debug("component=controller op=reconcile_start controller={} key={}", name_, *key);
     Result<ReconcileOutcome> r = Status(Code::kInternal, "reconciler threw");
     try {
       r = reconciler_.Reconcile(Request::FromKey(*key));

@@ -100,6 +100,12 @@ void Informer::Apply(const std::string& type, const json& object) {
     return;
   }
   ObjectPtr obj = ForCache(object);
+  // One line per event, so that a transition can be timed from its watch event on (the
+  // node agent's steps in docs/benchmarks.md); the key is only built when it is logged.
+  if (spdlog::should_log(spdlog::level::debug)) {
+    spdlog::debug("component=informer op=event resource={} type={} key={} rv={}", options_.type.plural, type,
+                  ObjectKey(*obj), rv);
+  }
   if (type == "ADDED" || type == "MODIFIED") {
     ObjectPtr old = store_.Upsert(obj);
     for (auto& h : handlers_) {

@@ -33,11 +33,15 @@
 #      checkpoint deadline instead of leaving the actor in STATUS_SUSPENDING;
 #   6. writes a Markdown report (and every log) to $OUT, or build/gpu-e2e/results.
 #
-# STASIS_GPU_E2E_MODE=pause-overhead runs issue 5's benchmark instead of steps 4 and 5:
+# STASIS_GPU_E2E_MODE=pause-overhead runs the pause-overhead benchmark instead of steps 4 and 5:
 # tests/bench/pause_overhead.cc (carried as bin/bench_pause_overhead) with one live CUDA actor
 # of STASIS_GPU_E2E_GIB GiB (one size) against a direct `runsc checkpoint -cuda-checkpoint-path`
-# of a second sandbox of the same bundle on the same GPU, STASIS_GPU_E2E_CYCLES cycles (default
-# 50); its report is in the Markdown report and in $OUT/pause-overhead.txt.
+# and `runsc restore -detach` of a second sandbox of the same bundle on the same GPU,
+# STASIS_GPU_E2E_CYCLES cycles (default 50) per mode, for each of STASIS_GPU_E2E_BENCH_MODES
+# (default "pause suspend": the pause and the resume from its image; the suspend into the
+# agent's filesystem store and the resume from it), each mode given an equal share of the time
+# left; the reports are in the Markdown report and in $OUT/pause-overhead.txt (pause) and
+# $OUT/pause-overhead-suspend.txt.
 #
 # STASIS_GPU_E2E_CPU=1 runs the same flow without a GPU (a shell stand-in workload, a CDI spec
 # without device nodes): a check of this script, the archive and the wiring, not of the GPU.
@@ -52,6 +56,7 @@ ARCHIVE="${STASIS_GPU_E2E_ARCHIVE:-${REPO_ROOT}/.gpu-carry/stasis-gpu-e2e.tar.xz
 HARD_S="${STASIS_GPU_E2E_HARD_S:-560}"   # the device tool's call limit is 600 s
 MODE="${STASIS_GPU_E2E_MODE:-e2e}"
 CYCLES="${STASIS_GPU_E2E_CYCLES:-50}"
+BENCH_MODES="${STASIS_GPU_E2E_BENCH_MODES:-pause suspend}"
 NS=gpu-e2e
 NODE=gpu-node
 HELPER_HOST=/usr/lib/stasis/stasis-cuda-checkpoint   # manifests/cdi's hostPath
@@ -130,14 +135,15 @@ finish() {
     echo "## Figures"
     echo
     printf '%s\n' "${FIGURES[@]}"
-    if [[ -s "${RESULTS}/pause-overhead.txt" ]]; then
+    for f in "${RESULTS}/pause-overhead.txt" "${RESULTS}/pause-overhead-suspend.txt"; do
+      [[ -s "${f}" ]] || continue
       echo
-      echo "## Pause overhead benchmark (STASIS_GPU_E2E_MODE=pause-overhead)"
+      echo "## Pause overhead benchmark (STASIS_GPU_E2E_MODE=pause-overhead): $(basename "${f}")"
       echo
       echo '```'
-      cat "${RESULTS}/pause-overhead.txt"
+      cat "${f}"
       echo '```'
-    fi
+    done
     echo
     echo "## What the sentries logged (runsc -debug boot logs, by time)"
     echo
@@ -415,17 +421,28 @@ baseline_used=$(gpu_used)
 if [[ "${MODE}" == pause-overhead ]]; then
   gib="${SIZES%% *}"
   make_bundle "${gib}"
-  say "=== pause-overhead benchmark, ${gib} GiB, ${CYCLES} cycles"
-  # Ends early, with what it has, when the call's limit comes near (the report keeps the log).
-  LD_LIBRARY_PATH="${PKG}/lib" timeout -s INT $((HARD_S - SECONDS - 20)) "${PKG}/bin/bench_pause_overhead" --kubeconfig "${KUBECONFIG}" \
-    --runsc "${RUNSC}" --runsc-flags "${RUNSC_FLAGS}" --bundle "${BUNDLES}/bundle-${gib}" --node "${NODE}" \
-    --namespace "${NS}" --work-dir "${WORK}/bench" --cycles "${CYCLES}" --warmup 1 \
-    --agent-log "${WORK}/node-agent.log" --csv "${RESULTS}/pause-overhead.csv" \
-    --gpu-uuid "${want_uuid}" --cdi-spec-dirs "${WORK}/cdi" --cuda-checkpoint-path "${CKPT_PATH}" \
-    --leave-running-side=false > "${RESULTS}/pause-overhead.txt" 2> "${WORK}/bench.log"
-  rc=$?
-  check "pause-overhead benchmark, ${gib} GiB, ${CYCLES} cycles" "${rc}" \
-    "$(grep -E 'target|ratio end-to-end' "${RESULTS}/pause-overhead.txt" | one_line) $(tail -2 "${WORK}/bench.log" | one_line)"
+  read -ra modes <<<"${BENCH_MODES}"
+  for i in "${!modes[@]}"; do
+    m="${modes[$i]}" suffix=""
+    [[ "${m}" == pause ]] || suffix="-${m}"
+    # Each mode its share of what is left; a mode cut short by it ends with what it has (the CSV
+    # keeps every finished cycle, the log says where it stopped).
+    budget=$(((HARD_S - SECONDS - 20) / (${#modes[@]} - i)))
+    if ((budget < 60)); then  # (timeout 0 would mean no limit at all)
+      check "pause-overhead benchmark, mode ${m}" 1 "skipped: ${SECONDS} s elapsed, too close to the ${HARD_S} s limit"
+      continue
+    fi
+    say "=== pause-overhead benchmark, mode ${m}, ${gib} GiB, ${CYCLES} cycles, ${budget} s at most"
+    LD_LIBRARY_PATH="${PKG}/lib" timeout -s INT "${budget}" "${PKG}/bin/bench_pause_overhead" --kubeconfig "${KUBECONFIG}" \
+      --mode "${m}" --runsc "${RUNSC}" --runsc-flags "${RUNSC_FLAGS}" --bundle "${BUNDLES}/bundle-${gib}" --node "${NODE}" \
+      --namespace "${NS}" --name "bench-${m}" --work-dir "${WORK}/bench-${m}" --cycles "${CYCLES}" --warmup 1 \
+      --agent-log "${WORK}/node-agent.log" --csv "${RESULTS}/pause-overhead${suffix}.csv" \
+      --gpu-uuid "${want_uuid}" --cdi-spec-dirs "${WORK}/cdi" --cuda-checkpoint-path "${CKPT_PATH}" \
+      --leave-running-side=false > "${RESULTS}/pause-overhead${suffix}.txt" 2> "${WORK}/bench${suffix}.log"
+    rc=$?
+    check "pause-overhead benchmark, mode ${m}, ${gib} GiB, ${CYCLES} cycles" "${rc}" \
+      "$(grep -E 'target|ratio end-to-end' "${RESULTS}/pause-overhead${suffix}.txt" | one_line) $(tail -2 "${WORK}/bench${suffix}.log" | one_line)"
+  done
   exit 0
 fi
 

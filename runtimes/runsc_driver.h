@@ -99,4 +99,9 @@ Result<int64_t> ParseRunscEventsMemory(const std::string& out);
 // root.path is a directory. kInvalidArgument with reason "bad_bundle" otherwise.
 Status CheckBundle(const std::string& bundle);
 
+// Whether runsc could hold a sandbox under `root`: true unless the directory is known not to
+// exist (runsc creates it at a sandbox's create); the default root ("") and a root that cannot
+// be looked at count as "could".
+bool RootMayHoldSandbox(const std::string& root);
+
 }  // namespace stasis

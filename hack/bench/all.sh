@@ -72,4 +72,5 @@ printf '%-52s %-22s %-30s %s\n' "callgrind Ir: cluster_at_rest" "$(get reconcile
 printf '%-52s %-22s %-30s %s\n' "callgrind: regressions" "$(get reconcile-cost regressions)" "-" "0"
 printf '%-52s %-22s %-30s %s\n' "pause: overhead p50, ms" "$(pause_fig 'agent: overhead (end-to-end − checkpoint)')" "direct checkpoint $(pause_fig 'direct: runsc checkpoint') ms" "-"
 printf '%-52s %-22s %-30s %s\n' "pause: end-to-end ÷ direct checkpoint, p50" "$(pause_fig 'ratio end-to-end pause / direct checkpoint: p50')" "(ratio of the two)" "<= 1.1"
+printf '%-52s %-22s %-30s %s\n' "resume: end-to-end ÷ direct restore, p50" "$(pause_fig 'ratio end-to-end resume / direct restore: p50')" "direct restore $(pause_fig 'direct: runsc restore -detach') ms" "<= 1.1"
 echo "full outputs: ${out}"

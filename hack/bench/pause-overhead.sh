@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Benchmark of issue 5: the node agent's overhead on a pause of a real sandbox, against a direct
-# `runsc checkpoint` of a second sandbox of the same bundle, interleaved in the same run; and the
-# extra cost of checkpointPolicy LeaveRunningThenStop (a second actor) against Direct.
+# The node agent's pause (or suspend) and resume of a real sandbox, against a direct `runsc
+# checkpoint` and `runsc restore -detach` of a second sandbox of the same bundle, interleaved in
+# the same run; and the extra cost of checkpointPolicy LeaveRunningThenStop (a second actor)
+# against Direct. docs/benchmarks.md has the targets and what each step of the report means.
 #
 # Builds `stasis` and `bench_pause_overhead` in the non-sanitized build/ directory, brings up a
 # throwaway control plane (kube-apiserver + etcd) in a temporary directory, starts one node agent
@@ -9,14 +10,21 @@
 # can be split into its steps), runs the benchmark, and tears everything down: no process,
 # sandbox or mount is left.
 #
-#   hack/bench/pause-overhead.sh [--cycles N] [--warmup N] [--fill-mb N] [--keep] [--out FILE]
+#   hack/bench/pause-overhead.sh [--mode pause|suspend] [--cycles N] [--warmup N] [--fill-mb N]
+#                                [--no-leave-running] [--keep] [--out FILE]
 #
+#   --mode M     pause (default): PATCH Paused → PAUSED against the direct checkpoint, then the
+#                resume from that node-local image against the direct restore of the direct
+#                side's own image; suspend: PATCH Suspended → SUSPENDED (committed to the
+#                agent's filesystem --snapshot-store in the work directory) against the same
+#                direct checkpoint, then the resume from the store
 #   --cycles N   measured pause/resume cycles of each side (default 50)
 #   --warmup N   unmeasured cycles first (default 2)
 #   --fill-mb N  the workload first writes N MiB of random data to a tmpfs inside its sandbox,
 #                so that the checkpoint has that much more memory to save (default 0: the
 #                plain counter of hack/make-bundle.sh, a ~0.4 MB image)
 #   --out FILE   also write the report there (and FILE.csv: every cycle)
+#   --no-leave-running  leave out the LeaveRunningThenStop actor (a third side: a shorter run)
 #   --keep       keep the work directory (logs, CSV) after tearing down the processes
 #   --prometheus also scrape the agent with a real Prometheus (Debian's, every second) and check
 #                the dashboard's quantile panels against this run's own percentiles of the same
@@ -25,9 +33,11 @@
 source "$(dirname "$0")/../lib.sh"
 source "${HACK_DIR}/bench/lib.sh"
 
-cycles=50 warmup=2 fill_mb=0 keep=0 out="" prometheus=0
+cycles=50 warmup=2 fill_mb=0 keep=0 out="" prometheus=0 mode=pause leave_running=true
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --mode) mode="$2"; shift 2 ;;
+    --no-leave-running) leave_running=false; shift ;;
     --cycles) cycles="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
     --fill-mb) fill_mb="$2"; shift 2 ;;
@@ -37,6 +47,7 @@ while [[ $# -gt 0 ]]; do
     *) die "unknown argument: $1 (see the header of $0)" ;;
   esac
 done
+[[ "${mode}" == pause || "${mode}" == suspend ]] || die "--mode: pause or suspend, not ${mode}"
 [[ $(id -u) == 0 ]] || die "run as root: the benchmark drives runsc sandboxes"
 
 build="${REPO_ROOT}/build"
@@ -95,7 +106,8 @@ fi
 
 cmd=("${build}/tests/bench_pause_overhead" --kubeconfig "${KUBECONFIG}" --runsc "${RUNSC}"
      --bundle "${work}/bundles/bundle" --node bench-node --work-dir "${work}"
-     --cycles "${cycles}" --warmup "${warmup}" --agent-log "${work}/node.log" --csv "${work}/cycles.csv")
+     --cycles "${cycles}" --warmup "${warmup}" --agent-log "${work}/node.log" --csv "${work}/cycles.csv"
+     --mode "${mode}" --leave-running-side="${leave_running}")
 log "commit $(git -C "${REPO_ROOT}" rev-parse --short HEAD 2>/dev/null || echo unknown), work dir ${work}"
 "${cmd[@]}" | tee "${work}/report.txt"
 if [[ -n "${out}" ]]; then

@@ -151,7 +151,9 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
 }
 
 Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
-  // A leftover sandbox of an earlier life must not be in the way.
+  // A leftover sandbox of an earlier life must not be in the way. After a pause or a suspend
+  // its root is gone (the checkpoint's reconcile removed it), and the driver then asks runsc
+  // nothing: a runsc process on the resume's path only when something may be left.
   if (Status s = c.driver->Delete(c.ref); !s.ok()) return s;
   std::error_code ec;
   fs::remove_all(c.ref.root, ec);
@@ -163,9 +165,12 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
   const bool from_snapshot = FromFullSnapshot(c.a);
   const auto deadline = std::chrono::seconds(c.a.spec.timeouts.restore_seconds);
   if (c.a.spec.gpu.count > 0) {
+    const auto prepare_start = clock_.Now();
     auto bundle = PrepareGpuBundle(c, worker);
     if (!bundle.ok()) return bundle.status();
     c.ref.bundle = *bundle;
+    spdlog::debug("gpu bundle prepared actor={} worker={} duration_ms={}", c.key, worker.metadata.name,
+                  std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - prepare_start).count());
   }
   if (FromDataSnapshot(c.a)) {
     if (Status s = RestoreData(c, *snap, deadline); !s.ok()) return s;
@@ -175,9 +180,13 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
   // own roots — never from status.latestSnapshot.location, which every node agent may write. A
   // committed image is verified against its checksums first; a node-local one whose fsyncs were
   // deferred only if a reboot came between.
+  const auto check_start = clock_.Now();
   auto source = snapshots_.CheckForRestore(c.a.metadata.namespace_, c.a.metadata.name, snap->id,
                                            /*committed=*/snap->node_name.empty(), c.a.metadata.uid);
   if (!source.ok()) return UnrestorableOrRetry(source.status());
+  spdlog::debug("snapshot checked for restore actor={} snapshot={} committed={} duration_ms={}", c.key, snap->id,
+                snap->node_name.empty(),
+                std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - check_start).count());
   if (snap->location != source->dir) {
     spdlog::warn("snapshot location ignored actor={} snapshot={} location=\"{}\" restoring_from=\"{}\"", c.key,
                  snap->id, snap->location, source->dir);

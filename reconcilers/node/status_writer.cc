@@ -49,8 +49,14 @@ Status ActorReconciler::WriteStatus(Ctx& c) {
   auto patch = api::ActorStatusMergePatch(c.before, c.a);
   if (!patch) return OkStatus();
   (*patch)["metadata"]["resourceVersion"] = c.before.metadata.resource_version;
+  const auto start = clock_.Now();
   auto r = client_.Patch(kActorType, c.a.metadata.namespace_, c.a.metadata.name,
                          PatchType::kMerge, *patch, "status");
+  if (r.ok()) {
+    // The end of the write, timed: a transition's steps are split at its status writes.
+    spdlog::debug("status written actor={} status={} duration_ms={}", c.key, api::ToString(c.a.status.status),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - start).count());
+  }
   if (!r.ok()) {
     // A conflict is routine (a stale cache, a concurrent spec change): decided again on a read.
     spdlog::log(r.status().code() == Code::kAborted ? spdlog::level::debug : spdlog::level::warn,

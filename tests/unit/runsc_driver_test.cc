@@ -194,6 +194,21 @@ class ArgvTest : public ::testing::Test {
   fs::path script_, bundle_;
 };
 
+// No root directory, no sandbox: the delete a resume does of a leftover asks runsc nothing.
+TEST_F(ArgvTest, DeleteWithoutARootStartsNoRunsc) {
+  RunscDriver driver(script_.string(), {"-network=none"});
+  const SandboxRef ref = Ref();
+  ASSERT_FALSE(fs::exists(ref.root));
+  ASSERT_TRUE(driver.Delete(ref).ok());
+  EXPECT_TRUE(LastArgv().empty());
+  EXPECT_FALSE(RootMayHoldSandbox(ref.root));
+  EXPECT_TRUE(RootMayHoldSandbox(""));
+  fs::create_directories(ref.root);
+  EXPECT_TRUE(RootMayHoldSandbox(ref.root));
+  ASSERT_TRUE(driver.Delete(ref).ok());
+  EXPECT_THAT(LastArgv(), ElementsAre("-root", ref.root, "-network=none", "delete", "-force", "sb1"));
+}
+
 TEST_F(ArgvTest, EveryCommandHasRootThenGlobalsThenTheSubcommand) {
   RunscDriver driver(script_.string(), {"-network=none", "-debug"});
   const SandboxRef ref = Ref();
@@ -227,6 +242,7 @@ TEST_F(ArgvTest, EveryCommandHasRootThenGlobalsThenTheSubcommand) {
   EXPECT_THAT(LastArgv(), ElementsAre("-root", root, "-network=none", "-debug", "exec", "sb1",
                                       "/bin/cat", "/tmp/counter"));
 
+  fs::create_directories(root);  // runsc made it at the sandbox's create
   ASSERT_TRUE(driver.Delete(ref).ok());
   EXPECT_THAT(LastArgv(),
               ElementsAre("-root", root, "-network=none", "-debug", "delete", "-force", "sb1"));
