@@ -1,6 +1,7 @@
 #include "snapshots/manifest.h"
 
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <nlohmann/json.hpp>
 
@@ -147,11 +148,15 @@ Result<SnapshotManifest> ReadManifest(const fs::path& dir) {
     return Status(Code::kFailedPrecondition,
                   "snapshot " + dir.string() + " has no readable manifest", kSnapshotCorrupt);
   }
+  const std::string text(std::istreambuf_iterator<char>(in), {});
+  return ParseManifest(text, path.string());
+}
+
+Result<SnapshotManifest> ParseManifest(const std::string& text, const std::string& where) {
   try {
-    return ManifestFromJson(nlohmann::json::parse(in));
+    return ManifestFromJson(nlohmann::json::parse(text));
   } catch (const std::exception& e) {
-    return Status(Code::kFailedPrecondition,
-                  "snapshot manifest " + path.string() + " is invalid: " + e.what(),
+    return Status(Code::kFailedPrecondition, "snapshot manifest " + where + " is invalid: " + e.what(),
                   kSnapshotCorrupt);
   }
 }

@@ -82,6 +82,15 @@ Status CheckFileDigest(const std::filesystem::path& dir, const SnapshotManifest&
 // exist, kFailedPrecondition snapshot_corrupt when its manifest is missing or invalid.
 Result<SnapshotManifest> ReadManifest(const std::filesystem::path& dir);
 
+// A manifest from its text (an object store's copy); `where` names it in errors
+// (kFailedPrecondition snapshot_corrupt when it does not parse).
+Result<SnapshotManifest> ParseManifest(const std::string& text, const std::string& where);
+
+// snapshot_corrupt unless a format-2 manifest agrees with itself: a chunk size within bounds,
+// as many well-formed chunk digests as each file's size needs, chunkListSha256 matching. `dir`
+// names the snapshot in the message.
+Status CheckChunkLayout(const std::filesystem::path& dir, const SnapshotManifest& m);
+
 // Writes `m` as a new <dir>/manifest.json (removing an old one first), synced if `sync`.
 Status WriteManifest(const std::filesystem::path& dir, const SnapshotManifest& m, bool sync);
 

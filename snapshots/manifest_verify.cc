@@ -48,8 +48,23 @@ Status VerifyWholeFiles(const fs::path& dir, const std::vector<SnapshotFile>& fi
   return ParallelFor(files.size(), threads, [&](size_t i, size_t) { return VerifyWholeFile(dir, files[i]); });
 }
 
-// Format 2: the manifest agrees with itself before a byte of the image is read — a chunk size
-// within bounds, as many well-formed chunk digests as each size needs, the chunk-list digest.
+Status VerifyChunkedFiles(const fs::path& dir, const SnapshotManifest& m, int threads) {
+  if (Status s = CheckChunkLayout(dir, m); !s.ok()) return s;
+  std::vector<fs::path> paths;
+  for (const auto& f : m.files) {
+    if (Status s = CheckPresent(dir, f); !s.ok()) return s;
+    paths.push_back(dir / f.path);
+  }
+  auto digests = HashFilesChunked(paths, m.chunk_bytes, threads);
+  if (!digests.ok()) return digests.status();
+  for (size_t i = 0; i < m.files.size(); ++i) {
+    if (Status s = CheckFileDigest(dir, m, m.files[i], (*digests)[i]); !s.ok()) return s;
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Status CheckChunkLayout(const fs::path& dir, const SnapshotManifest& m) {
   if (m.chunk_bytes < kMinChunkBytes || m.chunk_bytes > kMaxChunkBytes) {
     return SnapshotCorruptError(dir, "chunkBytes " + std::to_string(m.chunk_bytes) + " is out of bounds");
@@ -68,23 +83,6 @@ Status CheckChunkLayout(const fs::path& dir, const SnapshotManifest& m) {
   }
   return OkStatus();
 }
-
-Status VerifyChunkedFiles(const fs::path& dir, const SnapshotManifest& m, int threads) {
-  if (Status s = CheckChunkLayout(dir, m); !s.ok()) return s;
-  std::vector<fs::path> paths;
-  for (const auto& f : m.files) {
-    if (Status s = CheckPresent(dir, f); !s.ok()) return s;
-    paths.push_back(dir / f.path);
-  }
-  auto digests = HashFilesChunked(paths, m.chunk_bytes, threads);
-  if (!digests.ok()) return digests.status();
-  for (size_t i = 0; i < m.files.size(); ++i) {
-    if (Status s = CheckFileDigest(dir, m, m.files[i], (*digests)[i]); !s.ok()) return s;
-  }
-  return OkStatus();
-}
-
-}  // namespace
 
 Status CheckFileDigest(const fs::path& dir, const SnapshotManifest& m, const SnapshotFile& f,
                        const ChunkedDigest& digest) {

@@ -67,7 +67,7 @@ void DefineNodeFlags(stasis::Flags& f) {
   f.Define("qemu", "qemu-system-x86_64", "the QEMU binary for runtime: microvm actors (docs/microvm.md)");
   f.Define("microvm-accel", "kvm", "QEMU accelerator for micro-VMs: kvm, or tcg (software emulation, no /dev/kvm)");
   f.Define("root", "/var/lib/stasis", "state, sandboxes' runtime roots, logs and node-local snapshots");
-  f.Define("snapshot-store", "", "directory where suspended actors' snapshots are committed (default <root>/store)");
+  f.Define("snapshot-store", "", "where suspended actors' snapshots are committed: a directory (default <root>/store), or s3://bucket/prefix");
   f.DefineRepeated("bundle-root", "a directory actors' bundles (spec.bundle) must lie under, with their root filesystems and bind-mount sources; repeatable (default <root>/bundles; docs/security.md)");
   f.Define("bundle-root-per-namespace", "false", "a bundle must lie under <bundle-root>/<actor's namespace>/");
   f.DefineRepeated("bundle-readonly-source", "a host directory (e.g. /usr) that bundles may bind-mount read-only (option ro) from outside their root; repeatable");
@@ -86,6 +86,8 @@ void DefineNodeFlags(stasis::Flags& f) {
   f.Define("host-error-attempts", "5", "consecutive host errors (unwritable directory, full disk) after which a transition is retried only when its spec changes");
   f.Define("pause-snapshot-sync", "deferred",
            "when a Pause snapshot is fsynced (and a Full one hashed): deferred (after the PAUSED write; verified on resume after a reboot) or before-status");
+  f.Define("snapshot-store-credentials", "",
+           "for an s3:// store: a directory of files AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (a mounted Secret); default those environment variables");
   f.Define("snapshot-digest-threads", "0",
            "threads that hash, copy and verify snapshot chunks (0: every CPU the agent may use)");
   f.Define("log-level", "info", "debug, info, warn or error");
@@ -151,6 +153,7 @@ stasis::Result<stasis::NodeAgentOptions> NodeOptions(const stasis::Flags& f) {
   o.snapshot_digest_threads = *digest_threads;
   o.root = f.Get("root");
   o.snapshot_store = f.Get("snapshot-store");
+  o.snapshot_store_credentials = f.Get("snapshot-store-credentials");
   if (!f.Get("bundle-root").empty()) o.bundle_roots.roots = Split(f.Get("bundle-root"), ',');
   o.bundle_roots.per_namespace = f.GetBool("bundle-root-per-namespace");
   if (!f.Get("bundle-readonly-source").empty()) {

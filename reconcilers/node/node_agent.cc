@@ -13,6 +13,8 @@
 #include "reconcilers/node/snapshot_metrics.h"
 #include "runtimes/qemu_microvm_driver.h"
 #include "runtimes/runsc_driver.h"
+#include "snapshots/filesystem_backend.h"
+#include "snapshots/object_store_backend.h"
 #include "snapshots/snapshot_store.h"
 
 namespace stasis {
@@ -33,16 +35,36 @@ ManagerOptions ManagerOptionsFor(const NodeAgentOptions& o) {
   return mo;
 }
 
-// <root>/{run,logs,snapshots} and the store's directory; the store's root in *store_root.
+bool IsObjectStore(const std::string& store) { return store.rfind(kS3Scheme, 0) == 0; }
+
+// <root>/{run,logs,snapshots} and the store's directory on this node (a directory store's
+// root, or an object store's download cache <root>/store-cache) in *store_root.
 Status MakeDirectories(const NodeAgentOptions& o, std::string* store_root) {
   std::error_code ec;
   for (const char* d : {"run", "logs", "snapshots"}) {
     std::filesystem::create_directories(o.root + "/" + d, ec);
     if (ec) return Status(Code::kFailedPrecondition, "cannot create " + o.root + "/" + d + ": " + ec.message());
   }
-  *store_root = o.snapshot_store.empty() ? o.root + "/store" : o.snapshot_store;
+  *store_root = IsObjectStore(o.snapshot_store) ? o.root + "/store-cache"
+                : o.snapshot_store.empty()      ? o.root + "/store"
+                                                : o.snapshot_store;
   std::filesystem::create_directories(*store_root, ec);
   return OkStatus();
+}
+
+// The committed snapshots' backend: an object store for --snapshot-store s3://bucket/prefix
+// (endpoint, region and credentials from --snapshot-store-credentials' files, else the AWS_*
+// environment), else the directory `store_root`.
+Result<std::unique_ptr<CommittedBackend>> CommittedBackendFor(const NodeAgentOptions& o, const std::string& store_root) {
+  if (!IsObjectStore(o.snapshot_store)) return std::unique_ptr<CommittedBackend>(std::make_unique<FilesystemBackend>(store_root, true));
+  auto location = ParseS3Location(o.snapshot_store);
+  if (!location.ok()) return location.status();
+  auto endpoint = S3EndpointFromSettings(o.snapshot_store_credentials.empty() ? EnvironmentSettings()
+                                                                             : SecretDirSettings(o.snapshot_store_credentials));
+  if (!endpoint.ok()) return endpoint.status();
+  auto client = std::make_unique<S3Client>(std::move(*endpoint), location->bucket);
+  return std::unique_ptr<CommittedBackend>(
+      std::make_unique<ObjectStoreBackend>(std::move(client), std::move(*location), store_root));
 }
 
 // --bundle-root, defaulted and checked against the agent's own directories.
@@ -130,7 +152,9 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
   for (const auto& r : bundle_roots->roots) {
     spdlog::info("bundle root root={} per_namespace={}", r, bundle_roots->per_namespace);
   }
-  SnapshotStore snapshots(o.root + "/snapshots", store_root);
+  auto backend = CommittedBackendFor(o, store_root);
+  if (!backend.ok()) return backend.status();
+  SnapshotStore snapshots(o.root + "/snapshots", std::move(*backend));
   snapshots.set_digest_threads(o.snapshot_digest_threads);
   if (Status s = snapshots.CheckStoreWritable(); !s.ok()) {
     // Not fatal: pauses still work; suspends report CommitFailed until the store is back.

@@ -25,7 +25,10 @@ struct NodeAgentOptions {
   std::string qemu = "qemu-system-x86_64";
   std::string microvm_accel = "kvm";
   std::string root = "/var/lib/stasis";
-  std::string snapshot_store;  // "" = <root>/store (a node-local store)
+  std::string snapshot_store;  // "" = <root>/store (a node-local store); s3://bucket/prefix: an object store
+  // A directory of files named AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID,
+  // AWS_SECRET_ACCESS_KEY (a mounted Secret); "" = those environment variables.
+  std::string snapshot_store_credentials;
   // --bundle-root (repeatable) and --bundle-root-per-namespace: where actors' bundles may be
   // (bundle_confinement.h). No root given: <root>/bundles, created at startup (the DaemonSet's
   // /var/lib/stasis/bundles). Checked at startup: never a root that holds the agent's own

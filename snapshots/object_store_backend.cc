@@ -1,0 +1,300 @@
+#include "snapshots/object_store_backend.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <random>
+
+#include "base/parallel.h"
+#include "snapshots/file_io.h"
+#include "snapshots/sha256.h"
+#include "snapshots/snapshot_dirs.h"
+#include "snapshots/snapshot_names.h"
+#include "snapshots/snapshot_reasons.h"
+
+namespace stasis {
+namespace {
+
+namespace fs = std::filesystem;
+using snapshot_reason::kIoError;
+using snapshot_reason::kSnapshotCorrupt;
+using snapshot_reason::kSnapshotNotFound;
+using snapshot_reason::kStoreNotWritable;
+using snapshot_reason::kStoreObjectMissing;
+
+struct ChunkRef {
+  size_t file = 0;
+  int64_t index = 0;
+  int64_t offset = 0, length = 0;
+};
+
+std::vector<ChunkRef> ChunksOf(const SnapshotManifest& m) {
+  std::vector<ChunkRef> out;
+  for (size_t f = 0; f < m.files.size(); ++f) {
+    const int64_t n = ChunkCount(m.files[f].size, m.chunk_bytes);
+    for (int64_t c = 0; c < n; ++c) {
+      const int64_t offset = c * m.chunk_bytes;
+      out.push_back({f, c, offset, std::min(m.chunk_bytes, m.files[f].size - offset)});
+    }
+  }
+  return out;
+}
+
+Status ChunkMismatch(const std::string& where, const SnapshotFile& f, const ChunkRef& c, const std::string& got) {
+  return Status(Code::kFailedPrecondition,
+                "snapshot " + where + ": " + f.path + " sha256 of chunk " + std::to_string(c.index) + " (bytes " +
+                    std::to_string(c.offset) + "–" + std::to_string(c.offset + c.length - 1) + ") " + got +
+                    " does not match the manifest's " + f.chunks[static_cast<size_t>(c.index)],
+                kSnapshotCorrupt);
+}
+
+// Reads [offset, offset+length) of `path` into `buf`.
+Status ReadChunk(const fs::path& path, const ChunkRef& c, char* buf) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return Status(Code::kInternal, Errno("open " + path.string()), kIoError);
+  Status status;
+  for (int64_t done = 0; done < c.length;) {
+    const ssize_t n = pread(fd, buf + done, static_cast<size_t>(c.length - done), c.offset + done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      status = Status(Code::kInternal, n < 0 ? Errno("read " + path.string()) : path.string() + " is shorter than its manifest says", kIoError);
+      break;
+    }
+    done += n;
+  }
+  close(fd);
+  return status;
+}
+
+bool PwriteAll(int fd, const char* data, int64_t n, int64_t offset) {
+  for (int64_t done = 0; done < n;) {
+    const ssize_t w = pwrite(fd, data + done, static_cast<size_t>(n - done), offset + done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return false;
+    done += w;
+  }
+  return true;
+}
+
+// Creates every file of `m` under `partial`, at its size, open for writing.
+Result<std::vector<int>> CreateFiles(const fs::path& partial, const SnapshotManifest& m) {
+  std::vector<int> fds;
+  for (const auto& f : m.files) {
+    const fs::path path = partial / f.path;
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 || ftruncate(fd, f.size) != 0) {
+      Status s(Code::kInternal, Errno("create " + path.string()), kIoError);
+      if (fd >= 0) close(fd);
+      for (int o : fds) close(o);
+      return s;
+    }
+    fds.push_back(fd);
+  }
+  return fds;
+}
+
+}  // namespace
+
+ObjectStoreBackend::ObjectStoreBackend(std::unique_ptr<S3Client> client, S3Location location, std::string cache_root,
+                                       int transfers)
+    : client_(std::move(client)), location_(std::move(location)), cache_root_(std::move(cache_root)),
+      transfers_(std::max(1, transfers)) {}
+
+std::string ObjectStoreBackend::SnapshotPrefix(const std::string& ns, const std::string& name,
+                                               const std::string& id) const {
+  return location_.prefix + ns + "/" + name + "/" + id + "/";
+}
+
+std::string ObjectStoreBackend::ChunkKey(const std::string& snapshot_prefix, size_t file, int64_t chunk) {
+  return snapshot_prefix + "chunks/" + std::to_string(file) + "/" + std::to_string(chunk);
+}
+
+std::string ObjectStoreBackend::ManifestKey(const std::string& snapshot_prefix) {
+  return snapshot_prefix + kManifestFile;
+}
+
+std::string ObjectStoreBackend::Location(const std::string& ns, const std::string& name, const std::string& id) const {
+  return std::string(kS3Scheme) + location_.bucket + "/" + SnapshotPrefix(ns, name, id);
+}
+
+Result<SnapshotManifest> ObjectStoreBackend::GetManifest(const std::string& ns, const std::string& name,
+                                                         const std::string& id) const {
+  const std::string where = Location(ns, name, id);
+  auto text = client_->GetObject(ManifestKey(SnapshotPrefix(ns, name, id)));
+  if (!text.ok()) {
+    if (text.status().reason() == kStoreObjectMissing) {
+      return Status(Code::kNotFound, "no snapshot at " + where, kSnapshotNotFound);
+    }
+    return text.status();
+  }
+  auto m = ParseManifest(*text, where + kManifestFile);
+  if (!m.ok()) return m.status();
+  if (Status s = CheckManifestNames(where, *m, ns, name, id); !s.ok()) return s;
+  if (Status s = CheckManifestPaths(where, *m); !s.ok()) return s;
+  if (m->format != kManifestFormatChunked || m->checksums_pending) {
+    return SnapshotCorruptError(where, "the store holds only complete format-2 manifests");
+  }
+  if (Status s = CheckChunkLayout(where, *m); !s.ok()) return s;
+  return m;
+}
+
+Status ObjectStoreBackend::UploadChunks(const fs::path& source, const SnapshotManifest& m, const std::string& prefix) {
+  const auto chunks = ChunksOf(m);
+  std::vector<std::unique_ptr<char[]>> buffers(WorkersFor(chunks.size(), transfers_));
+  for (auto& b : buffers) b = std::make_unique_for_overwrite<char[]>(static_cast<size_t>(m.chunk_bytes));
+  return ParallelFor(chunks.size(), transfers_, [&](size_t j, size_t worker) -> Status {
+    const ChunkRef& c = chunks[j];
+    const SnapshotFile& f = m.files[c.file];
+    char* buf = buffers[worker].get();
+    if (Status s = ReadChunk(source / f.path, c, buf); !s.ok()) return s;
+    Sha256 hash;
+    hash.Update(buf, static_cast<size_t>(c.length));
+    const std::string got = hash.FinishHex();
+    if (got != f.chunks[static_cast<size_t>(c.index)]) return ChunkMismatch(source.string(), f, c, got);
+    return client_->PutObject(ChunkKey(prefix, c.file, c.index), std::string_view(buf, static_cast<size_t>(c.length)));
+  });
+}
+
+Result<CommittedBackend::PutOutcome> ObjectStoreBackend::Put(const fs::path& source, const SnapshotManifest& m,
+                                                             bool /*just_completed: every chunk is read to be sent*/) {
+  const std::string prefix = SnapshotPrefix(m.ns, m.name, m.id);
+  auto existing = GetManifest(m.ns, m.name, m.id);
+  if (existing.ok()) {
+    // Committed before (a crash between the manifest's put and the status write).
+    if (existing->chunk_list_sha256 == m.chunk_list_sha256) return PutOutcome{std::move(*existing), "already_committed"};
+    return SnapshotCorruptError(Location(m.ns, m.name, m.id), "the store holds another snapshot under this id");
+  }
+  if (existing.status().reason() != kSnapshotNotFound) return existing.status();
+  Status put = UploadChunks(source, m, prefix);
+  if (put.ok()) put = client_->PutObject(ManifestKey(prefix), ManifestText(m));
+  if (!put.ok()) {
+    // No manifest: nothing looks committed. The chunks are removed now if the store lets us,
+    // else by garbage collection later.
+    if (Status d = DeleteUnder(prefix); !d.ok()) {
+      spdlog::warn("component=snapshots op=commit actor={}/{} snapshot={} cleanup=failed error=\"{}\"", m.ns, m.name,
+                   m.id, d.message());
+    }
+    return put;
+  }
+  return PutOutcome{m, "uploaded"};
+}
+
+Status ObjectStoreBackend::Download(const std::string& prefix, const SnapshotManifest& m, const fs::path& partial) const {
+  auto fds = CreateFiles(partial, m);
+  if (!fds.ok()) return fds.status();
+  const auto chunks = ChunksOf(m);
+  Status status = ParallelFor(chunks.size(), transfers_, [&](size_t j, size_t) -> Status {
+    const ChunkRef& c = chunks[j];
+    const SnapshotFile& f = m.files[c.file];
+    auto bytes = client_->GetObject(ChunkKey(prefix, c.file, c.index));
+    if (!bytes.ok()) {
+      if (bytes.status().reason() == kStoreObjectMissing) {
+        return SnapshotCorruptError(Location(m.ns, m.name, m.id), f.path + " chunk " + std::to_string(c.index) + " is missing");
+      }
+      return bytes.status();
+    }
+    const std::string got = Sha256Hex(*bytes);
+    if (static_cast<int64_t>(bytes->size()) != c.length || got != f.chunks[static_cast<size_t>(c.index)]) {
+      return ChunkMismatch(Location(m.ns, m.name, m.id), f, c, got);
+    }
+    if (!PwriteAll((*fds)[c.file], bytes->data(), c.length, c.offset)) {
+      return Status(Code::kInternal, Errno("write " + (partial / f.path).string()), kIoError);
+    }
+    return OkStatus();
+  });
+  for (size_t i = 0; i < fds->size(); ++i) {
+    if (status.ok() && fsync((*fds)[i]) != 0) status = Status(Code::kInternal, Errno("fsync " + m.files[i].path), kIoError);
+    close((*fds)[i]);
+  }
+  if (!status.ok()) return status;
+  if (Status s = WriteManifest(partial, m, /*sync=*/true); !s.ok()) return s;
+  return FsyncPath(partial);
+}
+
+Result<CommittedBackend::Fetched> ObjectStoreBackend::Fetch(const std::string& ns, const std::string& name,
+                                                            const std::string& id) const {
+  auto m = GetManifest(ns, name, id);
+  if (!m.ok()) return m.status();
+  const fs::path complete = SnapshotDir(cache_root_, ns, name, id);
+  if (auto cached = ReadManifest(complete); cached.ok() && cached->chunk_list_sha256 == m->chunk_list_sha256) {
+    return Fetched{complete.string(), std::move(*m)};
+  }
+  const fs::path partial = PartialDir(cache_root_, ns, name, id);
+  std::error_code ec;
+  // A stale copy (another snapshot under this id, or one a crash left) gives way first.
+  if (fs::exists(complete, ec)) {
+    if (Status s = RemoveSnapshotDir(complete.parent_path(), id); !s.ok()) return s;
+  }
+  fs::remove_all(partial, ec);
+  fs::create_directories(partial, ec);
+  if (ec) return Status(Code::kInternal, "create " + partial.string() + ": " + ec.message(), kIoError);
+  Status got = Download(SnapshotPrefix(ns, name, id), *m, partial);
+  if (got.ok()) {
+    fs::rename(partial, complete, ec);
+    if (ec) got = Status(Code::kInternal, "rename " + partial.string() + ": " + ec.message(), kIoError);
+  }
+  if (!got.ok()) {
+    fs::remove_all(partial, ec);
+    return got;
+  }
+  (void)FsyncPath(complete.parent_path());
+  return Fetched{complete.string(), std::move(*m)};
+}
+
+std::vector<SnapshotManifest> ObjectStoreBackend::List(const std::string& ns, const std::string& name) const {
+  std::vector<SnapshotManifest> out;
+  auto objects = client_->ListAllObjects(location_.prefix + ns + "/" + name + "/");
+  if (!objects.ok()) return out;
+  const std::string suffix = std::string("/") + kManifestFile;
+  for (const auto& o : *objects) {
+    if (o.key.size() <= suffix.size() || o.key.compare(o.key.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    const std::string rest = o.key.substr(location_.prefix.size() + ns.size() + name.size() + 2);
+    const std::string id = rest.substr(0, rest.size() - suffix.size());
+    if (id.find('/') != std::string::npos) continue;
+    if (auto m = GetManifest(ns, name, id); m.ok()) out.push_back(std::move(*m));
+  }
+  std::sort(out.begin(), out.end(), [](const SnapshotManifest& a, const SnapshotManifest& b) {
+    return std::tie(a.taken_at, a.id) < std::tie(b.taken_at, b.id);
+  });
+  return out;
+}
+
+Status ObjectStoreBackend::DeleteUnder(const std::string& prefix) const {
+  auto objects = client_->ListAllObjects(prefix);
+  if (!objects.ok()) return objects.status();
+  for (const auto& o : *objects) {
+    if (Status s = client_->DeleteObject(o.key); !s.ok()) return s;
+  }
+  return OkStatus();
+}
+
+Status ObjectStoreBackend::Remove(const std::string& ns, const std::string& name, const std::string& id) {
+  const std::string prefix = SnapshotPrefix(ns, name, id);
+  // The manifest first: from then on the snapshot no longer looks committed to anyone.
+  if (Status s = client_->DeleteObject(ManifestKey(prefix)); !s.ok()) return s;
+  if (Status s = DeleteUnder(prefix); !s.ok()) return s;
+  std::error_code ec;
+  if (fs::exists(SnapshotDir(cache_root_, ns, name, id), ec)) return RemoveSnapshotDir(ActorDir(cache_root_, ns, name), id);
+  return OkStatus();
+}
+
+Status ObjectStoreBackend::CheckWritable() const {
+  const std::string probe = location_.prefix + ".stasis-write-check-" + std::to_string(getpid()) + "-" +
+                            std::to_string(std::random_device{}());
+  Status s = client_->PutObject(probe, "x");
+  if (s.ok()) s = client_->DeleteObject(probe);
+  if (s.ok()) return OkStatus();
+  return Status(Code::kFailedPrecondition,
+                "snapshot store s3://" + location_.bucket + "/" + location_.prefix + " is not writable: " + s.message(),
+                s.reason().empty() ? kStoreNotWritable : s.reason());
+}
+
+Result<int> ObjectStoreBackend::RemoveLeftovers() { return RemovePartialsUnder(cache_root_); }
+
+}  // namespace stasis

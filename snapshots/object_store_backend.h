@@ -1,0 +1,59 @@
+// Committed snapshots in an S3-compatible object store (--snapshot-store s3://bucket/prefix),
+// so that a suspended actor resumes on any node:
+//   <prefix><ns>/<name>/<id>/chunks/<file index>/<chunk index>   one object per chunk
+//   <prefix><ns>/<name>/<id>/manifest.json                       put last
+// A snapshot exists in the store only when its manifest object does: a crash or a failure
+// mid-put leaves chunk objects without a manifest, which nothing reads as a snapshot.
+//
+// Put reads each chunk of the local snapshot once, checks its sha256 against the manifest and
+// uploads it, `transfers` at a time (memory: one chunk buffer per transfer). Fetch downloads
+// into a node-local cache, <cache>/<ns>/<name>/<id>/, each chunk checked against the manifest
+// as it arrives, then fsyncs and renames it complete; runsc restores from there. The cache is
+// the agent's own directory: a complete copy whose manifest lists the same chunks as the
+// store's is used again without a download.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "snapshots/committed_backend.h"
+#include "snapshots/s3_client.h"
+#include "snapshots/s3_location.h"
+
+namespace stasis {
+
+class ObjectStoreBackend final : public CommittedBackend {
+ public:
+  ObjectStoreBackend(std::unique_ptr<S3Client> client, S3Location location, std::string cache_root,
+                     int transfers = 8);
+
+  std::string Location(const std::string& ns, const std::string& name, const std::string& id) const override;
+  Result<PutOutcome> Put(const std::filesystem::path& source, const SnapshotManifest& m, bool just_completed) override;
+  Result<Fetched> Fetch(const std::string& ns, const std::string& name, const std::string& id) const override;
+  std::vector<SnapshotManifest> List(const std::string& ns, const std::string& name) const override;
+  Status Remove(const std::string& ns, const std::string& name, const std::string& id) override;
+  Status CheckWritable() const override;
+  Result<int> RemoveLeftovers() override;
+  std::string LocalRoot() const override { return cache_root_; }
+  void SetDigestThreads(int) override {}  // transfers, not local hashing, bound the work
+
+  // The object keys (for tests and GC): the snapshot's prefix, a chunk's, its manifest's.
+  std::string SnapshotPrefix(const std::string& ns, const std::string& name, const std::string& id) const;
+  static std::string ChunkKey(const std::string& snapshot_prefix, size_t file, int64_t chunk);
+  static std::string ManifestKey(const std::string& snapshot_prefix);
+
+ private:
+  // The store's manifest of a snapshot (snapshot_not_found when it has none), checked.
+  Result<SnapshotManifest> GetManifest(const std::string& ns, const std::string& name, const std::string& id) const;
+  Status Download(const std::string& prefix, const SnapshotManifest& m, const std::filesystem::path& partial) const;
+  Status UploadChunks(const std::filesystem::path& source, const SnapshotManifest& m, const std::string& prefix);
+  // Deletes every object under `prefix` (best effort after a failed put; a removal's second half).
+  Status DeleteUnder(const std::string& prefix) const;
+
+  std::unique_ptr<S3Client> client_;
+  S3Location location_;
+  std::string cache_root_;
+  int transfers_;
+};
+
+}  // namespace stasis
