@@ -1,0 +1,106 @@
+// `stasis node` end to end with an object store (a real SeaweedFS, hack/object-store.sh) as
+// --snapshot-store s3://bucket/prefix: an actor suspended on node a is committed to the store
+// and resumes on node b, which has never seen it, its counter continued; a store that is down
+// leaves the snapshot on the node (PAUSED, CommitFailed), and the commit completes by itself
+// when the store is back. The fixture is tests/support/node_agent_fixture.h.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "snapshots/s3_client.h"
+#include "tests/support/node_agent_fixture.h"
+#include "tests/support/object_store.h"
+
+namespace stasis::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+class ObjectStoreNodeTest : public NodeAgentTest {
+ protected:
+  static void SetUpTestSuite() {
+    NodeAgentTest::SetUpTestSuite();
+    object_store_ = ObjectStore::Start(&start_error_).release();
+  }
+  static void TearDownTestSuite() {
+    delete object_store_;
+    object_store_ = nullptr;
+  }
+  void SetUp() override {
+    NodeAgentTest::SetUp();
+    ASSERT_NE(object_store_, nullptr) << start_error_;
+  }
+
+  // The agent's environment: the store's endpoint and credentials, the standard variables.
+  static std::vector<std::string> StoreEnv() {
+    const S3Endpoint& e = object_store_->endpoint();
+    return {"AWS_ENDPOINT_URL=" + e.url, "AWS_REGION=" + e.region,
+            "AWS_ACCESS_KEY_ID=" + e.credentials.access_key_id,
+            "AWS_SECRET_ACCESS_KEY=" + e.credentials.secret_access_key};
+  }
+  std::string StoreUrl() const { return "s3://" + object_store_->bucket() + "/" + ns_ + "/"; }
+  Agent* StartStoreAgent(const std::string& name) {
+    return StartAgent(Node(name), PinnedRunsc(), StoreEnv(), 2, StoreUrl());
+  }
+
+  static inline ObjectStore* object_store_ = nullptr;
+  static inline std::string start_error_;
+};
+
+TEST_F(ObjectStoreNodeTest, SuspendedToTheObjectStoreResumesOnAnotherNode) {
+  Agent* a = StartStoreAgent("a");
+  Agent* b = StartStoreAgent("b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  CreateActor("mover", CounterSpec(a->node));
+  json actor;
+  ASSERT_TRUE(WaitStatus("mover", "STATUS_RUNNING", 30s, &actor));
+  const long before = WaitCounter(*a, "mover", 10);
+
+  Patch("mover", {{"desiredState", "Suspended"}});
+  ASSERT_TRUE(WaitStatus("mover", "STATUS_SUSPENDED", 60s, &actor));
+  const json snap = StatusField(actor, "latestSnapshot");
+  ASSERT_TRUE(snap.is_object()) << actor["status"].dump();
+  const std::string id = snap.value("id", "");
+  EXPECT_EQ(snap.value("location", ""), StoreUrl() + ns_ + "/mover/" + id + "/");
+  EXPECT_EQ(snap.value("nodeName", ""), "") << "a committed snapshot belongs to no node";
+  S3Client client(object_store_->endpoint(), object_store_->bucket());
+  EXPECT_TRUE(client.HeadObject(ns_ + "/" + ns_ + "/mover/" + id + "/manifest.json").ok())
+      << "the manifest object is in the store";
+  ExpectAllWorkersFree(a->node);
+
+  Patch("mover", {{"nodeName", b->node}, {"desiredState", "Running"}});
+  ASSERT_TRUE(WaitStatus("mover", "STATUS_RUNNING", 60s, &actor));
+  EXPECT_EQ(StatusField(actor, "nodeName"), json(b->node));
+  const long after = WaitCounter(*b, "mover", before);
+  EXPECT_GE(after, before) << "restored on " << b->node << " from the store but the counter restarted";
+  EXPECT_TRUE(fs::exists(fs::path(b->root) / "store-cache" / ns_ / "mover" / id / "manifest.json"))
+      << "node b restored from its verified download";
+}
+
+TEST_F(ObjectStoreNodeTest, AStoreDownRestsPausedAndTheCommitCompletesWhenItIsBack) {
+  Agent* a = StartStoreAgent("a");
+  ASSERT_NE(a, nullptr);
+  CreateActor("st", CounterSpec(a->node));
+  ASSERT_TRUE(WaitStatus("st", "STATUS_RUNNING", 30s));
+  WaitCounter(*a, "st", 5);
+  ASSERT_EQ(object_store_->Stop(), "");
+  Patch("st", {{"desiredState", "Suspended"}});
+  json x;
+  ASSERT_TRUE(WaitActor("st", [](const json& y) {
+    return StatusOf(y) == "STATUS_PAUSED" && CondIs(y, "CommitFailed", "True");
+  }, 60s, "PAUSED with CommitFailed", &x));
+  EXPECT_EQ(StatusField(x, "latestSnapshot").value("nodeName", ""), a->node) << "the snapshot is safe on the node";
+  ASSERT_EQ(object_store_->Restart(), "");
+  ASSERT_TRUE(WaitStatus("st", "STATUS_SUSPENDED", 180s, &x)) << "the commit is retried until the store is back";
+  EXPECT_EQ(StatusField(x, "latestSnapshot").value("nodeName", ""), "");
+}
+
+}  // namespace
+}  // namespace stasis::testing
