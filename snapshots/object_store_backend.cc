@@ -10,6 +10,7 @@
 #include <random>
 
 #include "base/parallel.h"
+#include "snapshots/deferred_durability.h"
 #include "snapshots/file_io.h"
 #include "snapshots/sha256.h"
 #include "snapshots/snapshot_dirs.h"
@@ -104,7 +105,11 @@ Result<std::vector<int>> CreateFiles(const fs::path& partial, const SnapshotMani
 ObjectStoreBackend::ObjectStoreBackend(std::unique_ptr<S3Client> client, S3Location location, std::string cache_root,
                                        int transfers)
     : client_(std::move(client)), location_(std::move(location)), cache_root_(std::move(cache_root)),
-      transfers_(std::max(1, transfers)) {}
+      transfers_(transfers > 0 ? transfers : std::clamp(AvailableCpus(), 2, 16)) {}
+
+void ObjectStoreBackend::SetDigestThreads(int threads) {
+  if (threads > 0) transfers_ = threads;
+}
 
 std::string ObjectStoreBackend::SnapshotPrefix(const std::string& ns, const std::string& name,
                                                const std::string& id) const {
@@ -208,13 +213,13 @@ Status ObjectStoreBackend::Download(const std::string& prefix, const SnapshotMan
     }
     return OkStatus();
   });
-  for (size_t i = 0; i < fds->size(); ++i) {
-    if (status.ok() && fsync((*fds)[i]) != 0) status = Status(Code::kInternal, Errno("fsync " + m.files[i].path), kIoError);
-    close((*fds)[i]);
-  }
+  for (int fd : *fds) close(fd);
   if (!status.ok()) return status;
-  if (Status s = WriteManifest(partial, m, /*sync=*/true); !s.ok()) return s;
-  return FsyncPath(partial);
+  // Not fsynced: the copy is a cache. Its manifest records this boot, and a copy from another
+  // boot (whose page cache may have been lost) is downloaded again, never trusted.
+  SnapshotManifest cached = m;
+  cached.deferred_sync_boot_id = ThisBootId();
+  return WriteManifest(partial, cached, /*sync=*/false);
 }
 
 Result<CommittedBackend::Fetched> ObjectStoreBackend::Fetch(const std::string& ns, const std::string& name,
@@ -222,7 +227,9 @@ Result<CommittedBackend::Fetched> ObjectStoreBackend::Fetch(const std::string& n
   auto m = GetManifest(ns, name, id);
   if (!m.ok()) return m.status();
   const fs::path complete = SnapshotDir(cache_root_, ns, name, id);
-  if (auto cached = ReadManifest(complete); cached.ok() && cached->chunk_list_sha256 == m->chunk_list_sha256) {
+  if (auto cached = ReadManifest(complete); cached.ok() && cached->chunk_list_sha256 == m->chunk_list_sha256 &&
+                                             !cached->deferred_sync_boot_id.empty() &&
+                                             cached->deferred_sync_boot_id == ThisBootId()) {
     return Fetched{complete.string(), std::move(*m)};
   }
   const fs::path partial = PartialDir(cache_root_, ns, name, id);
@@ -243,7 +250,6 @@ Result<CommittedBackend::Fetched> ObjectStoreBackend::Fetch(const std::string& n
     fs::remove_all(partial, ec);
     return got;
   }
-  (void)FsyncPath(complete.parent_path());
   return Fetched{complete.string(), std::move(*m)};
 }
 

@@ -6,11 +6,12 @@
 // mid-put leaves chunk objects without a manifest, which nothing reads as a snapshot.
 //
 // Put reads each chunk of the local snapshot once, checks its sha256 against the manifest and
-// uploads it, `transfers` at a time (memory: one chunk buffer per transfer). Fetch downloads
+// uploads it, `transfers` at a time (memory: one chunk buffer per transfer, 8 MiB each). Fetch downloads
 // into a node-local cache, <cache>/<ns>/<name>/<id>/, each chunk checked against the manifest
-// as it arrives, then fsyncs and renames it complete; runsc restores from there. The cache is
-// the agent's own directory: a complete copy whose manifest lists the same chunks as the
-// store's is used again without a download.
+// as it arrives, then renames it complete; runsc restores from there. The cache is the agent's
+// own directory and is not fsynced: a complete copy of this boot whose manifest lists the same
+// chunks as the store's is used again without a download; one from an earlier boot (a power
+// loss may have torn it) is downloaded again.
 #pragma once
 
 #include <memory>
@@ -24,8 +25,10 @@ namespace stasis {
 
 class ObjectStoreBackend final : public CommittedBackend {
  public:
+  // transfers: chunks moved at once; 0 = the CPUs this process may use, at least 2 and at most
+  // 16 (each transfer also hashes its chunk; on a small node more only contend).
   ObjectStoreBackend(std::unique_ptr<S3Client> client, S3Location location, std::string cache_root,
-                     int transfers = 8);
+                     int transfers = 0);
 
   std::string Location(const std::string& ns, const std::string& name, const std::string& id) const override;
   Result<PutOutcome> Put(const std::filesystem::path& source, const SnapshotManifest& m, bool just_completed) override;
@@ -35,7 +38,8 @@ class ObjectStoreBackend final : public CommittedBackend {
   Status CheckWritable() const override;
   Result<int> RemoveLeftovers() override;
   std::string LocalRoot() const override { return cache_root_; }
-  void SetDigestThreads(int) override {}  // transfers, not local hashing, bound the work
+  // --snapshot-digest-threads, when set, bounds the transfers too (each hashes its chunk).
+  void SetDigestThreads(int threads) override;
 
   // The object keys (for tests and GC): the snapshot's prefix, a chunk's, its manifest's.
   std::string SnapshotPrefix(const std::string& ns, const std::string& name, const std::string& id) const;
