@@ -36,16 +36,6 @@ struct ChunkRef {
 
 Status IoError(const std::string& what) { return Status(Code::kInternal, Errno(what), kIoError); }
 
-bool PwriteAll(int fd, const char* data, int64_t n, int64_t offset) {
-  for (int64_t done = 0; done < n;) {
-    const ssize_t w = pwrite(fd, data + done, static_cast<size_t>(n - done), offset + done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return false;
-    done += w;
-  }
-  return true;
-}
-
 // The size of a regular file, without following a final symlink.
 Result<int64_t> RegularFileSize(const fs::path& path) {
   struct stat st {};

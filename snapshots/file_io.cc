@@ -52,6 +52,16 @@ Status CopyAndHash(int in, const fs::path& from, int out, const fs::path& to, Sh
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
+bool PwriteAll(int fd, const char* data, int64_t n, int64_t offset) {
+  for (int64_t done = 0; done < n;) {
+    const ssize_t w = pwrite(fd, data + done, static_cast<size_t>(n - done), offset + done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return false;
+    done += w;
+  }
+  return true;
+}
+
 Status FsyncPath(const fs::path& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status(Code::kInternal, Errno("open " + path.string()), kIoError);

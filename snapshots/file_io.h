@@ -16,6 +16,10 @@ namespace stasis {
 // "what: strerror(errno)".
 std::string Errno(const std::string& what);
 
+// Writes all `n` bytes of `data` to `fd` at `offset`, retrying short writes and EINTR; false
+// with errno on failure.
+bool PwriteAll(int fd, const char* data, int64_t n, int64_t offset);
+
 // fsync of a file or a directory by path.
 Status FsyncPath(const std::filesystem::path& path);
 

@@ -71,16 +71,6 @@ Status ReadChunk(const fs::path& path, const ChunkRef& c, char* buf) {
   return status;
 }
 
-bool PwriteAll(int fd, const char* data, int64_t n, int64_t offset) {
-  for (int64_t done = 0; done < n;) {
-    const ssize_t w = pwrite(fd, data + done, static_cast<size_t>(n - done), offset + done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return false;
-    done += w;
-  }
-  return true;
-}
-
 // Creates every file of `m` under `partial`, at its size, open for writing.
 Result<std::vector<int>> CreateFiles(const fs::path& partial, const SnapshotManifest& m) {
   std::vector<int> fds;
