@@ -5,6 +5,7 @@
 #define _TURN_OFF_PLATFORM_STRING
 #include <cpprest/http_client.h>
 #include <cpprest/streams.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <boost/asio/ssl.hpp>
@@ -81,6 +82,20 @@ class CpprestTransport : public Transport {
   std::string Host() const override { return host_; }
 
   Result<HttpResponse> Do(const HttpRequest& request) override {
+    auto first = DoOnce(request);
+    // A pooled keep-alive connection the server has since closed (an API server restarted, an
+    // idle timeout) fails while the request is being written: the server cannot have acted on a
+    // request it never received whole, so it is sent once more on a new connection, as Go's
+    // net/http does for a reused connection that fails before any answer.
+    if (!first.ok() && first.status().message().find(kWriteFailed) != std::string::npos) {
+      spdlog::info("request failed on a reused connection method={} path={} action=resend", request.method,
+                   request.path);
+      return DoOnce(request);
+    }
+    return first;
+  }
+
+  Result<HttpResponse> DoOnce(const HttpRequest& request) {
     pplx::cancellation_token_source cts;
     try {
       auto response = ClientFor(request.timeout).request(Build(request), cts.get_token()).get();
@@ -246,6 +261,10 @@ class CpprestTransport : public Transport {
     }
     return Status(Code::kUnavailable, msg);
   }
+
+  // cpprest's message for a request that could not be sent ("Failed to write request body",
+  // "… headers").
+  static constexpr char kWriteFailed[] = "Failed to write request";
 
   RestConfig config_;
   std::string host_;
