@@ -21,23 +21,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
-
-pid_alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
-
-# Waits for the process in pidfile $1 to exit, SIGKILLing it after $2 seconds.
-stop_pid() {
-  local pidfile="$1" grace="$2"
-  pid_alive "${pidfile}" || { rm -f "${pidfile}"; return 0; }
-  local pid; pid="$(cat "${pidfile}")"
-  kill -TERM "${pid}" 2>/dev/null || true
-  for _ in $(seq $((grace * 10))); do kill -0 "${pid}" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "${pid}" 2>/dev/null || true
-  while kill -0 "${pid}" 2>/dev/null; do sleep 0.05; done
-  rm -f "${pidfile}"
-}
+# free_port, pid_alive and stop_pid come from lib.sh.
 
 make_certs() {
   local pki="${dir}/pki"

@@ -31,8 +31,8 @@ go_build_cached() {
   log "built ${pkg} in $((SECONDS - start))s"
 }
 
-# Process helpers for the scripts that run local servers (hack/object-store.sh; the same as
-# hack/control-plane.sh's own copies).
+# Process helpers for the scripts that run local servers (hack/control-plane.sh,
+# hack/object-store.sh).
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
