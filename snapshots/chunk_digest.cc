@@ -29,11 +29,6 @@ struct FileJob {
   int64_t size = 0;
 };
 
-struct ChunkRef {
-  size_t file = 0;
-  int64_t index = 0;
-};
-
 Status IoError(const std::string& what) { return Status(Code::kInternal, Errno(what), kIoError); }
 
 // The size of a regular file, without following a final symlink.
@@ -48,9 +43,9 @@ Result<int64_t> RegularFileSize(const fs::path& path) {
 
 // Reads one chunk through a descriptor of its own (so that the kernel's read-ahead follows
 // each thread's run), hashes it, and writes it to the copy when there is one.
-Result<std::string> DigestChunk(const FileJob& f, int64_t index, int64_t chunk_bytes, char* buf) {
-  const int64_t begin = index * chunk_bytes;
-  const int64_t end = std::min(begin + chunk_bytes, f.size);
+Result<std::string> DigestChunk(const FileJob& f, const ChunkSpan& c, char* buf) {
+  const int64_t begin = c.offset;
+  const int64_t end = c.offset + c.length;
   const int fd = open(f.from.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return IoError("open " + f.from.string());
   (void)posix_fadvise(fd, begin, end - begin, POSIX_FADV_SEQUENTIAL);
@@ -83,19 +78,19 @@ Result<std::string> DigestChunk(const FileJob& f, int64_t index, int64_t chunk_b
 Result<std::vector<ChunkedDigest>> RunChunks(const std::vector<FileJob>& files, int64_t chunk_bytes,
                                              int threads) {
   std::vector<ChunkedDigest> digests(files.size());
-  std::vector<ChunkRef> chunks;
+  std::vector<int64_t> sizes;
   for (size_t i = 0; i < files.size(); ++i) {
     digests[i].size = files[i].size;
-    const int64_t n = ChunkCount(files[i].size, chunk_bytes);
-    digests[i].chunks.resize(static_cast<size_t>(n));
-    for (int64_t c = 0; c < n; ++c) chunks.push_back({i, c});
+    digests[i].chunks.resize(static_cast<size_t>(ChunkCount(files[i].size, chunk_bytes)));
+    sizes.push_back(files[i].size);
   }
+  const std::vector<ChunkSpan> chunks = ChunkSpans(sizes, chunk_bytes);
   std::vector<std::unique_ptr<char[]>> buffers(WorkersFor(chunks.size(), threads));
   // Not zeroed: pread fills them.
   for (auto& b : buffers) b = std::make_unique_for_overwrite<char[]>(static_cast<size_t>(kPieceBytes));
   Status status = ParallelFor(chunks.size(), threads, [&](size_t j, size_t worker) -> Status {
-    const ChunkRef& c = chunks[j];
-    auto digest = DigestChunk(files[c.file], c.index, chunk_bytes, buffers[worker].get());
+    const ChunkSpan& c = chunks[j];
+    auto digest = DigestChunk(files[c.file], c, buffers[worker].get());
     if (!digest.ok()) return digest.status();
     digests[c.file].chunks[static_cast<size_t>(c.index)] = std::move(*digest);
     return OkStatus();
@@ -109,6 +104,17 @@ Result<std::vector<ChunkedDigest>> RunChunks(const std::vector<FileJob>& files, 
 int64_t ChunkCount(int64_t size, int64_t chunk_bytes) {
   if (size <= 0 || chunk_bytes <= 0) return 0;
   return (size + chunk_bytes - 1) / chunk_bytes;
+}
+
+std::vector<ChunkSpan> ChunkSpans(const std::vector<int64_t>& sizes, int64_t chunk_bytes) {
+  std::vector<ChunkSpan> out;
+  for (size_t f = 0; f < sizes.size(); ++f) {
+    for (int64_t c = 0; c < ChunkCount(sizes[f], chunk_bytes); ++c) {
+      const int64_t offset = c * chunk_bytes;
+      out.push_back({f, c, offset, std::min(chunk_bytes, sizes[f] - offset)});
+    }
+  }
+  return out;
 }
 
 Result<std::vector<ChunkedDigest>> HashFilesChunked(const std::vector<fs::path>& files, int64_t chunk_bytes,

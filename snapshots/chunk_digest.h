@@ -29,6 +29,15 @@ inline constexpr int64_t kMaxChunkBytes = int64_t{1} << 30;
 // How many chunks a file of `size` bytes has (0 for an empty file).
 int64_t ChunkCount(int64_t size, int64_t chunk_bytes);
 
+// Chunk `index` of file `file` (an index into the caller's list): bytes [offset, offset+length).
+struct ChunkSpan {
+  size_t file = 0;
+  int64_t index = 0, offset = 0, length = 0;
+};
+
+// Every chunk of files of these sizes, file by file, in order.
+std::vector<ChunkSpan> ChunkSpans(const std::vector<int64_t>& sizes, int64_t chunk_bytes);
+
 struct ChunkedDigest {
   int64_t size = 0;
   std::vector<std::string> chunks;  // lowercase hex sha256 of each chunk, in order

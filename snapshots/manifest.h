@@ -73,6 +73,11 @@ std::string ChunkListSha256(const std::vector<SnapshotFile>& files);
 // chunk_list_sha256; the manifest becomes format 2.
 void SetChunkDigests(SnapshotManifest& m, const std::vector<ChunkedDigest>& digests);
 
+// snapshot_corrupt: chunk `index` of `f` hashed to `got`, not to the manifest's digest; the
+// chunk and its bytes named. `where` names the snapshot (a directory, a store location).
+Status ChunkMismatchError(const std::string& where, const SnapshotManifest& m, const SnapshotFile& f, size_t index,
+                          const std::string& got);
+
 // snapshot_corrupt unless the file on disk (its `digest`) is the one the manifest lists:
 // same size, same chunks (format 2) — the first chunk that differs is named with its bytes.
 Status CheckFileDigest(const std::filesystem::path& dir, const SnapshotManifest& m, const SnapshotFile& f,

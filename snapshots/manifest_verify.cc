@@ -84,6 +84,15 @@ Status CheckChunkLayout(const fs::path& dir, const SnapshotManifest& m) {
   return OkStatus();
 }
 
+Status ChunkMismatchError(const std::string& where, const SnapshotManifest& m, const SnapshotFile& f, size_t index,
+                          const std::string& got) {
+  const int64_t begin = static_cast<int64_t>(index) * m.chunk_bytes;
+  const int64_t end = std::min(begin + m.chunk_bytes, f.size);
+  return SnapshotCorruptError(where, f.path + " sha256 of chunk " + std::to_string(index) + " (bytes " +
+                                         std::to_string(begin) + "–" + std::to_string(end - 1) + ") " + got +
+                                         " does not match the manifest's " + f.chunks[index]);
+}
+
 Status CheckFileDigest(const fs::path& dir, const SnapshotManifest& m, const SnapshotFile& f,
                        const ChunkedDigest& digest) {
   if (digest.size != f.size) {
@@ -92,12 +101,7 @@ Status CheckFileDigest(const fs::path& dir, const SnapshotManifest& m, const Sna
   }
   for (size_t i = 0; i < f.chunks.size(); ++i) {
     const std::string got = i < digest.chunks.size() ? digest.chunks[i] : "";
-    if (got == f.chunks[i]) continue;
-    const int64_t begin = static_cast<int64_t>(i) * m.chunk_bytes;
-    const int64_t end = std::min(begin + m.chunk_bytes, f.size);
-    return SnapshotCorruptError(dir, f.path + " sha256 of chunk " + std::to_string(i) + " (bytes " +
-                                         std::to_string(begin) + "–" + std::to_string(end - 1) + ") " + got +
-                                         " does not match the manifest's " + f.chunks[i]);
+    if (got != f.chunks[i]) return ChunkMismatchError(dir.string(), m, f, i, got);
   }
   if (digest.chunks.size() != f.chunks.size()) {
     return SnapshotCorruptError(dir, f.path + " has " + std::to_string(digest.chunks.size()) + " chunks, manifest lists " +

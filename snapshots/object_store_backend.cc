@@ -27,34 +27,14 @@ using snapshot_reason::kSnapshotNotFound;
 using snapshot_reason::kStoreNotWritable;
 using snapshot_reason::kStoreObjectMissing;
 
-struct ChunkRef {
-  size_t file = 0;
-  int64_t index = 0;
-  int64_t offset = 0, length = 0;
-};
-
-std::vector<ChunkRef> ChunksOf(const SnapshotManifest& m) {
-  std::vector<ChunkRef> out;
-  for (size_t f = 0; f < m.files.size(); ++f) {
-    const int64_t n = ChunkCount(m.files[f].size, m.chunk_bytes);
-    for (int64_t c = 0; c < n; ++c) {
-      const int64_t offset = c * m.chunk_bytes;
-      out.push_back({f, c, offset, std::min(m.chunk_bytes, m.files[f].size - offset)});
-    }
-  }
-  return out;
-}
-
-Status ChunkMismatch(const std::string& where, const SnapshotFile& f, const ChunkRef& c, const std::string& got) {
-  return Status(Code::kFailedPrecondition,
-                "snapshot " + where + ": " + f.path + " sha256 of chunk " + std::to_string(c.index) + " (bytes " +
-                    std::to_string(c.offset) + "–" + std::to_string(c.offset + c.length - 1) + ") " + got +
-                    " does not match the manifest's " + f.chunks[static_cast<size_t>(c.index)],
-                kSnapshotCorrupt);
+std::vector<ChunkSpan> ChunksOf(const SnapshotManifest& m) {
+  std::vector<int64_t> sizes;
+  for (const auto& f : m.files) sizes.push_back(f.size);
+  return ChunkSpans(sizes, m.chunk_bytes);
 }
 
 // Reads [offset, offset+length) of `path` into `buf`.
-Status ReadChunk(const fs::path& path, const ChunkRef& c, char* buf) {
+Status ReadChunk(const fs::path& path, const ChunkSpan& c, char* buf) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return Status(Code::kInternal, Errno("open " + path.string()), kIoError);
   Status status;
@@ -144,14 +124,16 @@ Status ObjectStoreBackend::UploadChunks(const fs::path& source, const SnapshotMa
   std::vector<std::unique_ptr<char[]>> buffers(WorkersFor(chunks.size(), transfers_));
   for (auto& b : buffers) b = std::make_unique_for_overwrite<char[]>(static_cast<size_t>(m.chunk_bytes));
   return ParallelFor(chunks.size(), transfers_, [&](size_t j, size_t worker) -> Status {
-    const ChunkRef& c = chunks[j];
+    const ChunkSpan& c = chunks[j];
     const SnapshotFile& f = m.files[c.file];
     char* buf = buffers[worker].get();
     if (Status s = ReadChunk(source / f.path, c, buf); !s.ok()) return s;
     Sha256 hash;
     hash.Update(buf, static_cast<size_t>(c.length));
     const std::string got = hash.FinishHex();
-    if (got != f.chunks[static_cast<size_t>(c.index)]) return ChunkMismatch(source.string(), f, c, got);
+    if (got != f.chunks[static_cast<size_t>(c.index)]) {
+      return ChunkMismatchError(source.string(), m, f, static_cast<size_t>(c.index), got);
+    }
     return client_->PutObject(ChunkKey(prefix, c.file, c.index), std::string_view(buf, static_cast<size_t>(c.length)));
   });
 }
@@ -185,7 +167,7 @@ Status ObjectStoreBackend::Download(const std::string& prefix, const SnapshotMan
   if (!fds.ok()) return fds.status();
   const auto chunks = ChunksOf(m);
   Status status = ParallelFor(chunks.size(), transfers_, [&](size_t j, size_t) -> Status {
-    const ChunkRef& c = chunks[j];
+    const ChunkSpan& c = chunks[j];
     const SnapshotFile& f = m.files[c.file];
     auto bytes = client_->GetObject(ChunkKey(prefix, c.file, c.index));
     if (!bytes.ok()) {
@@ -196,7 +178,7 @@ Status ObjectStoreBackend::Download(const std::string& prefix, const SnapshotMan
     }
     const std::string got = Sha256Hex(*bytes);
     if (static_cast<int64_t>(bytes->size()) != c.length || got != f.chunks[static_cast<size_t>(c.index)]) {
-      return ChunkMismatch(Location(m.ns, m.name, m.id), f, c, got);
+      return ChunkMismatchError(Location(m.ns, m.name, m.id), m, f, static_cast<size_t>(c.index), got);
     }
     if (!PwriteAll((*fds)[c.file], bytes->data(), c.length, c.offset)) {
       return Status(Code::kInternal, Errno("write " + (partial / f.path).string()), kIoError);

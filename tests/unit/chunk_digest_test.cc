@@ -75,6 +75,16 @@ TEST(ChunkDigestTest, ChunkCountCoversEveryByteOnce) {
   EXPECT_EQ(ChunkCount(kChunk + 1, kChunk), 2);
   EXPECT_EQ(ChunkCount(int64_t{8} << 30, kDefaultChunkBytes), 1024);
   EXPECT_GE(AvailableCpus(), 1);
+  // Spans of files of 2.5 chunks, 0 bytes and 1 chunk: in order, the last one short, none for
+  // the empty file.
+  const auto spans = ChunkSpans({2 * kChunk + kChunk / 2, 0, kChunk}, kChunk);
+  ASSERT_EQ(spans.size(), 4u);
+  EXPECT_EQ(spans[2].file, 0u);
+  EXPECT_EQ(spans[2].offset, 2 * kChunk);
+  EXPECT_EQ(spans[2].length, kChunk / 2);
+  EXPECT_EQ(spans[3].file, 2u);
+  EXPECT_EQ(spans[3].index, 0);
+  EXPECT_EQ(spans[3].length, kChunk);
 }
 
 TEST(ChunkDigestTest, EveryChunkIsHashedAtItsBoundariesOnAnyNumberOfThreads) {
