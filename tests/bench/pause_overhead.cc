@@ -38,6 +38,7 @@
 // Exit status: 0 when the benchmark ran (targets met or not), 1 on any error.
 #include <signal.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -83,6 +84,9 @@ void DefineFlags(Flags& f) {
   f.Define("cuda-checkpoint-path", "/opt/stasis/cuda-checkpoint",
            "a GPU run: the helper's path inside the container (spec.gpu.cudaCheckpointPath)");
   f.Define("leave-running-side", "true", "also drive a LeaveRunningThenStop actor (needs a second worker)");
+  f.Define("time-budget", "0s",
+           "stop before a cycle that would end past this time since the start (the longest cycle so far as its "
+           "guess) and report the cycles measured; 0s: run every cycle");
 }
 
 std::vector<std::string> Split(const std::string& s, char sep) {
@@ -126,6 +130,9 @@ Config ParseFlags(int argc, char** argv) {
   auto cycles = f.GetInt("cycles", 1, 100000);
   auto warmup = f.GetInt("warmup", 0, 1000);
   auto settle = f.GetSeconds("settle");
+  auto budget = f.GetSeconds("time-budget");
+  if (!budget.ok()) Die(budget.status().ToString());
+  c.time_budget = std::chrono::seconds(static_cast<int64_t>(*budget));
   if (!cycles.ok()) Die(cycles.status().ToString());
   if (!warmup.ok()) Die(warmup.status().ToString());
   if (!settle.ok()) Die(settle.status().ToString());
@@ -299,6 +306,23 @@ void Bench::Record(int cycle, size_t order, const Pair& agent, const Pair& lr, c
                agent.resume.e2e_ms, resume_overhead, base.restore_ms);
 }
 
+// Returns the number of measured cycles run.
+int RunCycles(const Config& cfg, Bench& bench) {
+  const auto start = SteadyClock::now();
+  SteadyClock::duration longest{0};
+  for (int i = 0; i < cfg.warmup + cfg.cycles; ++i) {
+    const auto cycle_start = SteadyClock::now();
+    if (cfg.time_budget.count() > 0 && cycle_start - start + longest > cfg.time_budget) {
+      std::printf("  time budget of %llds reached: %d of %d measured cycles run\n",
+                  static_cast<long long>(cfg.time_budget.count()), std::max(0, i - cfg.warmup), cfg.cycles);
+      return std::max(0, i - cfg.warmup);
+    }
+    bench.Cycle(i);
+    longest = std::max(longest, SteadyClock::now() - cycle_start);
+  }
+  return cfg.cycles;
+}
+
 int Main(int argc, char** argv) {
   const Config cfg = ParseFlags(argc, argv);
   auto rest = LoadKubeconfig(cfg.kubeconfig);
@@ -316,9 +340,9 @@ int Main(int argc, char** argv) {
   std::fflush(stdout);
   Bench bench(cfg, client);
   bench.Start();
-  for (int i = 0; i < cfg.warmup + cfg.cycles; ++i) bench.Cycle(i);
+  const int measured = RunCycles(cfg, bench);
   bench.Stop();
-  return PrintReport(cfg, bench.samples(), bench.have_log());
+  return PrintReport(cfg, bench.samples(), bench.have_log(), measured);
 }
 
 }  // namespace

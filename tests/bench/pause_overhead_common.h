@@ -29,6 +29,9 @@ struct Config {
   int cycles = 50;
   int warmup = 2;
   std::chrono::milliseconds settle{1000};
+  // 0: none. Otherwise no cycle starts that the longest so far would carry past it, so that a
+  // run in a bounded call (the GPU machine's) ends with a report of the cycles it finished.
+  std::chrono::seconds time_budget{0};
 
   // The desired state and the status the measured checkpoint leads to.
   const char* RestDesired() const { return mode == Mode::kPause ? "Paused" : "Suspended"; }

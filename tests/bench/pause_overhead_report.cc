@@ -16,6 +16,8 @@ constexpr double kPauseRatio = 1.1;
 constexpr double kResumeRatioP50 = 1.1;
 constexpr double kResumeSlackP99Ms = 100.0;
 constexpr double kSuspendRatio = 1.15;
+// The fewest measured cycles a verdict is given on when the time budget ended the run early.
+constexpr int kMinCycles = 5;
 
 void PrintRow(const char* label, const std::vector<double>& v) {
   std::printf("  %-50s %9.1f %9.1f %9.1f %9.1f\n", label, Percentile(v, 50), Percentile(v, 99), Mean(v),
@@ -26,7 +28,7 @@ const char* Verdict(bool met) { return met ? "MET" : "MISSED"; }
 
 void PrintTable(const Config& cfg, const Samples& s) {
   const bool pause = cfg.mode == Mode::kPause;
-  std::printf("\n  %-50s %9s %9s %9s %9s\n", ("milliseconds (N=" + std::to_string(cfg.cycles) + ")").c_str(), "p50",
+  std::printf("\n  %-50s %9s %9s %9s %9s\n", ("milliseconds (N=" + std::to_string(s.rest_e2e.size()) + ")").c_str(), "p50",
               "p99", "mean", "min");
   PrintRow(pause ? "agent: end-to-end pause (PATCH → PAUSED)" : "agent: end-to-end suspend (PATCH → SUSPENDED)",
            s.rest_e2e);
@@ -133,16 +135,17 @@ double Mean(const std::vector<double>& v) {
   return sum / static_cast<double>(v.size());
 }
 
-int PrintReport(const Config& cfg, const Samples& s, bool have_log) {
+int PrintReport(const Config& cfg, const Samples& s, bool have_log, int measured) {
   PrintTable(cfg, s);
   PrintRatios(cfg, s);
   if (have_log) {
-    if (cfg.mode == Mode::kPause) PrintSteps("pause", kPauseSteps, s.pause_steps, cfg.cycles);
-    PrintSteps("resume", kResumeSteps, s.resume_steps, cfg.cycles);
+    if (cfg.mode == Mode::kPause) PrintSteps("pause", kPauseSteps, s.pause_steps, measured);
+    PrintSteps("resume", kResumeSteps, s.resume_steps, measured);
   }
-  // No verdict from samples that are not all there (an empty one reads as 0 ms: "met").
-  const size_t want = static_cast<size_t>(std::max(cfg.cycles, 0));
-  if (want == 0 || s.rest_e2e.size() != want || s.direct_checkpoint.size() != want || s.overhead.size() != want ||
+  // No verdict from samples that are not all there (an empty one reads as 0 ms: "met"), nor
+  // from a run that the time budget cut to fewer than kMinCycles.
+  const size_t want = static_cast<size_t>(std::max(measured, 0));
+  if (measured < std::min(cfg.cycles, kMinCycles) || s.rest_e2e.size() != want || s.direct_checkpoint.size() != want || s.overhead.size() != want ||
       s.resume_e2e.size() != want || s.direct_restore.size() != want) {
     std::printf("\n  no verdict: %zu agent cycles and %zu direct cycles measured, not %zu\n", s.rest_e2e.size(),
                 s.direct_checkpoint.size(), want);

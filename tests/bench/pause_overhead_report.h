@@ -26,8 +26,9 @@ struct Samples {
   std::vector<double> resume_overhead;
 };
 
-// Prints the report; 0 when every series is complete (targets met or not), 1 when there are
-// not enough samples for a verdict.
-int PrintReport(const Config& cfg, const Samples& s, bool have_log);
+// Prints the report of `measured` cycles (cfg.cycles, or fewer when the time budget ended the
+// run); 0 when every series has them all (targets met or not), 1 when there are not enough
+// samples for a verdict.
+int PrintReport(const Config& cfg, const Samples& s, bool have_log, int measured);
 
 }  // namespace stasis::pause_bench
