@@ -54,8 +54,8 @@ ldd "${build_dir}/stasis" "${build_dir}/tests/bench_pause_overhead" | awk '$3 ~ 
   esac
   cp -L "${lib}" "${stage}/lib/"
 done
-ldd --version | head -1 | awk '{ print $NF }' > "${stage}/glibc-version"
-"${stage}/bin/runsc" --version | head -1 > "${stage}/runsc-version"
+ldd --version | sed -n 1p | awk '{ print $NF }' > "${stage}/glibc-version"
+"${stage}/bin/runsc" --version | sed -n 1p > "${stage}/runsc-version"
 
 mkdir -p "${out_dir}"
 # One xz stream with a dictionary larger than everything staged (~350 MB): kube-apiserver, kubectl,

@@ -10,14 +10,19 @@
 # can be split into its steps), runs the benchmark, and tears everything down: no process,
 # sandbox or mount is left.
 #
-#   hack/bench/pause-overhead.sh [--mode pause|suspend] [--cycles N] [--warmup N] [--fill-mb N]
-#                                [--no-leave-running] [--keep] [--out FILE]
+#   hack/bench/pause-overhead.sh [--mode pause|suspend] [--store dir|s3] [--cycles N] [--warmup N]
+#                                [--fill-mb N] [--no-leave-running] [--keep] [--out FILE]
 #
 #   --mode M     pause (default): PATCH Paused → PAUSED against the direct checkpoint, then the
 #                resume from that node-local image against the direct restore of the direct
 #                side's own image; suspend: PATCH Suspended → SUSPENDED (committed to the
 #                agent's filesystem --snapshot-store in the work directory) against the same
 #                direct checkpoint, then the resume from the store
+#   --store S    with --mode suspend: dir (default, a filesystem store) or s3: a real object
+#                store (SeaweedFS, hack/object-store.sh, in the work directory); the direct side
+#                then also uploads its image with curl --aws-sigv4 and downloads it again before
+#                its restore, and the agent's cached copy is dropped before each resume, so both
+#                sides move the image as a resume on another node would
 #   --cycles N   measured pause/resume cycles of each side (default 50)
 #   --warmup N   unmeasured cycles first (default 2)
 #   --fill-mb N  the workload first writes N MiB of random data to a tmpfs inside its sandbox,
@@ -33,10 +38,11 @@
 source "$(dirname "$0")/../lib.sh"
 source "${HACK_DIR}/bench/lib.sh"
 
-cycles=50 warmup=2 fill_mb=0 keep=0 out="" prometheus=0 mode=pause leave_running=true
+cycles=50 warmup=2 fill_mb=0 keep=0 out="" prometheus=0 mode=pause leave_running=true store=dir
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --mode) mode="$2"; shift 2 ;;
+    --store) store="$2"; shift 2 ;;
     --no-leave-running) leave_running=false; shift ;;
     --cycles) cycles="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
@@ -48,6 +54,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ "${mode}" == pause || "${mode}" == suspend ]] || die "--mode: pause or suspend, not ${mode}"
+[[ "${store}" == dir || "${store}" == s3 ]] || die "--store: dir or s3, not ${store}"
+[[ "${store}" == dir || "${mode}" == suspend ]] || die "--store s3 needs --mode suspend"
 [[ $(id -u) == 0 ]] || die "run as root: the benchmark drives runsc sandboxes"
 
 build="${REPO_ROOT}/build"
@@ -66,6 +74,7 @@ teardown() {
   set +e
   stop_process "${prom_pid}"
   stop_process "${node_pid}"
+  [[ "${store}" == s3 ]] && "${HACK_DIR}/object-store.sh" down --dir "${work}/object-store" >/dev/null 2>&1
   # Sandboxes the agent or the benchmark left (after a failure): one runsc root each.
   bench_teardown "${work}" "${keep}" "${work}"/node/run/*/ "${work}/direct-root/"
   exit "${rc}"
@@ -90,9 +99,15 @@ spec["process"]["args"][2] = "/bin/busybox head -c %dm /dev/urandom > /fill/data
 json.dump(spec, open(path, "w"), indent=2)
 PY
 fi
+store_flag="${work}/store" bench_store_flags=()
+if [[ "${store}" == s3 ]]; then
+  eval "$("${HACK_DIR}/object-store.sh" up --dir "${work}/object-store")"
+  store_flag="s3://${STASIS_S3_BUCKET}/agent/"
+  bench_store_flags=(--peer-object-store --agent-store-cache "${work}/node/store-cache")
+fi
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
 "${build}/stasis" node --node-name bench-node --runsc "${RUNSC}" --root "${work}/node" --bundle-root "${work}/bundles" \
-  --snapshot-store "${work}/store" --workers 2 --metrics-addr "127.0.0.1:${port}" \
+  --snapshot-store "${store_flag}" --workers 2 --metrics-addr "127.0.0.1:${port}" \
   --log-level debug >"${work}/node.log" 2>&1 &
 node_pid=$!
 for _ in $(seq 200); do curl -fs "127.0.0.1:${port}/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
@@ -107,7 +122,7 @@ fi
 cmd=("${build}/tests/bench_pause_overhead" --kubeconfig "${KUBECONFIG}" --runsc "${RUNSC}"
      --bundle "${work}/bundles/bundle" --node bench-node --work-dir "${work}"
      --cycles "${cycles}" --warmup "${warmup}" --agent-log "${work}/node.log" --csv "${work}/cycles.csv"
-     --mode "${mode}" --leave-running-side="${leave_running}")
+     --mode "${mode}" --leave-running-side="${leave_running}" "${bench_store_flags[@]}")
 log "commit $(git -C "${REPO_ROOT}" rev-parse --short HEAD 2>/dev/null || echo unknown), work dir ${work}"
 "${cmd[@]}" | tee "${work}/report.txt"
 if [[ -n "${out}" ]]; then

@@ -84,6 +84,12 @@ void DefineFlags(Flags& f) {
   f.Define("cuda-checkpoint-path", "/opt/stasis/cuda-checkpoint",
            "a GPU run: the helper's path inside the container (spec.gpu.cudaCheckpointPath)");
   f.Define("leave-running-side", "true", "also drive a LeaveRunningThenStop actor (needs a second worker)");
+  f.Define("peer-object-store", "false",
+           "--mode suspend into an object store: the direct side uploads its image with curl --aws-sigv4 and downloads "
+           "it again before its restore (AWS_* variables and STASIS_S3_BUCKET, as hack/object-store.sh up prints)");
+  f.Define("agent-store-cache", "",
+           "the agent's object-store cache (<root>/store-cache): the actor's entry is removed before each resume, so "
+           "that it downloads");
   f.Define("time-budget", "0s",
            "stop before a cycle that would end past this time since the start (the longest cycle so far as its "
            "guess) and report the cycles measured; 0s: run every cycle");
@@ -127,6 +133,9 @@ Config ParseFlags(int argc, char** argv) {
   c.cuda_checkpoint_path = f.Get("cuda-checkpoint-path");
   c.cdi_spec_dirs = Split(f.Get("cdi-spec-dirs"), ',');
   c.leave_running_side = f.GetBool("leave-running-side");
+  c.peer_object_store = f.GetBool("peer-object-store");
+  c.agent_store_cache = f.Get("agent-store-cache");
+  if (c.peer_object_store && c.mode != Mode::kSuspend) Die("--peer-object-store needs --mode suspend");
   auto cycles = f.GetInt("cycles", 1, 100000);
   auto warmup = f.GetInt("warmup", 0, 1000);
   auto settle = f.GetSeconds("settle");
@@ -247,6 +256,10 @@ Bench::Pair Bench::RunActor(ActorDriver& actor, int i, bool split) {
   // the stopped sandbox, off the pause's path but in the actor's reconcile: a resume patched at
   // once would queue behind that, a figure of the benchmark's rhythm rather than of the resume.
   std::this_thread::sleep_for(cfg_.settle);
+  if (!cfg_.agent_store_cache.empty()) {
+    std::error_code ec;  // unmeasured, while the actor rests SUSPENDED: the agent is idle for it
+    std::filesystem::remove_all(std::filesystem::path(cfg_.agent_store_cache) / cfg_.ns / actor.name(), ec);
+  }
   if (split) log_->Skip();
   auto resume = actor.Drive("Running", "STATUS_RUNNING");
   if (!resume.ok()) Die(actor.name() + " resume, cycle " + std::to_string(i) + ": " + resume.status().ToString());
@@ -284,6 +297,12 @@ void Bench::Record(int cycle, size_t order, const Pair& agent, const Pair& lr, c
   s_.direct_sha256.push_back(base.sha256_ms);
   s_.direct_fsync.push_back(base.fsync_ms);
   s_.direct_remove.push_back(base.remove_ms);
+  if (cfg_.peer_object_store) {
+    s_.peer_upload.push_back(base.upload_ms);
+    s_.peer_download.push_back(base.download_ms);
+    s_.peer_suspend.push_back(base.checkpoint_ms + base.upload_ms);
+    s_.peer_resume.push_back(base.download_ms + base.restore_ms);
+  }
   s_.agent_image.push_back(agent.rest.image_bytes);
   s_.direct_image.push_back(base.image_bytes);
   if (cfg_.leave_running_side) {

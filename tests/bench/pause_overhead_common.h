@@ -32,6 +32,12 @@ struct Config {
   // 0: none. Otherwise no cycle starts that the longest so far would carry past it, so that a
   // run in a bounded call (the GPU machine's) ends with a report of the cycles it finished.
   std::chrono::seconds time_budget{0};
+  // Suspend into an object store: the direct side's image also goes up to it and comes back
+  // down by curl (the baseline of a suspend and of a resume through the store), and the agent's
+  // cached copy of its snapshot (`<agent_store_cache>/<ns>/<name>`) is dropped before each
+  // resume, so that the resume downloads as it would on another node.
+  bool peer_object_store = false;
+  std::string agent_store_cache;
 
   // The desired state and the status the measured checkpoint leads to.
   const char* RestDesired() const { return mode == Mode::kPause ? "Paused" : "Suspended"; }

@@ -3,12 +3,14 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
 #include "base/subprocess.h"
 #include "tests/bench/pause_overhead_common.h"
+#include "tests/bench/pause_overhead_peer.h"
 
 namespace stasis::pause_bench {
 
@@ -28,6 +30,9 @@ class DirectSandbox {
     double sha256_ms = 0;  // sha256 of every image file (the manifest's hashing)
     double fsync_ms = 0;   // fsync of every image file (the manifest's durability)
     double remove_ms = 0;  // removing the previous image (the agent drops superseded snapshots)
+    // --peer-object-store: curl's upload of the image and its download before the restore.
+    double upload_ms = 0;
+    double download_ms = 0;
   };
 
   // checkpoint (timed: the baseline) → delete -force → restore -detach (timed) from the new
@@ -48,10 +53,13 @@ class DirectSandbox {
   static double TimeSha256(const std::vector<std::string>& files);
   static double TimeFsync(const std::vector<std::string>& files);
   CommandResult Runsc(const std::vector<std::string>& args);
+  // The image up to the peer store and back down into the same directory (upload_ms, download_ms).
+  [[nodiscard]] Status ThroughPeer(const std::filesystem::path& image, Cycle& c);
 
   const Config& cfg_;
   std::string bundle_;  // cfg_.bundle, or the GPU bundle written from it
   std::filesystem::path root_, images_, last_image_;
+  std::optional<PeerObjectStore> peer_;
   int seq_ = 0;
   bool started_ = false;
 };

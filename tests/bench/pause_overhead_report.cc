@@ -43,6 +43,12 @@ void PrintTable(const Config& cfg, const Samples& s) {
            s.resume_e2e);
   PrintRow("agent: resume overhead (end-to-end − restore)", s.resume_overhead);
   PrintRow("direct: runsc restore -detach", s.direct_restore);
+  if (cfg.peer_object_store) {
+    PrintRow("peer: curl upload of the direct image", s.peer_upload);
+    PrintRow("peer: curl download of it (before the restore)", s.peer_download);
+    PrintRow("peer: checkpoint + upload (a suspend's baseline)", s.peer_suspend);
+    PrintRow("peer: download + restore (a resume's baseline)", s.peer_resume);
+  }
   if (cfg.leave_running_side) {
     PrintRow("leave-running: end-to-end pause or suspend", s.lr_rest_e2e);
     PrintRow("leave-running: checkpoint -leave-running", s.lr_checkpoint);
@@ -105,6 +111,15 @@ void PrintTargets(const Config& cfg, const Samples& s) {
                 Verdict(resume50 <= kResumeRatioP50), resume50);
     std::printf("  target resume p99 <= direct restore p99 + %.0f ms: %s (%+.1f ms)\n", kResumeSlackP99Ms,
                 Verdict(resume_slack99 <= kResumeSlackP99Ms), resume_slack99);
+    return;
+  }
+  if (cfg.peer_object_store) {
+    const double suspend50 = Percentile(s.rest_e2e, 50) / Percentile(s.peer_suspend, 50);
+    const double store_resume50 = Percentile(s.resume_e2e, 50) / Percentile(s.peer_resume, 50);
+    std::printf("  target suspend <= %.2fx (checkpoint + peer upload) p50: %s (%.3f)\n", kSuspendRatio,
+                Verdict(suspend50 <= kSuspendRatio), suspend50);
+    std::printf("  target resume from the store <= %.2fx (peer download + restore) p50: %s (%.3f)\n",
+                kSuspendRatio, Verdict(store_resume50 <= kSuspendRatio), store_resume50);
     return;
   }
   std::printf("  target suspend <= %.2fx direct checkpoint p50: %s (p50 %.3f, p99 %.3f)\n", kSuspendRatio,

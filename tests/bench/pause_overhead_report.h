@@ -24,6 +24,9 @@ struct Samples {
   // end-to-end − the agent's runsc restore, for the resumes that could be split.
   std::map<std::string, std::vector<double>> pause_steps, resume_steps;
   std::vector<double> resume_overhead;
+  // --peer-object-store: curl's upload and download of the direct side's image, and the
+  // baselines they make: checkpoint + upload (a suspend), download + restore (a resume).
+  std::vector<double> peer_upload, peer_download, peer_suspend, peer_resume;
 };
 
 // Prints the report of `measured` cycles (cfg.cycles, or fewer when the time budget ended the

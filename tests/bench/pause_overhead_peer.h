@@ -1,0 +1,36 @@
+// The suspend benchmark's baseline against an object store: the image a direct checkpoint made,
+// uploaded and downloaded again by curl's own SigV4 client (the peer the object-store benchmark
+// measures stasis against), one object per file, as a user without stasis would move it.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "snapshots/s3_location.h"
+
+namespace stasis::pause_bench {
+
+class PeerObjectStore {
+ public:
+  // The store of the standard AWS_* variables and STASIS_S3_BUCKET (hack/object-store.sh up),
+  // objects under `prefix`.
+  static Result<PeerObjectStore> FromEnvironment(std::string prefix);
+
+  // Puts every regular file under `image` (relative paths as keys under `key`); the milliseconds.
+  Result<double> Upload(const std::filesystem::path& image, const std::string& key,
+                        std::vector<std::string>& files_out) const;
+  // Gets those files back into `image` (created); the milliseconds.
+  Result<double> Download(const std::string& key, const std::vector<std::string>& files,
+                          const std::filesystem::path& image) const;
+
+ private:
+  PeerObjectStore(S3Endpoint endpoint, std::string base) : endpoint_(std::move(endpoint)), base_(std::move(base)) {}
+  [[nodiscard]] Status Curl(const std::vector<std::string>& args) const;
+
+  S3Endpoint endpoint_;
+  std::string base_;  // <endpoint>/<bucket>/<prefix>
+};
+
+}  // namespace stasis::pause_bench
