@@ -20,9 +20,9 @@
 #include <fstream>
 #include <random>
 
-#include "base/subprocess.h"
 #include "snapshots/object_store_backend.h"
 #include "snapshots/snapshot_store.h"
+#include "tests/bench/s3_curl.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -52,13 +52,8 @@ void WriteRandom(const fs::path& p, size_t bytes) {
 }
 
 bool Curl(const stasis::S3Endpoint& e, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"curl", "-sS", "-f", "--max-time", "600", "--aws-sigv4",
-                                   "aws:amz:" + e.region + ":s3", "--user",
-                                   e.credentials.access_key_id + ":" + e.credentials.secret_access_key};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto r = stasis::RunCommand(argv, std::chrono::seconds(660));
-  if (!r.ok() || r->exit_code != 0) {
-    std::fprintf(stderr, "curl failed: %s\n", r.ok() ? r->err.c_str() : r.status().message().c_str());
+  if (stasis::Status st = stasis::bench::CurlSigV4(e, args); !st.ok()) {
+    std::fprintf(stderr, "%s\n", st.ToString().c_str());
     return false;
   }
   return true;
@@ -109,7 +104,7 @@ int main(int argc, char** argv) {
     stasis::SnapshotManifest mr = *done;
     mr.id = "s" + std::to_string(r);
     put_s.push_back(TimeMs([&] { return b.Put(source, mr, true).ok(); }));
-    put_c.push_back(TimeMs([&] { return Curl(*endpoint, {"-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", "-T", pages, object}); }));
+    put_c.push_back(TimeMs([&] { return Curl(*endpoint, {"-H", stasis::bench::kUnsignedPayloadHeader, "-T", pages, object}); }));
     fs::remove_all(dir + "/cache");
     get_s.push_back(TimeMs([&] { return b.Fetch("bench", "transfer", mr.id).ok(); }));
     get_c.push_back(TimeMs([&] { return Curl(*endpoint, {"-o", dir + "/curl.out", object}); }));

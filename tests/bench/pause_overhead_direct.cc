@@ -75,7 +75,7 @@ Result<DirectSandbox::Cycle> DirectSandbox::Run() {
   c.remove_ms = Ms(SteadyClock::now() - start);
   last_image_ = image;
   if (peer_) {
-    if (Status s = ThroughPeer(image, c); !s.ok()) return s;
+    if (Status s = ThroughPeer(image, files, c); !s.ok()) return s;
   }
   // The restore of the image this side's own checkpoint just made: the resume's baseline.
   start = SteadyClock::now();
@@ -85,15 +85,14 @@ Result<DirectSandbox::Cycle> DirectSandbox::Run() {
   return c;
 }
 
-Status DirectSandbox::ThroughPeer(const fs::path& image, Cycle& c) {
-  std::vector<std::string> files;
+Status DirectSandbox::ThroughPeer(const fs::path& image, const std::vector<std::string>& files, Cycle& c) {
   const std::string key = std::to_string(seq_);
-  auto up = peer_->Upload(image, key, files);
+  auto up = peer_->Upload(image, files, key);
   if (!up.ok()) return up.status();
   c.upload_ms = *up;
   std::error_code ec;
   fs::remove_all(image, ec);  // what another node has: nothing until the download
-  auto down = peer_->Download(key, files, image);
+  auto down = peer_->Download(key, image, files);
   if (!down.ok()) return down.status();
   c.download_ms = *down;
   return OkStatus();

@@ -54,7 +54,8 @@ class DirectSandbox {
   static double TimeFsync(const std::vector<std::string>& files);
   CommandResult Runsc(const std::vector<std::string>& args);
   // The image up to the peer store and back down into the same directory (upload_ms, download_ms).
-  [[nodiscard]] Status ThroughPeer(const std::filesystem::path& image, Cycle& c);
+  [[nodiscard]] Status ThroughPeer(const std::filesystem::path& image, const std::vector<std::string>& files,
+                                   Cycle& c);
 
   const Config& cfg_;
   std::string bundle_;  // cfg_.bundle, or the GPU bundle written from it

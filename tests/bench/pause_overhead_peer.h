@@ -18,16 +18,17 @@ class PeerObjectStore {
   // objects under `prefix`.
   static Result<PeerObjectStore> FromEnvironment(std::string prefix);
 
-  // Puts every regular file under `image` (relative paths as keys under `key`); the milliseconds.
-  Result<double> Upload(const std::filesystem::path& image, const std::string& key,
-                        std::vector<std::string>& files_out) const;
+  // Puts `files` (paths under `image`; their relative paths are the keys under `key`); the
+  // milliseconds.
+  Result<double> Upload(const std::filesystem::path& image, const std::vector<std::string>& files,
+                        const std::string& key) const;
   // Gets those files back into `image` (created); the milliseconds.
-  Result<double> Download(const std::string& key, const std::vector<std::string>& files,
-                          const std::filesystem::path& image) const;
+  Result<double> Download(const std::string& key, const std::filesystem::path& image,
+                          const std::vector<std::string>& files) const;
 
  private:
   PeerObjectStore(S3Endpoint endpoint, std::string base) : endpoint_(std::move(endpoint)), base_(std::move(base)) {}
-  [[nodiscard]] Status Curl(const std::vector<std::string>& args) const;
+  std::string Url(const std::string& key, const std::filesystem::path& image, const std::string& file) const;
 
   S3Endpoint endpoint_;
   std::string base_;  // <endpoint>/<bucket>/<prefix>
