@@ -2,12 +2,18 @@
 // --snapshot-store s3://bucket/prefix: an actor suspended on node a is committed to the store
 // and resumes on node b, which has never seen it, its counter continued; a store that is down
 // leaves the snapshot on the node (PAUSED, CommitFailed), and the commit completes by itself
-// when the store is back. The fixture is tests/support/node_agent_fixture.h.
+// when the store is back. With --snapshot-store-compression zstd and an encryption key, the
+// store holds only sealed objects, and a node with another key leaves the actor SUSPENDED with
+// the reason (SnapshotKeyMismatch, both key ids named) — never a restore — while the node with
+// the right key resumes it. The fixture is tests/support/node_agent_fixture.h.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -45,8 +51,15 @@ class ObjectStoreNodeTest : public NodeAgentTest {
             "AWS_SECRET_ACCESS_KEY=" + e.credentials.secret_access_key};
   }
   std::string StoreUrl() const { return "s3://" + object_store_->bucket() + "/" + ns_ + "/"; }
-  Agent* StartStoreAgent(const std::string& name) {
-    return StartAgent(Node(name), PinnedRunsc(), StoreEnv(), 2, StoreUrl());
+  Agent* StartStoreAgent(const std::string& name, const std::vector<std::string>& extra_args = {}) {
+    return StartAgent(Node(name), PinnedRunsc(), StoreEnv(), 2, StoreUrl(), extra_args);
+  }
+  // A key file as a Secret volume with defaultMode 0400 holds it: 64 hex digits.
+  std::string KeyFile(const std::string& name, char digit) {
+    const fs::path p = work_.path() / name;
+    std::ofstream(p) << std::string(64, digit) << "\n";
+    chmod(p.c_str(), 0400);
+    return p.string();
   }
 
   static inline ObjectStore* object_store_ = nullptr;
@@ -100,6 +113,39 @@ TEST_F(ObjectStoreNodeTest, AStoreDownRestsPausedAndTheCommitCompletesWhenItIsBa
   ASSERT_EQ(object_store_->Restart(), "");
   ASSERT_TRUE(WaitStatus("st", "STATUS_SUSPENDED", 180s, &x)) << "the commit is retried until the store is back";
   EXPECT_EQ(StatusField(x, "latestSnapshot").value("nodeName", ""), "");
+}
+
+TEST_F(ObjectStoreNodeTest, AnEncryptedSnapshotResumesOnlyWhereItsKeyIs) {
+  Agent* a = StartStoreAgent("a", {"--snapshot-store-compression=zstd:1", "--snapshot-store-encryption-key", KeyFile("key-a", '1')});
+  Agent* b = StartStoreAgent("b", {"--snapshot-store-encryption-key", KeyFile("key-b", '2')});
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  CreateActor("sealed", CounterSpec(a->node));
+  json actor;
+  ASSERT_TRUE(WaitStatus("sealed", "STATUS_RUNNING", 30s, &actor));
+  const long before = WaitCounter(*a, "sealed", 5);
+  Patch("sealed", {{"desiredState", "Suspended"}});
+  ASSERT_TRUE(WaitStatus("sealed", "STATUS_SUSPENDED", 60s, &actor));
+  const std::string id = StatusField(actor, "latestSnapshot").value("id", "");
+  S3Client client(object_store_->endpoint(), object_store_->bucket());
+  auto manifest = client.GetObject(ns_ + "/" + ns_ + "/sealed/" + id + "/manifest.json");
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  EXPECT_THAT(*manifest, ::testing::HasSubstr("\"sealedManifest\""));
+  EXPECT_THAT(*manifest, ::testing::Not(::testing::HasSubstr("pages")));
+
+  Patch("sealed", {{"nodeName", b->node}, {"desiredState", "Running"}});
+  ASSERT_TRUE(WaitActor("sealed", [](const json& y) {
+    return CondReason(y, "Ready") == "SnapshotKeyMismatch";
+  }, 60s, "Ready=False SnapshotKeyMismatch", &actor)) << actor["status"].dump();
+  EXPECT_EQ(StatusOf(actor), "STATUS_SUSPENDED") << "rests where it was, retried; never failed";
+  EXPECT_THAT(CondMessage(actor, "Ready"), ::testing::HasSubstr("was encrypted with key id "));
+  EXPECT_THAT(CondMessage(actor, "Ready"), ::testing::HasSubstr("; this agent has key id "));
+  EXPECT_TRUE(Entries(fs::path(b->root) / "store-cache" / ns_ / "sealed").empty()) << "nothing downloaded on b";
+  ExpectAllWorkersFree(b->node);
+
+  Patch("sealed", {{"nodeName", a->node}});
+  ASSERT_TRUE(WaitStatus("sealed", "STATUS_RUNNING", 60s, &actor)) << actor["status"].dump();
+  EXPECT_GE(WaitCounter(*a, "sealed", before), before) << "restored with its key, the counter continued";
 }
 
 }  // namespace
