@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "api/conditions.h"
 #include "snapshots/s3_client.h"
 #include "tests/support/node_agent_fixture.h"
 #include "tests/support/object_store.h"
@@ -54,6 +55,16 @@ class ObjectStoreNodeTest : public NodeAgentTest {
   Agent* StartStoreAgent(const std::string& name, const std::vector<std::string>& extra_args = {}) {
     return StartAgent(Node(name), PinnedRunsc(), StoreEnv(), 2, StoreUrl(), extra_args);
   }
+  // Actor `name` created on `a`, run until its counter reaches `count`, then suspended into the
+  // store; its counter then, and the SUSPENDED actor in *actor.
+  long RunThenSuspend(Agent& a, const std::string& name, long count, json* actor) {
+    CreateActor(name, CounterSpec(a.node));
+    EXPECT_TRUE(WaitStatus(name, "STATUS_RUNNING", 30s, actor));
+    const long before = WaitCounter(a, name, count);
+    Patch(name, {{"desiredState", "Suspended"}});
+    EXPECT_TRUE(WaitStatus(name, "STATUS_SUSPENDED", 60s, actor));
+    return before;
+  }
   // A key file as a Secret volume with defaultMode 0400 holds it: 64 hex digits.
   std::string KeyFile(const std::string& name, char digit) {
     const fs::path p = work_.path() / name;
@@ -71,13 +82,9 @@ TEST_F(ObjectStoreNodeTest, SuspendedToTheObjectStoreResumesOnAnotherNode) {
   Agent* b = StartStoreAgent("b");
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  CreateActor("mover", CounterSpec(a->node));
   json actor;
-  ASSERT_TRUE(WaitStatus("mover", "STATUS_RUNNING", 30s, &actor));
-  const long before = WaitCounter(*a, "mover", 10);
-
-  Patch("mover", {{"desiredState", "Suspended"}});
-  ASSERT_TRUE(WaitStatus("mover", "STATUS_SUSPENDED", 60s, &actor));
+  const long before = RunThenSuspend(*a, "mover", 10, &actor);
+  ASSERT_EQ(StatusOf(actor), "STATUS_SUSPENDED");
   const json snap = StatusField(actor, "latestSnapshot");
   ASSERT_TRUE(snap.is_object()) << actor["status"].dump();
   const std::string id = snap.value("id", "");
@@ -120,12 +127,9 @@ TEST_F(ObjectStoreNodeTest, AnEncryptedSnapshotResumesOnlyWhereItsKeyIs) {
   Agent* b = StartStoreAgent("b", {"--snapshot-store-encryption-key", KeyFile("key-b", '2')});
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  CreateActor("sealed", CounterSpec(a->node));
   json actor;
-  ASSERT_TRUE(WaitStatus("sealed", "STATUS_RUNNING", 30s, &actor));
-  const long before = WaitCounter(*a, "sealed", 5);
-  Patch("sealed", {{"desiredState", "Suspended"}});
-  ASSERT_TRUE(WaitStatus("sealed", "STATUS_SUSPENDED", 60s, &actor));
+  const long before = RunThenSuspend(*a, "sealed", 5, &actor);
+  ASSERT_EQ(StatusOf(actor), "STATUS_SUSPENDED");
   const std::string id = StatusField(actor, "latestSnapshot").value("id", "");
   S3Client client(object_store_->endpoint(), object_store_->bucket());
   auto manifest = client.GetObject(ns_ + "/" + ns_ + "/sealed/" + id + "/manifest.json");
@@ -135,7 +139,7 @@ TEST_F(ObjectStoreNodeTest, AnEncryptedSnapshotResumesOnlyWhereItsKeyIs) {
 
   Patch("sealed", {{"nodeName", b->node}, {"desiredState", "Running"}});
   ASSERT_TRUE(WaitActor("sealed", [](const json& y) {
-    return CondReason(y, "Ready") == "SnapshotKeyMismatch";
+    return CondReason(y, "Ready") == api::kReasonSnapshotKeyMismatch;
   }, 60s, "Ready=False SnapshotKeyMismatch", &actor)) << actor["status"].dump();
   EXPECT_EQ(StatusOf(actor), "STATUS_SUSPENDED") << "rests where it was, retried; never failed";
   EXPECT_THAT(CondMessage(actor, "Ready"), ::testing::HasSubstr("was encrypted with key id "));
