@@ -28,8 +28,8 @@ std::string Aad(const ChunkPlace& p, Compression c) {
   return aad;
 }
 
-// One context per thread for the process's life: a level-3 context holds a few MiB of tables,
-// worth keeping across the chunks a transfer thread handles.
+// One context per thread, kept for the thread's life: a level-3 context holds a few MiB of
+// tables, worth reusing across the chunks a transfer thread handles.
 ZSTD_CCtx* ThreadCCtx() {
   thread_local std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> ctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
   return ctx.get();
