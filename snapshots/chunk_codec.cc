@@ -61,8 +61,9 @@ Status Compress(std::string_view plain, int level, std::string& out) {
   return OkStatus();
 }
 
-// The chunk from a compressed payload into `out`: exactly `length` bytes, or refused.
-Status Decompress(std::string_view payload, int64_t length, std::string& out) {
+// The chunk from a compressed payload: the raw bytes after the kind byte, or the frame unpacked
+// into `out` — exactly `length` bytes, or refused.
+Result<std::string_view> Decompress(std::string_view payload, int64_t length, std::string& out) {
   if (payload.empty()) return Corrupt("compressed payload is empty");
   const std::string_view body = payload.substr(1);
   const auto want = static_cast<uint64_t>(length);
@@ -71,8 +72,7 @@ Status Decompress(std::string_view payload, int64_t length, std::string& out) {
       return Corrupt("stored uncompressed with " + std::to_string(body.size()) + " bytes, not the chunk's " +
                      std::to_string(length));
     }
-    out.assign(body);
-    return OkStatus();
+    return body;
   }
   if (payload[0] != kStoredZstd) return Corrupt("compressed payload of unknown kind " + std::to_string(payload[0]));
   // Checked before anything is decompressed: a frame may only unpack to the chunk's length.
@@ -91,7 +91,7 @@ Status Decompress(std::string_view payload, int64_t length, std::string& out) {
   const size_t n = ZSTD_decompressDCtx(ctx, out.data(), out.size(), body.data(), body.size());
   if (ZSTD_isError(n)) return Corrupt(std::string("zstd: ") + ZSTD_getErrorName(n));
   if (n != want) return Corrupt("zstd frame unpacked to " + std::to_string(n) + " bytes, not " + std::to_string(length));
-  return OkStatus();
+  return std::string_view(out);
 }
 
 }  // namespace
@@ -121,20 +121,19 @@ Result<std::string_view> ChunkCodec::Encode(std::string_view plain, const ChunkP
   return std::string_view(out);
 }
 
-Status ChunkCodec::Decode(std::string& object, const ChunkPlace& place, int64_t length, std::string& scratch) const {
+Result<std::string_view> ChunkCodec::Decode(std::string_view object, const ChunkPlace& place, int64_t length,
+                                            ChunkBuffers& buffers) const {
+  std::string_view payload = object;
   if (encryption_ == Encryption::kAes256Gcm) {
     if (!key_) {
       return Status(Code::kFailedPrecondition, "the chunk is encrypted and this agent has no key",
                     snapshot_reason::kSnapshotKeyMismatch);
     }
-    if (Status s = GcmOpen(*key_, Aad(place, compression_.compression), object, scratch); !s.ok()) return s;
-    object.swap(scratch);
+    if (Status s = GcmOpen(*key_, Aad(place, compression_.compression), object, buffers.opened); !s.ok()) return s;
+    payload = buffers.opened;
   }
-  if (compression_.compression == Compression::kZstd) {
-    if (Status s = Decompress(object, length, scratch); !s.ok()) return s;
-    object.swap(scratch);
-  }
-  return OkStatus();
+  if (compression_.compression == Compression::kZstd) return Decompress(payload, length, buffers.unpacked);
+  return payload;
 }
 
 }  // namespace stasis

@@ -36,6 +36,11 @@ struct ChunkPlace {
   int64_t chunk = 0;
 };
 
+// Scratch space a transfer thread keeps for decoding.
+struct ChunkBuffers {
+  std::string opened, unpacked;
+};
+
 class ChunkCodec {
  public:
   ChunkCodec() = default;  // none/none: an object is its plaintext chunk
@@ -56,11 +61,14 @@ class ChunkCodec {
   // else a view of `out` (`scratch` holds the compressed payload in between).
   Result<std::string_view> Encode(std::string_view plain, const ChunkPlace& place, std::string& out,
                                   std::string& scratch) const;
-  // Turns `object`, as got from the store, into the chunk's plaintext in place (exactly `length`
-  // bytes), using `scratch`. kFailedPrecondition snapshot_corrupt saying what failed (the caller
-  // names the chunk); with the identity codec `object` is left as it is (the caller's length and
-  // digest check judge it).
-  [[nodiscard]] Status Decode(std::string& object, const ChunkPlace& place, int64_t length, std::string& scratch) const;
+  // The chunk's plaintext (exactly `length` bytes) from `object` as got from the store: a view
+  // of `object` itself where nothing had to be undone (the identity codec, a chunk stored raw),
+  // else of one of `buffers` — kept by the caller across chunks, so that decoding allocates
+  // and faults in its pages once, not per chunk. kFailedPrecondition snapshot_corrupt saying
+  // what failed (the caller names the chunk); with the identity codec `object` is returned as
+  // it is (the caller's length and digest check judge it).
+  Result<std::string_view> Decode(std::string_view object, const ChunkPlace& place, int64_t length,
+                                  ChunkBuffers& buffers) const;
 
  private:
   CompressionSetting compression_;

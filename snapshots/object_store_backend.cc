@@ -179,7 +179,7 @@ Status ObjectStoreBackend::Download(const std::string& prefix, const SnapshotMan
   if (!fds.ok()) return fds.status();
   const auto chunks = ChunksOf(m);
   const ChunkCodec codec = codec_.ForSnapshot(m.compression, m.encryption);
-  std::vector<std::string> scratch(WorkersFor(chunks.size(), transfers_));
+  std::vector<ChunkBuffers> buffers(WorkersFor(chunks.size(), transfers_));
   Status status = ParallelFor(chunks.size(), transfers_, [&](size_t j, size_t worker) -> Status {
     const ChunkSpan& c = chunks[j];
     const SnapshotFile& f = m.files[c.file];
@@ -190,14 +190,15 @@ Status ObjectStoreBackend::Download(const std::string& prefix, const SnapshotMan
       }
       return bytes.status();
     }
-    if (Status s = codec.Decode(*bytes, PlaceOf(m, c), c.length, scratch[worker]); !s.ok()) {
-      return ChunkDecodeError(m, c, s);
-    }
-    const std::string got = Sha256Hex(*bytes);
-    if (static_cast<int64_t>(bytes->size()) != c.length || got != f.chunks[static_cast<size_t>(c.index)]) {
+    auto plain = codec.Decode(*bytes, PlaceOf(m, c), c.length, buffers[worker]);
+    if (!plain.ok()) return ChunkDecodeError(m, c, plain.status());
+    Sha256 hash;
+    hash.Update(plain->data(), plain->size());
+    const std::string got = hash.FinishHex();
+    if (static_cast<int64_t>(plain->size()) != c.length || got != f.chunks[static_cast<size_t>(c.index)]) {
       return ChunkMismatchError(Location(m.ns, m.name, m.id), m, f, static_cast<size_t>(c.index), got);
     }
-    if (!PwriteAll((*fds)[c.file], bytes->data(), c.length, c.offset)) {
+    if (!PwriteAll((*fds)[c.file], plain->data(), c.length, c.offset)) {
       return Status(Code::kInternal, Errno("write " + (partial / f.path).string()), kIoError);
     }
     return OkStatus();

@@ -106,6 +106,7 @@ CpuRates MeasureOneCore(const stasis::ChunkCodec& codec, const std::string& samp
   const size_t chunk = static_cast<size_t>(stasis::kDefaultChunkBytes);
   std::vector<std::string> objects;
   std::string out, scratch;
+  stasis::ChunkBuffers buffers;
   size_t stored = 0;
   auto t0 = Clock::now();
   for (size_t off = 0; off < sample.size(); off += chunk) {
@@ -121,7 +122,7 @@ CpuRates MeasureOneCore(const stasis::ChunkCodec& codec, const std::string& samp
   t0 = Clock::now();
   for (size_t i = 0; i < objects.size(); ++i) {
     const stasis::ChunkPlace place{"bench/x/s", "", 0, static_cast<int64_t>(i)};
-    if (!codec.Decode(objects[i], place, static_cast<int64_t>(std::min(chunk, sample.size() - i * chunk)), scratch).ok()) {
+    if (!codec.Decode(objects[i], place, static_cast<int64_t>(std::min(chunk, sample.size() - i * chunk)), buffers).ok()) {
       std::exit(3);
     }
   }

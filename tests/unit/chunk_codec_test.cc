@@ -54,11 +54,12 @@ Encoded Encode(const ChunkCodec& codec, const std::string& plain, const ChunkPla
 }
 
 // The plaintext decoded from `object` by `codec`, or its error.
-Result<std::string> Decode(const ChunkCodec& codec, std::string object, const ChunkPlace& place = kPlace,
+Result<std::string> Decode(const ChunkCodec& codec, const std::string& object, const ChunkPlace& place = kPlace,
                            int64_t length = kChunk) {
-  std::string scratch;
-  if (Status s = codec.Decode(object, place, length, scratch); !s.ok()) return s;
-  return object;
+  ChunkBuffers buffers;
+  auto plain = codec.Decode(object, place, length, buffers);
+  if (!plain.ok()) return plain.status();
+  return std::string(*plain);
 }
 
 const CompressionSetting kZstd3{Compression::kZstd, 3};
