@@ -23,7 +23,7 @@ RUN apt-get update \
       build-essential cmake ninja-build pkg-config ca-certificates \
       libcpprest-dev libboost-dev libssl-dev nlohmann-json3-dev prometheus-cpp-dev \
       libspdlog-dev libfmt-dev libyaml-cpp-dev libarchive-dev \
-      libcurl4-openssl-dev libexpat1-dev \
+      libcurl4-openssl-dev libexpat1-dev libzstd-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
@@ -53,7 +53,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       tini ca-certificates \
       libcpprest2.10 libssl3 libprometheus-cpp-core1.0 libspdlog1.10 libfmt9 libyaml-cpp0.7 libarchive13 \
-      libcurl4 libexpat1 \
+      libcurl4 libexpat1 libzstd1 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=runsc /out/runsc /usr/local/bin/runsc
 COPY --from=build /src/build/stasis /usr/local/bin/stasis

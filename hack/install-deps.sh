@@ -30,6 +30,8 @@ packages=(
   # the S3 client of snapshots in object storage (snapshots/s3_http.cc: libcurl's own SigV4;
   # snapshots/s3_xml.cc: libexpat for S3's XML)
   libcurl4-openssl-dev libexpat1-dev
+  # object-store chunks compressed before upload (snapshots/chunk_codec.cc)
+  libzstd-dev
 )
 
 missing=()

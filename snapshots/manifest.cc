@@ -50,6 +50,10 @@ nlohmann::json ManifestToJson(const SnapshotManifest& m) {
   if (!m.owner_uid.empty()) j["ownerUid"] = m.owner_uid;
   if (!m.deferred_sync_boot_id.empty()) j["deferredSyncBootId"] = m.deferred_sync_boot_id;
   if (m.checksums_pending) j["checksumsPending"] = true;
+  // Written only when set: a manifest of an untransformed snapshot reads as it always did.
+  if (m.compression != Compression::kNone) j["compression"] = CompressionName(m.compression);
+  if (m.encryption != Encryption::kNone) j["encryption"] = EncryptionName(m.encryption);
+  if (!m.key_id.empty()) j["keyId"] = m.key_id;
   return j;
 }
 
@@ -62,6 +66,20 @@ SnapshotFile FileFromJson(const nlohmann::json& f, const SnapshotManifest& m) {
     file.chunks = f.at("chunks").get<std::vector<std::string>>();
   }
   return file;
+}
+
+// The stored copy's transform; a name this code does not know throws std::invalid_argument (a
+// newer stasis's codec: decoding it as another would restore garbage).
+void ReadTransform(const nlohmann::json& j, SnapshotManifest& m) {
+  const std::string compression = j.value("compression", "none");
+  const std::string encryption = j.value("encryption", "none");
+  const auto c = CompressionFromName(compression);
+  const auto e = EncryptionFromName(encryption);
+  if (!c) throw std::invalid_argument("compression \"" + compression + "\" is not one this stasis reads (none, zstd)");
+  if (!e) throw std::invalid_argument("encryption \"" + encryption + "\" is not one this stasis reads (none, aes-256-gcm)");
+  m.compression = *c;
+  m.encryption = *e;
+  m.key_id = j.value("keyId", "");
 }
 
 // Throws nlohmann's exceptions on a missing or mistyped field, std::invalid_argument on a
@@ -90,6 +108,7 @@ SnapshotManifest ManifestFromJson(const nlohmann::json& j) {
     m.chunk_bytes = j.at("chunkBytes").get<int64_t>();
     m.chunk_list_sha256 = j.value("chunkListSha256", "");
   }
+  ReadTransform(j, m);
   for (const auto& f : j.at("files")) m.files.push_back(FileFromJson(f, m));
   return m;
 }

@@ -3,7 +3,9 @@
 // as manifest.json in its directory. The manifest is the mark of completeness: a directory
 // without a readable one is no snapshot.
 //
-// Format 2 (written now) holds chunk digests and one sha256 over the chunk lists; format 1
+// Format 2 (written now) holds chunk digests and one sha256 over the chunk lists, and, for an
+// object store's copy, how its chunks are stored (compression, encryption and the key's id:
+// store_transform.h; absent means none, as in every manifest written before); format 1
 // (read, for snapshots taken before) holds one sha256 per whole file. A manifest of a newer
 // format than this code knows is snapshot_corrupt, with the format named.
 // Invariants: every path a manifest lists is relative, normal, inside its snapshot and not
@@ -18,6 +20,7 @@
 
 #include "base/status.h"
 #include "snapshots/chunk_digest.h"
+#include "snapshots/store_transform.h"
 
 namespace stasis {
 
@@ -60,6 +63,12 @@ struct SnapshotManifest {
   // Durability::kDeferred, scope Full: the files' digests are not computed yet (files[].chunks
   // empty); the background job fills them in.
   bool checksums_pending = false;
+  // An object store's copy (format 2): how each chunk object is encoded (chunk_codec.h), and the
+  // id of the key it was encrypted with (encryption_key.h; never the key). Chunk digests are
+  // always of the plaintext.
+  Compression compression = Compression::kNone;
+  Encryption encryption = Encryption::kNone;
+  std::string key_id;
 };
 
 // manifest.json's text, in m.format.

@@ -16,6 +16,7 @@
 #include "snapshots/snapshot_dirs.h"
 #include "snapshots/snapshot_names.h"
 #include "snapshots/snapshot_reasons.h"
+#include "snapshots/stored_manifest.h"
 
 namespace stasis {
 namespace {
@@ -73,9 +74,9 @@ Result<std::vector<int>> CreateFiles(const fs::path& partial, const SnapshotMani
 }  // namespace
 
 ObjectStoreBackend::ObjectStoreBackend(std::unique_ptr<S3Client> client, S3Location location, std::string cache_root,
-                                       int transfers)
+                                       int transfers, ChunkCodec codec)
     : client_(std::move(client)), location_(std::move(location)), cache_root_(std::move(cache_root)),
-      transfers_(transfers > 0 ? transfers : std::clamp(AvailableCpus(), 2, 16)) {}
+      transfers_(transfers > 0 ? transfers : std::clamp(AvailableCpus(), 2, 16)), codec_(std::move(codec)) {}
 
 void ObjectStoreBackend::SetDigestThreads(int threads) {
   if (threads > 0) transfers_ = threads;
@@ -108,7 +109,7 @@ Result<SnapshotManifest> ObjectStoreBackend::GetManifest(const std::string& ns, 
     }
     return text.status();
   }
-  auto m = ParseManifest(*text, where + kManifestFile);
+  auto m = ParseStoredManifest(*text, codec_.key(), ns + "/" + name + "/" + id, where + kManifestFile);
   if (!m.ok()) return m.status();
   if (Status s = CheckManifestNames(where, *m, ns, name, id); !s.ok()) return s;
   if (Status s = CheckManifestPaths(where, *m); !s.ok()) return s;
@@ -121,7 +122,9 @@ Result<SnapshotManifest> ObjectStoreBackend::GetManifest(const std::string& ns, 
 
 Status ObjectStoreBackend::UploadChunks(const fs::path& source, const SnapshotManifest& m, const std::string& prefix) {
   const auto chunks = ChunksOf(m);
-  std::vector<std::unique_ptr<char[]>> buffers(WorkersFor(chunks.size(), transfers_));
+  const size_t workers = WorkersFor(chunks.size(), transfers_);
+  std::vector<std::unique_ptr<char[]>> buffers(workers);
+  std::vector<std::string> encoded(workers), scratch(workers);
   for (auto& b : buffers) b = std::make_unique_for_overwrite<char[]>(static_cast<size_t>(m.chunk_bytes));
   return ParallelFor(chunks.size(), transfers_, [&](size_t j, size_t worker) -> Status {
     const ChunkSpan& c = chunks[j];
@@ -134,7 +137,10 @@ Status ObjectStoreBackend::UploadChunks(const fs::path& source, const SnapshotMa
     if (got != f.chunks[static_cast<size_t>(c.index)]) {
       return ChunkMismatchError(source.string(), m, f, static_cast<size_t>(c.index), got);
     }
-    return client_->PutObject(ChunkKey(prefix, c.file, c.index), std::string_view(buf, static_cast<size_t>(c.length)));
+    auto object = codec_.Encode(std::string_view(buf, static_cast<size_t>(c.length)), PlaceOf(m, c), encoded[worker],
+                                scratch[worker]);
+    if (!object.ok()) return object.status();
+    return client_->PutObject(ChunkKey(prefix, c.file, c.index), *object);
   });
 }
 
@@ -148,8 +154,14 @@ Result<CommittedBackend::PutOutcome> ObjectStoreBackend::Put(const fs::path& sou
     return SnapshotCorruptError(Location(m.ns, m.name, m.id), "the store holds another snapshot under this id");
   }
   if (existing.status().reason() != kSnapshotNotFound) return existing.status();
-  Status put = UploadChunks(source, m, prefix);
-  if (put.ok()) put = client_->PutObject(ManifestKey(prefix), ManifestText(m));
+  SnapshotManifest stored = m;
+  stored.compression = codec_.compression();
+  stored.encryption = codec_.encryption();
+  stored.key_id = codec_.key() ? codec_.key()->id() : "";
+  auto manifest = StoredManifestObject(stored, codec_.key());
+  if (!manifest.ok()) return manifest.status();
+  Status put = UploadChunks(source, stored, prefix);
+  if (put.ok()) put = client_->PutObject(ManifestKey(prefix), *manifest);
   if (!put.ok()) {
     // No manifest: nothing looks committed. The chunks are removed now if the store lets us,
     // else by garbage collection later.
@@ -159,14 +171,16 @@ Result<CommittedBackend::PutOutcome> ObjectStoreBackend::Put(const fs::path& sou
     }
     return put;
   }
-  return PutOutcome{m, "uploaded"};
+  return PutOutcome{std::move(stored), "uploaded"};
 }
 
 Status ObjectStoreBackend::Download(const std::string& prefix, const SnapshotManifest& m, const fs::path& partial) const {
   auto fds = CreateFiles(partial, m);
   if (!fds.ok()) return fds.status();
   const auto chunks = ChunksOf(m);
-  Status status = ParallelFor(chunks.size(), transfers_, [&](size_t j, size_t) -> Status {
+  const ChunkCodec codec = codec_.ForSnapshot(m.compression, m.encryption);
+  std::vector<ChunkBuffers> buffers(WorkersFor(chunks.size(), transfers_));
+  Status status = ParallelFor(chunks.size(), transfers_, [&](size_t j, size_t worker) -> Status {
     const ChunkSpan& c = chunks[j];
     const SnapshotFile& f = m.files[c.file];
     auto bytes = client_->GetObject(ChunkKey(prefix, c.file, c.index));
@@ -176,11 +190,15 @@ Status ObjectStoreBackend::Download(const std::string& prefix, const SnapshotMan
       }
       return bytes.status();
     }
-    const std::string got = Sha256Hex(*bytes);
-    if (static_cast<int64_t>(bytes->size()) != c.length || got != f.chunks[static_cast<size_t>(c.index)]) {
+    auto plain = codec.Decode(*bytes, PlaceOf(m, c), c.length, buffers[worker]);
+    if (!plain.ok()) return ChunkDecodeError(m, c, plain.status());
+    Sha256 hash;
+    hash.Update(plain->data(), plain->size());
+    const std::string got = hash.FinishHex();
+    if (static_cast<int64_t>(plain->size()) != c.length || got != f.chunks[static_cast<size_t>(c.index)]) {
       return ChunkMismatchError(Location(m.ns, m.name, m.id), m, f, static_cast<size_t>(c.index), got);
     }
-    if (!PwriteAll((*fds)[c.file], bytes->data(), c.length, c.offset)) {
+    if (!PwriteAll((*fds)[c.file], plain->data(), c.length, c.offset)) {
       return Status(Code::kInternal, Errno("write " + (partial / f.path).string()), kIoError);
     }
     return OkStatus();
@@ -192,6 +210,17 @@ Status ObjectStoreBackend::Download(const std::string& prefix, const SnapshotMan
   SnapshotManifest cached = m;
   cached.deferred_sync_boot_id = ThisBootId();
   return WriteManifest(partial, cached, /*sync=*/false);
+}
+
+ChunkPlace ObjectStoreBackend::PlaceOf(const SnapshotManifest& m, const ChunkSpan& c) {
+  return ChunkPlace{m.ns + "/" + m.name + "/" + m.id, m.chunk_list_sha256, c.file, c.index};
+}
+
+Status ObjectStoreBackend::ChunkDecodeError(const SnapshotManifest& m, const ChunkSpan& c, const Status& why) const {
+  const std::string what = "snapshot " + Location(m.ns, m.name, m.id) + ": " + m.files[c.file].path + " chunk " +
+                           std::to_string(c.index) + " (bytes " + std::to_string(c.offset) + "–" +
+                           std::to_string(c.offset + c.length - 1) + "): " + why.message();
+  return Status(why.code(), what, why.reason());
 }
 
 Result<CommittedBackend::Fetched> ObjectStoreBackend::Fetch(const std::string& ns, const std::string& name,

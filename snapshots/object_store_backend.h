@@ -5,10 +5,18 @@
 // A snapshot exists in the store only when its manifest object does: a crash or a failure
 // mid-put leaves chunk objects without a manifest, which nothing reads as a snapshot.
 //
-// Put reads each chunk of the local snapshot once, checks its sha256 against the manifest and
-// uploads it, `transfers` at a time (memory: one chunk buffer per transfer, 8 MiB each). Fetch downloads
-// into a node-local cache, <cache>/<ns>/<name>/<id>/, each chunk checked against the manifest
-// as it arrives, then renames it complete; runsc restores from there. The cache is the agent's
+// Each chunk object is the chunk encoded by the agent's codec (chunk_codec.h: optionally zstd,
+// optionally AES-256-GCM bound to the chunk's place); the manifest records the transform and
+// the key's id, and is itself sealed when the chunks are encrypted (stored_manifest.h), so with
+// a key the store holds no plaintext. A reader decodes by the manifest, not by its own flags;
+// one whose key is not the snapshot's is refused by name (snapshot_key_mismatch) before any
+// chunk is downloaded.
+//
+// Put reads each chunk of the local snapshot once, checks its sha256 against the manifest,
+// encodes and uploads it, `transfers` at a time (memory: one chunk buffer per transfer, 8 MiB
+// each, and two more with a codec). Fetch downloads into a node-local cache,
+// <cache>/<ns>/<name>/<id>/, each chunk decoded and checked against the manifest as it
+// arrives, then renames it complete; runsc restores from there. The cache is the agent's
 // own directory and is not fsynced: a complete copy of this boot whose manifest lists the same
 // chunks as the store's is used again without a download; one from an earlier boot (a power
 // loss may have torn it) is downloaded again.
@@ -17,6 +25,7 @@
 #include <memory>
 #include <string>
 
+#include "snapshots/chunk_codec.h"
 #include "snapshots/committed_backend.h"
 #include "snapshots/s3_client.h"
 #include "snapshots/s3_location.h"
@@ -26,9 +35,10 @@ namespace stasis {
 class ObjectStoreBackend final : public CommittedBackend {
  public:
   // transfers: chunks moved at once; 0 = the CPUs this process may use, at least 2 and at most
-  // 16 (each transfer also hashes its chunk; on a small node more only contend).
+  // 16 (each transfer also hashes its chunk; on a small node more only contend). codec: how
+  // this agent writes chunks (--snapshot-store-compression, --snapshot-store-encryption-key).
   ObjectStoreBackend(std::unique_ptr<S3Client> client, S3Location location, std::string cache_root,
-                     int transfers = 0);
+                     int transfers = 0, ChunkCodec codec = {});
 
   std::string Location(const std::string& ns, const std::string& name, const std::string& id) const override;
   Result<PutOutcome> Put(const std::filesystem::path& source, const SnapshotManifest& m, bool just_completed) override;
@@ -50,6 +60,10 @@ class ObjectStoreBackend final : public CommittedBackend {
   // The store's manifest of a snapshot (snapshot_not_found when it has none), checked.
   Result<SnapshotManifest> GetManifest(const std::string& ns, const std::string& name, const std::string& id) const;
   Status Download(const std::string& prefix, const SnapshotManifest& m, const std::filesystem::path& partial) const;
+  // Where chunk `c` of `m` belongs, as its encryption binds it.
+  static ChunkPlace PlaceOf(const SnapshotManifest& m, const ChunkSpan& c);
+  // snapshot_corrupt (or the codec's own reason) naming the chunk of `m` that did not decode.
+  Status ChunkDecodeError(const SnapshotManifest& m, const ChunkSpan& c, const Status& why) const;
   Status UploadChunks(const std::filesystem::path& source, const SnapshotManifest& m, const std::string& prefix);
   // Deletes every object under `prefix` (best effort after a failed put; a removal's second half).
   Status DeleteUnder(const std::string& prefix) const;
@@ -58,6 +72,7 @@ class ObjectStoreBackend final : public CommittedBackend {
   S3Location location_;
   std::string cache_root_;
   int transfers_;
+  ChunkCodec codec_;
 };
 
 }  // namespace stasis

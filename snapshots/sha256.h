@@ -7,7 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 
@@ -15,6 +17,8 @@ namespace stasis {
 
 // Lowercase hex of `len` bytes.
 std::string HexBytes(const unsigned char* bytes, unsigned int len);
+// The bytes of an even-length hex string (either case); nullopt when it is not one.
+std::optional<std::string> HexDecode(std::string_view hex);
 
 class Sha256 {
  public:

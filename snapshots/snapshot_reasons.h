@@ -12,6 +12,10 @@ inline constexpr char kNoStore[] = "no_store";
 inline constexpr char kIoError[] = "io_error";
 // The manifest names another actor of the same namespace/name (an earlier life of it).
 inline constexpr char kSnapshotOwnerMismatch[] = "snapshot_owner_mismatch";
+// The snapshot was encrypted with another key than this agent's (or it has none, or it has one
+// and the snapshot is not encrypted): the right agent, or this one given the right key, can
+// restore it, so it is retried, never failed.
+inline constexpr char kSnapshotKeyMismatch[] = "snapshot_key_mismatch";
 
 // Object storage (snapshots/s3_*.h).
 // The s3:// location, endpoint or credentials are malformed or missing.

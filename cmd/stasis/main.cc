@@ -88,6 +88,13 @@ void DefineNodeFlags(stasis::Flags& f) {
            "when a Pause snapshot is fsynced (and a Full one hashed): deferred (after the PAUSED write; verified on resume after a reboot) or before-status");
   f.Define("snapshot-store-credentials", "",
            "for an s3:// store: a directory of files AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (a mounted Secret); default those environment variables");
+  f.Define("snapshot-store-compression", "none",
+           "an s3:// store only: none, zstd (level 3) or zstd:LEVEL (1-19), each chunk compressed before upload; worth it only "
+           "on links slower than the CPU's zstd throughput (docs/benchmarks.md)");
+  f.Define("snapshot-store-encryption-key", "",
+           "an s3:// store only: a file of 32 raw bytes or 64 hex digits, mode 0400 or 0600 (a Secret volume with "
+           "defaultMode: 0400); chunks and manifests are encrypted with AES-256-GCM before upload, and a snapshot "
+           "encrypted with another key is refused by its key id");
   f.Define("snapshot-digest-threads", "0",
            "threads that hash, copy and verify snapshot chunks (0: every CPU the agent may use)");
   f.Define("log-level", "info", "debug, info, warn or error");
@@ -154,6 +161,8 @@ stasis::Result<stasis::NodeAgentOptions> NodeOptions(const stasis::Flags& f) {
   o.root = f.Get("root");
   o.snapshot_store = f.Get("snapshot-store");
   o.snapshot_store_credentials = f.Get("snapshot-store-credentials");
+  o.snapshot_store_compression = f.Get("snapshot-store-compression");
+  o.snapshot_store_encryption_key = f.Get("snapshot-store-encryption-key");
   if (!f.Get("bundle-root").empty()) o.bundle_roots.roots = Split(f.Get("bundle-root"), ',');
   o.bundle_roots.per_namespace = f.GetBool("bundle-root-per-namespace");
   if (!f.Get("bundle-readonly-source").empty()) {

@@ -15,6 +15,7 @@
 #include "runtimes/runsc_driver.h"
 #include "snapshots/filesystem_backend.h"
 #include "snapshots/object_store_backend.h"
+#include "snapshots/snapshot_reasons.h"
 #include "snapshots/snapshot_store.h"
 
 namespace stasis {
@@ -52,10 +53,37 @@ Status MakeDirectories(const NodeAgentOptions& o, std::string* store_root) {
   return OkStatus();
 }
 
+// How this agent writes an object store's chunks: --snapshot-store-compression and the key of
+// --snapshot-store-encryption-key, each checked strictly (and refused with a directory store).
+Result<ChunkCodec> ChunkCodecFor(const NodeAgentOptions& o) {
+  if (!IsObjectStore(o.snapshot_store)) {
+    if (o.snapshot_store_compression != "none" || !o.snapshot_store_encryption_key.empty()) {
+      return Status(Code::kInvalidArgument,
+                    "--snapshot-store-compression and --snapshot-store-encryption-key apply only to an s3:// "
+                    "--snapshot-store; a directory store keeps snapshots as they are",
+                    snapshot_reason::kStoreConfigInvalid);
+    }
+    return ChunkCodec();
+  }
+  auto compression = ParseCompressionSetting(o.snapshot_store_compression);
+  if (!compression.ok()) return compression.status();
+  std::shared_ptr<const EncryptionKey> key;
+  if (!o.snapshot_store_encryption_key.empty()) {
+    auto loaded = LoadEncryptionKeyFile(o.snapshot_store_encryption_key);
+    if (!loaded.ok()) return loaded.status();
+    key = std::make_shared<const EncryptionKey>(std::move(*loaded));
+  }
+  spdlog::info("snapshot store codec compression={} level={} encryption={} key_id={}",
+               CompressionName(compression->compression), compression->level,
+               EncryptionName(key ? Encryption::kAes256Gcm : Encryption::kNone), key ? key->id() : "");
+  return ChunkCodec(*compression, std::move(key));
+}
+
 // The committed snapshots' backend: an object store for --snapshot-store s3://bucket/prefix
 // (endpoint, region and credentials from --snapshot-store-credentials' files, else the AWS_*
 // environment), else the directory `store_root`.
-Result<std::unique_ptr<CommittedBackend>> CommittedBackendFor(const NodeAgentOptions& o, const std::string& store_root) {
+Result<std::unique_ptr<CommittedBackend>> CommittedBackendFor(const NodeAgentOptions& o, const std::string& store_root,
+                                                              ChunkCodec codec) {
   if (!IsObjectStore(o.snapshot_store)) return std::unique_ptr<CommittedBackend>(std::make_unique<FilesystemBackend>(store_root, true));
   auto location = ParseS3Location(o.snapshot_store);
   if (!location.ok()) return location.status();
@@ -64,7 +92,7 @@ Result<std::unique_ptr<CommittedBackend>> CommittedBackendFor(const NodeAgentOpt
   if (!endpoint.ok()) return endpoint.status();
   auto client = std::make_unique<S3Client>(std::move(*endpoint), location->bucket);
   return std::unique_ptr<CommittedBackend>(
-      std::make_unique<ObjectStoreBackend>(std::move(client), std::move(*location), store_root));
+      std::make_unique<ObjectStoreBackend>(std::move(client), std::move(*location), store_root, 0, std::move(codec)));
 }
 
 // --bundle-root, defaulted and checked against the agent's own directories.
@@ -140,6 +168,9 @@ ActorReconcilerOptions ReconcilerOptionsFor(const NodeAgentOptions& o) {
 Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
   if (o.node.empty()) return Status(Code::kInvalidArgument, "--node-name is required");
   if (o.workers.empty()) return Status(Code::kInvalidArgument, "--workers or --gpus must give at least one worker");
+  // Before anything connects: a mistyped level or an unreadable key fails at once.
+  auto codec = ChunkCodecFor(o);
+  if (!codec.ok()) return codec.status();
   auto manager = Manager::New(ManagerOptionsFor(o));
   if (!manager.ok()) return manager.status();
   Manager& m = **manager;
@@ -152,7 +183,7 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
   for (const auto& r : bundle_roots->roots) {
     spdlog::info("bundle root root={} per_namespace={}", r, bundle_roots->per_namespace);
   }
-  auto backend = CommittedBackendFor(o, store_root);
+  auto backend = CommittedBackendFor(o, store_root, std::move(*codec));
   if (!backend.ok()) return backend.status();
   SnapshotStore snapshots(o.root + "/snapshots", std::move(*backend));
   snapshots.set_digest_threads(o.snapshot_digest_threads);

@@ -29,6 +29,12 @@ struct NodeAgentOptions {
   // A directory of files named AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID,
   // AWS_SECRET_ACCESS_KEY (a mounted Secret); "" = those environment variables.
   std::string snapshot_store_credentials;
+  // How an s3:// store's chunks are written (docs/node-agent.md, "Compression and encryption"):
+  // --snapshot-store-compression none|zstd[:LEVEL], and --snapshot-store-encryption-key, a file
+  // of 32 raw bytes or 64 hex digits that only its owner may read ("" = no encryption). Either
+  // set with a directory store is refused: a directory store keeps snapshots as they are.
+  std::string snapshot_store_compression = "none";
+  std::string snapshot_store_encryption_key;
   // --bundle-root (repeatable) and --bundle-root-per-namespace: where actors' bundles may be
   // (bundle_confinement.h). No root given: <root>/bundles, created at startup (the DaemonSet's
   // /var/lib/stasis/bundles). Checked at startup: never a root that holds the agent's own

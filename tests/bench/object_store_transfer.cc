@@ -22,6 +22,7 @@
 
 #include "snapshots/object_store_backend.h"
 #include "snapshots/snapshot_store.h"
+#include "tests/bench/object_store_bench.h"
 #include "tests/bench/s3_curl.h"
 
 namespace fs = std::filesystem;
@@ -71,29 +72,17 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
   }
   spdlog::set_level(spdlog::level::warn);
-  auto endpoint = stasis::S3EndpointFromSettings(stasis::EnvironmentSettings());
-  const char* bucket = std::getenv("STASIS_S3_BUCKET");
-  if (!endpoint.ok() || !bucket) {
-    std::fprintf(stderr, "set the AWS_* variables and STASIS_S3_BUCKET (hack/object-store.sh up)\n");
-    return 2;
-  }
+  const auto env = stasis::bench::StoreFromEnvironment();
+  if (!env) return 2;
+  const stasis::S3Endpoint* endpoint = &env->endpoint;
+  const char* bucket = env->bucket.c_str();
   fs::remove_all(dir);
   const stasis::S3Location location{bucket, "bench/"};
   auto backend = std::make_unique<stasis::ObjectStoreBackend>(
       std::make_unique<stasis::S3Client>(*endpoint, bucket), location, dir + "/cache");
   stasis::ObjectStoreBackend& b = *backend;
   stasis::SnapshotStore store(dir + "/local", std::move(backend));
-  auto partial = store.BeginLocal("bench", "transfer", "s0");
-  if (!partial.ok()) return 2;
-  WriteRandom(fs::path(*partial) / "pages.img", mb << 20);
-  std::ofstream(fs::path(*partial) / "checkpoint.img") << "state";
-  stasis::SnapshotManifest m;
-  m.id = "s0";
-  m.ns = "bench";
-  m.name = "transfer";
-  m.scope = "Full";
-  m.trigger = "Suspend";
-  auto done = store.CompleteLocal(m);
+  auto done = stasis::bench::CompleteBenchSnapshot(store, "transfer", [&](const fs::path& p) { WriteRandom(p, mb << 20); });
   if (!done.ok()) return 2;
   const fs::path source = store.LocalPath("bench", "transfer", "s0");
   const std::string pages = (source / "pages.img").string();

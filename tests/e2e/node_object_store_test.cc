@@ -2,15 +2,22 @@
 // --snapshot-store s3://bucket/prefix: an actor suspended on node a is committed to the store
 // and resumes on node b, which has never seen it, its counter continued; a store that is down
 // leaves the snapshot on the node (PAUSED, CommitFailed), and the commit completes by itself
-// when the store is back. The fixture is tests/support/node_agent_fixture.h.
+// when the store is back. With --snapshot-store-compression zstd and an encryption key, the
+// store holds only sealed objects, and a node with another key leaves the actor SUSPENDED with
+// the reason (SnapshotKeyMismatch, both key ids named) — never a restore — while the node with
+// the right key resumes it. The fixture is tests/support/node_agent_fixture.h.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "api/conditions.h"
 #include "snapshots/s3_client.h"
 #include "tests/support/node_agent_fixture.h"
 #include "tests/support/object_store.h"
@@ -45,8 +52,25 @@ class ObjectStoreNodeTest : public NodeAgentTest {
             "AWS_SECRET_ACCESS_KEY=" + e.credentials.secret_access_key};
   }
   std::string StoreUrl() const { return "s3://" + object_store_->bucket() + "/" + ns_ + "/"; }
-  Agent* StartStoreAgent(const std::string& name) {
-    return StartAgent(Node(name), PinnedRunsc(), StoreEnv(), 2, StoreUrl());
+  Agent* StartStoreAgent(const std::string& name, const std::vector<std::string>& extra_args = {}) {
+    return StartAgent(Node(name), PinnedRunsc(), StoreEnv(), 2, StoreUrl(), extra_args);
+  }
+  // Actor `name` created on `a`, run until its counter reaches `count`, then suspended into the
+  // store; its counter then, and the SUSPENDED actor in *actor.
+  long RunThenSuspend(Agent& a, const std::string& name, long count, json* actor) {
+    CreateActor(name, CounterSpec(a.node));
+    EXPECT_TRUE(WaitStatus(name, "STATUS_RUNNING", 30s, actor));
+    const long before = WaitCounter(a, name, count);
+    Patch(name, {{"desiredState", "Suspended"}});
+    EXPECT_TRUE(WaitStatus(name, "STATUS_SUSPENDED", 60s, actor));
+    return before;
+  }
+  // A key file as a Secret volume with defaultMode 0400 holds it: 64 hex digits.
+  std::string KeyFile(const std::string& name, char digit) {
+    const fs::path p = work_.path() / name;
+    std::ofstream(p) << std::string(64, digit) << "\n";
+    chmod(p.c_str(), 0400);
+    return p.string();
   }
 
   static inline ObjectStore* object_store_ = nullptr;
@@ -58,13 +82,9 @@ TEST_F(ObjectStoreNodeTest, SuspendedToTheObjectStoreResumesOnAnotherNode) {
   Agent* b = StartStoreAgent("b");
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  CreateActor("mover", CounterSpec(a->node));
   json actor;
-  ASSERT_TRUE(WaitStatus("mover", "STATUS_RUNNING", 30s, &actor));
-  const long before = WaitCounter(*a, "mover", 10);
-
-  Patch("mover", {{"desiredState", "Suspended"}});
-  ASSERT_TRUE(WaitStatus("mover", "STATUS_SUSPENDED", 60s, &actor));
+  const long before = RunThenSuspend(*a, "mover", 10, &actor);
+  ASSERT_EQ(StatusOf(actor), "STATUS_SUSPENDED");
   const json snap = StatusField(actor, "latestSnapshot");
   ASSERT_TRUE(snap.is_object()) << actor["status"].dump();
   const std::string id = snap.value("id", "");
@@ -100,6 +120,36 @@ TEST_F(ObjectStoreNodeTest, AStoreDownRestsPausedAndTheCommitCompletesWhenItIsBa
   ASSERT_EQ(object_store_->Restart(), "");
   ASSERT_TRUE(WaitStatus("st", "STATUS_SUSPENDED", 180s, &x)) << "the commit is retried until the store is back";
   EXPECT_EQ(StatusField(x, "latestSnapshot").value("nodeName", ""), "");
+}
+
+TEST_F(ObjectStoreNodeTest, AnEncryptedSnapshotResumesOnlyWhereItsKeyIs) {
+  Agent* a = StartStoreAgent("a", {"--snapshot-store-compression=zstd:1", "--snapshot-store-encryption-key", KeyFile("key-a", '1')});
+  Agent* b = StartStoreAgent("b", {"--snapshot-store-encryption-key", KeyFile("key-b", '2')});
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  json actor;
+  const long before = RunThenSuspend(*a, "sealed", 5, &actor);
+  ASSERT_EQ(StatusOf(actor), "STATUS_SUSPENDED");
+  const std::string id = StatusField(actor, "latestSnapshot").value("id", "");
+  S3Client client(object_store_->endpoint(), object_store_->bucket());
+  auto manifest = client.GetObject(ns_ + "/" + ns_ + "/sealed/" + id + "/manifest.json");
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  EXPECT_THAT(*manifest, ::testing::HasSubstr("\"sealedManifest\""));
+  EXPECT_THAT(*manifest, ::testing::Not(::testing::HasSubstr("pages")));
+
+  Patch("sealed", {{"nodeName", b->node}, {"desiredState", "Running"}});
+  ASSERT_TRUE(WaitActor("sealed", [](const json& y) {
+    return CondReason(y, "Ready") == api::kReasonSnapshotKeyMismatch;
+  }, 60s, "Ready=False SnapshotKeyMismatch", &actor)) << actor["status"].dump();
+  EXPECT_EQ(StatusOf(actor), "STATUS_SUSPENDED") << "rests where it was, retried; never failed";
+  EXPECT_THAT(CondMessage(actor, "Ready"), ::testing::HasSubstr("was encrypted with key id "));
+  EXPECT_THAT(CondMessage(actor, "Ready"), ::testing::HasSubstr("; this agent has key id "));
+  EXPECT_TRUE(Entries(fs::path(b->root) / "store-cache" / ns_ / "sealed").empty()) << "nothing downloaded on b";
+  ExpectAllWorkersFree(b->node);
+
+  Patch("sealed", {{"nodeName", a->node}});
+  ASSERT_TRUE(WaitStatus("sealed", "STATUS_RUNNING", 60s, &actor)) << actor["status"].dump();
+  EXPECT_GE(WaitCounter(*a, "sealed", before), before) << "restored with its key, the counter continued";
 }
 
 }  // namespace

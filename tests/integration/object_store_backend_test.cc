@@ -2,6 +2,9 @@
 // SnapshotStore and ObjectStoreBackend: a snapshot committed on one "node" (a local root) is
 // fetched, verified, by another; the manifest is the last object, so a failed put leaves no
 // snapshot; a corrupted or missing chunk is refused with the chunk named; list and remove.
+// With compression and encryption: each transform round trips, the raw objects hold no
+// plaintext, a wrong key is refused by name with nothing downloaded, a tampered or swapped
+// chunk is refused.
 #include "snapshots/object_store_backend.h"
 
 #include <gmock/gmock.h>
@@ -9,6 +12,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "snapshots/snapshot_reasons.h"
 #include "snapshots/snapshot_store.h"
@@ -62,10 +66,10 @@ class ObjectStoreBackendTest : public ::testing::Test {
     ObjectStoreBackend* backend = nullptr;
     std::unique_ptr<SnapshotStore> snapshots;
   };
-  std::unique_ptr<Node> NewNode(const std::string& prefix) {
+  std::unique_ptr<Node> NewNode(const std::string& prefix, ChunkCodec codec = {}) {
     auto n = std::make_unique<Node>();
     auto backend = std::make_unique<ObjectStoreBackend>(Client(), S3Location{store_->bucket(), prefix},
-                                                        (n->root.path() / "store-cache").string(), 4);
+                                                        (n->root.path() / "store-cache").string(), 4, std::move(codec));
     n->backend = backend.get();
     n->snapshots = std::make_unique<SnapshotStore>((n->root.path() / "snapshots").string(), std::move(backend));
     return n;
@@ -184,6 +188,115 @@ TEST_F(ObjectStoreBackendTest, AStoreThatIsDownIsNotWritableAndComesBack) {
   EXPECT_FALSE(n1->snapshots->Commit(kNs, kName, "s1", true).ok()) << "nothing committed while it is down";
   ASSERT_EQ(store_->Restart(), "");
   EXPECT_TRUE(n1->snapshots->Commit(kNs, kName, "s1", true).ok()) << "the same snapshot commits once it is back";
+}
+
+std::shared_ptr<const EncryptionKey> Key(char fill) {
+  return std::make_shared<const EncryptionKey>(*EncryptionKey::FromBytes(std::string(kEncryptionKeyBytes, fill)));
+}
+
+// Every object under `prefix`, by key, as the store holds it.
+std::map<std::string, std::string> RawObjects(S3Client& client, const std::string& prefix) {
+  std::map<std::string, std::string> out;
+  auto objects = client.ListAllObjects(prefix);
+  EXPECT_TRUE(objects.ok());
+  for (const auto& o : objects.ok() ? *objects : std::vector<S3Object>{}) out[o.key] = *client.GetObject(o.key);
+  return out;
+}
+
+TEST_F(ObjectStoreBackendTest, EachTransformRoundTripsAndAnEncryptedStoreHoldsNoPlaintext) {
+  const CompressionSetting zstd{Compression::kZstd, 3};
+  struct Case {
+    const char* prefix;
+    ChunkCodec codec;
+  };
+  const std::vector<Case> cases = {{"zstd/", ChunkCodec(zstd, nullptr)},
+                                   {"aes/", ChunkCodec({}, Key('k'))},
+                                   {"zstd-aes/", ChunkCodec(zstd, Key('k'))}};
+  const std::string plaintext = Pattern(20 << 20, 1).substr(5 << 20, 64);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.prefix);
+    auto n1 = NewNode(c.prefix, c.codec);
+    auto n2 = NewNode(c.prefix, c.codec);
+    const SnapshotManifest m = Complete(*n1, "s1");
+    auto committed = n1->snapshots->Commit(kNs, kName, "s1", true);
+    ASSERT_TRUE(committed.ok()) << committed.status().ToString();
+    auto source = n2->snapshots->CheckForRestore(kNs, kName, "s1", true, "uid-1");
+    ASSERT_TRUE(source.ok()) << source.status().ToString();
+    EXPECT_EQ(source->manifest.compression, c.codec.compression());
+    EXPECT_EQ(source->manifest.encryption, c.codec.encryption());
+    EXPECT_EQ(ReadFile(fs::path(source->dir) / "pages.img"), Pattern(20 << 20, 1));
+
+    auto client = Client();
+    size_t stored = 0;
+    for (const auto& [key, bytes] : RawObjects(*client, n1->backend->SnapshotPrefix(kNs, kName, "s1"))) {
+      stored += bytes.size();
+      if (c.codec.encryption() == Encryption::kNone) continue;
+      EXPECT_EQ(bytes.find(plaintext), std::string::npos) << key << " holds plaintext";
+      for (const std::string& secret : {m.chunk_list_sha256, m.files[1].chunks[0], m.owner_uid, std::string("pages.img")}) {
+        EXPECT_EQ(bytes.find(secret), std::string::npos) << key << " reveals " << secret;
+      }
+    }
+    if (c.codec.compression() == Compression::kZstd) EXPECT_LT(stored, size_t{4} << 20) << "20 MiB of a pattern, compressed";
+  }
+}
+
+TEST_F(ObjectStoreBackendTest, AnUnencryptedSnapshotReadsWithAnyCompressionAndAKeyedAgentRefusesIt) {
+  auto plain = NewNode("compat/");
+  Complete(*plain, "s1");
+  ASSERT_TRUE(plain->snapshots->Commit(kNs, kName, "s1", true).ok());
+  auto zstd = NewNode("compat/", ChunkCodec({Compression::kZstd, 1}, nullptr));
+  EXPECT_TRUE(zstd->snapshots->CheckForRestore(kNs, kName, "s1", true, "uid-1").ok()) << "decoded by its manifest";
+  auto keyed = NewNode("compat/", ChunkCodec({}, Key('k')));
+  EXPECT_EQ(keyed->snapshots->CheckForRestore(kNs, kName, "s1", true, "uid-1").status().reason(),
+            snapshot_reason::kSnapshotKeyMismatch);
+}
+
+TEST_F(ObjectStoreBackendTest, AWrongKeyIsRefusedByNameBeforeAnythingIsDownloaded) {
+  const auto key = Key('k'), other = Key('o');
+  auto n1 = NewNode("wrongkey/", ChunkCodec({}, key));
+  Complete(*n1, "s1");
+  ASSERT_TRUE(n1->snapshots->Commit(kNs, kName, "s1", true).ok());
+  auto n2 = NewNode("wrongkey/", ChunkCodec({}, other));
+  auto r = n2->snapshots->CheckForRestore(kNs, kName, "s1", true, "uid-1");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), snapshot_reason::kSnapshotKeyMismatch);
+  EXPECT_THAT(r.status().message(), HasSubstr("was encrypted with key id " + key->id() + "; this agent has key id " + other->id()));
+  auto n3 = NewNode("wrongkey/");
+  EXPECT_THAT(n3->snapshots->CheckForRestore(kNs, kName, "s1", true, "uid-1").status().message(),
+              HasSubstr("this agent has no key"));
+  for (auto* n : {n2.get(), n3.get()}) {
+    std::error_code ec;
+    EXPECT_TRUE(fs::is_empty(n->root.path() / "store-cache", ec) || !fs::exists(n->root.path() / "store-cache"))
+        << "nothing downloaded into the cache";
+  }
+  EXPECT_TRUE(n2->snapshots->ListCommitted(kNs, kName).empty()) << "what it cannot read it does not list";
+}
+
+TEST_F(ObjectStoreBackendTest, ATamperedOrSwappedEncryptedChunkIsRefused) {
+  auto n1 = NewNode("tamper/", ChunkCodec({Compression::kZstd, 3}, Key('k')));
+  auto n2 = NewNode("tamper/", ChunkCodec({}, Key('k')));
+  Complete(*n1, "s1");
+  ASSERT_TRUE(n1->snapshots->Commit(kNs, kName, "s1", true).ok());
+  const std::string prefix = n1->backend->SnapshotPrefix(kNs, kName, "s1");
+  auto client = Client();
+  const std::string k0 = ObjectStoreBackend::ChunkKey(prefix, 1, 0), k1 = ObjectStoreBackend::ChunkKey(prefix, 1, 1);
+  const std::string c0 = *client->GetObject(k0), c1 = *client->GetObject(k1);
+  std::string flipped = c1;
+  flipped[flipped.size() / 2] ^= 0x20;
+  ASSERT_TRUE(client->PutObject(k1, flipped).ok());
+  auto r = n2->snapshots->CheckForRestore(kNs, kName, "s1", true, "uid-1");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), snapshot_reason::kSnapshotCorrupt);
+  EXPECT_THAT(r.status().message(), HasSubstr("pages.img chunk 1 (bytes 8388608–16777215): encrypted object failed authentication"));
+  EXPECT_FALSE(fs::exists(n2->root.path() / "store-cache" / kNs / kName / "s1")) << "nothing of it kept to restore";
+  // Chunks 0 and 1 swapped: each is intact, and each is refused where it does not belong.
+  ASSERT_TRUE(client->PutObject(k0, c1).ok());
+  ASSERT_TRUE(client->PutObject(k1, c0).ok());
+  EXPECT_THAT(n2->snapshots->CheckForRestore(kNs, kName, "s1", true, "uid-1").status().message(),
+              HasSubstr("moved from another place"));
+  ASSERT_TRUE(client->PutObject(k0, c0).ok());
+  ASSERT_TRUE(client->PutObject(k1, c1).ok());
+  EXPECT_TRUE(n2->snapshots->CheckForRestore(kNs, kName, "s1", true, "uid-1").ok()) << "put back, it restores";
 }
 
 }  // namespace
