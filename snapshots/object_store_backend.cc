@@ -258,7 +258,9 @@ Status ObjectStoreBackend::Remove(const std::string& ns, const std::string& name
   if (Status s = client_->DeleteObject(ManifestKey(prefix)); !s.ok()) return s;
   if (Status s = DeleteUnder(prefix); !s.ok()) return s;
   std::error_code ec;
-  if (fs::exists(SnapshotDir(cache_root_, ns, name, id), ec)) return RemoveSnapshotDir(ActorDir(cache_root_, ns, name), id);
+  if (!cache_root_.empty() && fs::exists(SnapshotDir(cache_root_, ns, name, id), ec)) {
+    return RemoveSnapshotDir(ActorDir(cache_root_, ns, name), id);
+  }
   return OkStatus();
 }
 

@@ -35,8 +35,6 @@ ManagerOptions ManagerOptionsFor(const NodeAgentOptions& o) {
   return mo;
 }
 
-bool IsObjectStore(const std::string& store) { return store.rfind(kS3Scheme, 0) == 0; }
-
 // <root>/{run,logs,snapshots} and the store's directory on this node (a directory store's
 // root, or an object store's download cache <root>/store-cache) in *store_root.
 Status MakeDirectories(const NodeAgentOptions& o, std::string* store_root) {
@@ -45,7 +43,7 @@ Status MakeDirectories(const NodeAgentOptions& o, std::string* store_root) {
     std::filesystem::create_directories(o.root + "/" + d, ec);
     if (ec) return Status(Code::kFailedPrecondition, "cannot create " + o.root + "/" + d + ": " + ec.message());
   }
-  *store_root = IsObjectStore(o.snapshot_store) ? o.root + "/store-cache"
+  *store_root = IsS3Url(o.snapshot_store) ? o.root + "/store-cache"
                 : o.snapshot_store.empty()      ? o.root + "/store"
                                                 : o.snapshot_store;
   std::filesystem::create_directories(*store_root, ec);
@@ -56,11 +54,10 @@ Status MakeDirectories(const NodeAgentOptions& o, std::string* store_root) {
 // (endpoint, region and credentials from --snapshot-store-credentials' files, else the AWS_*
 // environment), else the directory `store_root`.
 Result<std::unique_ptr<CommittedBackend>> CommittedBackendFor(const NodeAgentOptions& o, const std::string& store_root) {
-  if (!IsObjectStore(o.snapshot_store)) return std::unique_ptr<CommittedBackend>(std::make_unique<FilesystemBackend>(store_root, true));
+  if (!IsS3Url(o.snapshot_store)) return std::unique_ptr<CommittedBackend>(std::make_unique<FilesystemBackend>(store_root, true));
   auto location = ParseS3Location(o.snapshot_store);
   if (!location.ok()) return location.status();
-  auto endpoint = S3EndpointFromSettings(o.snapshot_store_credentials.empty() ? EnvironmentSettings()
-                                                                             : SecretDirSettings(o.snapshot_store_credentials));
+  auto endpoint = S3EndpointFor(o.snapshot_store_credentials);
   if (!endpoint.ok()) return endpoint.status();
   auto client = std::make_unique<S3Client>(std::move(*endpoint), location->bucket);
   return std::unique_ptr<CommittedBackend>(
