@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <random>
 
@@ -148,8 +149,10 @@ Result<CommittedBackend::PutOutcome> ObjectStoreBackend::Put(const fs::path& sou
     return SnapshotCorruptError(Location(m.ns, m.name, m.id), "the store holds another snapshot under this id");
   }
   if (existing.status().reason() != kSnapshotNotFound) return existing.status();
+  const auto start = std::chrono::steady_clock::now();
   Status put = UploadChunks(source, m, prefix);
   if (put.ok()) put = client_->PutObject(ManifestKey(prefix), ManifestText(m));
+  ObserveTransfer(TransferDirection::kUpload, m, start, put.ok());
   if (!put.ok()) {
     // No manifest: nothing looks committed. The chunks are removed now if the store lets us,
     // else by garbage collection later.
@@ -213,7 +216,9 @@ Result<CommittedBackend::Fetched> ObjectStoreBackend::Fetch(const std::string& n
   fs::remove_all(partial, ec);
   fs::create_directories(partial, ec);
   if (ec) return Status(Code::kInternal, "create " + partial.string() + ": " + ec.message(), kIoError);
+  const auto start = std::chrono::steady_clock::now();
   Status got = Download(SnapshotPrefix(ns, name, id), *m, partial);
+  ObserveTransfer(TransferDirection::kDownload, *m, start, got.ok());
   if (got.ok()) {
     fs::rename(partial, complete, ec);
     if (ec) got = Status(Code::kInternal, "rename " + partial.string() + ": " + ec.message(), kIoError);
@@ -241,6 +246,14 @@ std::vector<SnapshotManifest> ObjectStoreBackend::List(const std::string& ns, co
     return std::tie(a.taken_at, a.id) < std::tie(b.taken_at, b.id);
   });
   return out;
+}
+
+void ObjectStoreBackend::ObserveTransfer(TransferDirection d, const SnapshotManifest& m,
+                                         std::chrono::steady_clock::time_point start, bool ok) const {
+  if (TransferObserver* o = client_->observer()) {
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    o->SnapshotTransfer(d, static_cast<uint64_t>(m.total_bytes), took.count(), ok);
+  }
 }
 
 Status ObjectStoreBackend::DeleteUnder(const std::string& prefix) const {

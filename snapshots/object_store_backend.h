@@ -14,6 +14,7 @@
 // loss may have torn it) is downloaded again.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -52,6 +53,9 @@ class ObjectStoreBackend final : public CommittedBackend {
   Result<SnapshotManifest> GetManifest(const std::string& ns, const std::string& name, const std::string& id) const;
   Status Download(const std::string& prefix, const SnapshotManifest& m, const std::filesystem::path& partial) const;
   Status UploadChunks(const std::filesystem::path& source, const SnapshotManifest& m, const std::string& prefix);
+  // One snapshot's transfer since `start`, to the client's observer (metrics) if it has one.
+  void ObserveTransfer(TransferDirection d, const SnapshotManifest& m, std::chrono::steady_clock::time_point start,
+                       bool ok) const;
   // Deletes every object under `prefix` (best effort after a failed put; a removal's second half).
   Status DeleteUnder(const std::string& prefix) const;
 
