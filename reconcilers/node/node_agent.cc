@@ -52,14 +52,17 @@ Status MakeDirectories(const NodeAgentOptions& o, std::string* store_root) {
 
 // The committed snapshots' backend: an object store for --snapshot-store s3://bucket/prefix
 // (endpoint, region and credentials from --snapshot-store-credentials' files, else the AWS_*
-// environment), else the directory `store_root`.
-Result<std::unique_ptr<CommittedBackend>> CommittedBackendFor(const NodeAgentOptions& o, const std::string& store_root) {
+// environment; its transfers reported to `observer`), else the directory `store_root`.
+Result<std::unique_ptr<CommittedBackend>> CommittedBackendFor(const NodeAgentOptions& o, const std::string& store_root,
+                                                               TransferObserver* observer) {
   if (!IsS3Url(o.snapshot_store)) return std::unique_ptr<CommittedBackend>(std::make_unique<FilesystemBackend>(store_root, true));
   auto location = ParseS3Location(o.snapshot_store);
   if (!location.ok()) return location.status();
   auto endpoint = S3EndpointFor(o.snapshot_store_credentials);
   if (!endpoint.ok()) return endpoint.status();
-  auto client = std::make_unique<S3Client>(std::move(*endpoint), location->bucket);
+  S3ClientOptions client_options;
+  client_options.observer = observer;
+  auto client = std::make_unique<S3Client>(std::move(*endpoint), location->bucket, std::move(client_options));
   return std::unique_ptr<CommittedBackend>(
       std::make_unique<ObjectStoreBackend>(std::move(client), std::move(*location), store_root));
 }
@@ -149,7 +152,7 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
   for (const auto& r : bundle_roots->roots) {
     spdlog::info("bundle root root={} per_namespace={}", r, bundle_roots->per_namespace);
   }
-  auto backend = CommittedBackendFor(o, store_root);
+  auto backend = CommittedBackendFor(o, store_root, &snapshot_metrics);
   if (!backend.ok()) return backend.status();
   SnapshotStore snapshots(o.root + "/snapshots", std::move(*backend));
   snapshots.set_digest_threads(o.snapshot_digest_threads);
