@@ -238,7 +238,7 @@ stasis::Status StoreDurations(const stasis::Flags& f, stasis::ClusterControllerO
   auto grace = f.GetSeconds("snapshot-gc-grace");
   if (!grace.ok()) return grace.status();
   if (*grace > 0 && o.snapshot_store.rfind(stasis::kS3Scheme, 0) == 0) {
-    if (*grace < 60) return Invalid("--snapshot-gc-grace must be at least 1m: a put in progress must never look abandoned");
+    if (*grace < 300) return Invalid("--snapshot-gc-grace must be at least 5m: a put in progress must never look abandoned");
     o.gc_grace = std::chrono::seconds(static_cast<long long>(*grace));
   }
   return stasis::OkStatus();
