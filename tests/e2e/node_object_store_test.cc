@@ -2,16 +2,21 @@
 // --snapshot-store s3://bucket/prefix: an actor suspended on node a is committed to the store
 // and resumes on node b, which has never seen it, its counter continued; a store that is down
 // leaves the snapshot on the node (PAUSED, CommitFailed), and the commit completes by itself
-// when the store is back. The fixture is tests/support/node_agent_fixture.h.
+// when the store is back; `stasis controller --retain 1` on the same store keeps only the
+// newest committed snapshot. The fixture is tests/support/node_agent_fixture.h.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <thread>
 
 #include "snapshots/s3_client.h"
+#include "tests/support/background_process.h"
+#include "tests/support/control_plane.h"
 #include "tests/support/node_agent_fixture.h"
 #include "tests/support/object_store.h"
 
@@ -47,6 +52,20 @@ class ObjectStoreNodeTest : public NodeAgentTest {
   std::string StoreUrl() const { return "s3://" + object_store_->bucket() + "/" + ns_ + "/"; }
   Agent* StartStoreAgent(const std::string& name) {
     return StartAgent(Node(name), PinnedRunsc(), StoreEnv(), 2, StoreUrl());
+  }
+
+  // The ids of the actor's snapshots whose manifest object is in the store.
+  std::set<std::string> Committed(const std::string& actor) const {
+    S3Client client(object_store_->endpoint(), object_store_->bucket());
+    const std::string prefix = ns_ + "/" + ns_ + "/" + actor + "/";
+    std::set<std::string> ids;
+    auto all = client.ListAllObjects(prefix);
+    for (const auto& o : all.ok() ? *all : std::vector<S3Object>{}) {
+      const std::string rest = o.key.substr(prefix.size());
+      const size_t slash = rest.find('/');
+      if (slash != std::string::npos && rest.substr(slash + 1) == "manifest.json") ids.insert(rest.substr(0, slash));
+    }
+    return ids;
   }
 
   static inline ObjectStore* object_store_ = nullptr;
@@ -100,6 +119,34 @@ TEST_F(ObjectStoreNodeTest, AStoreDownRestsPausedAndTheCommitCompletesWhenItIsBa
   ASSERT_EQ(object_store_->Restart(), "");
   ASSERT_TRUE(WaitStatus("st", "STATUS_SUSPENDED", 180s, &x)) << "the commit is retried until the store is back";
   EXPECT_EQ(StatusField(x, "latestSnapshot").value("nodeName", ""), "");
+}
+
+// The controller reaches the same object store as the agents (--snapshot-store s3://…, the
+// standard environment) and keeps the newest committed snapshot of an actor suspended three
+// times; the one left is its latestSnapshot, and it resumes.
+TEST_F(ObjectStoreNodeTest, TheControllerKeepsTheNewestSnapshotInTheObjectStore) {
+  Agent* a = StartStoreAgent("a");
+  ASSERT_NE(a, nullptr);
+  BackgroundProcess controller({kStasis, "controller", "--kubeconfig", ControlPlane::Get().kubeconfig(),
+                                "--metrics-addr", "127.0.0.1:0", "--leader-elect", "false", "--snapshot-store",
+                                StoreUrl(), "--retain", "1", "--snapshot-gc-grace", "1h"},
+                               (work_.path() / "controller.log").string(), StoreEnv());
+  CreateActor("kept", CounterSpec(a->node));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(WaitStatus("kept", "STATUS_RUNNING", 60s));
+    Patch("kept", {{"desiredState", "Suspended"}});
+    json x;
+    ASSERT_TRUE(WaitStatus("kept", "STATUS_SUSPENDED", 60s, &x));
+    ids.push_back(StatusField(x, "latestSnapshot").value("id", ""));
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (Committed("kept") != std::set<std::string>{ids.back()} && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(200ms);
+    }
+    EXPECT_EQ(Committed("kept"), std::set<std::string>{ids.back()}) << "after suspend " << i + 1;
+    Patch("kept", {{"desiredState", "Running"}});
+  }
+  ASSERT_TRUE(WaitStatus("kept", "STATUS_RUNNING", 60s)) << "the snapshot retention kept resumes";
 }
 
 }  // namespace
