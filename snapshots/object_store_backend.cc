@@ -199,6 +199,12 @@ Status ObjectStoreBackend::Download(const std::string& prefix, const SnapshotMan
 
 Result<CommittedBackend::Fetched> ObjectStoreBackend::Fetch(const std::string& ns, const std::string& name,
                                                             const std::string& id) const {
+  if (cache_root_.empty()) {
+    // Without a cache there is nowhere to download to (a relative path would land in the
+    // working directory): the controller lists and removes, it never fetches.
+    return Status(Code::kFailedPrecondition, "no download cache to fetch " + Location(ns, name, id) + " into",
+                  kStoreNotWritable);
+  }
   auto m = GetManifest(ns, name, id);
   if (!m.ok()) return m.status();
   const fs::path complete = SnapshotDir(cache_root_, ns, name, id);
@@ -288,6 +294,9 @@ Status ObjectStoreBackend::CheckWritable() const {
                 s.reason().empty() ? kStoreNotWritable : s.reason());
 }
 
-Result<int> ObjectStoreBackend::RemoveLeftovers() { return RemovePartialsUnder(cache_root_); }
+Result<int> ObjectStoreBackend::RemoveLeftovers() {
+  if (cache_root_.empty()) return 0;  // no cache, no partial downloads
+  return RemovePartialsUnder(cache_root_);
+}
 
 }  // namespace stasis

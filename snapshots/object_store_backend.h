@@ -26,7 +26,8 @@ namespace stasis {
 
 class ObjectStoreBackend final : public CommittedBackend {
  public:
-  // cache_root: the download cache; "" for none (the controller, which only lists and removes).
+  // cache_root: the download cache; "" for none (the controller, which only lists and removes:
+  // Fetch is refused).
   // transfers: chunks moved at once; 0 = the CPUs this process may use, at least 2 and at most
   // 16 (each transfer also hashes its chunk; on a small node more only contend).
   ObjectStoreBackend(std::unique_ptr<S3Client> client, S3Location location, std::string cache_root,

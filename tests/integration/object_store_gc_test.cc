@@ -185,10 +185,12 @@ TEST_F(ObjectStoreGcTest, RetentionAndGcLeaveExactlyWhatTheyPromise) {
 
   EXPECT_EQ(Listed(), Union({Snapshot("counter", "c1"), Snapshot("counter", "c3"), Snapshot("counter", "c4"),
                              Snapshot("worker", "w2"), Snapshot("worker", "young", false), {"README"}}));
-  // What is left still restores.
+  // What is left still restores (on the node: the controller has no download cache and
+  // refuses to fetch).
   for (const char* id : {"c1", "c3", "c4"}) {
-    EXPECT_TRUE(controller_->VerifyCommitted(kNs, "counter", id).ok()) << id;
+    EXPECT_TRUE(node_->VerifyCommitted(kNs, "counter", id).ok()) << id;
   }
+  EXPECT_FALSE(controller_->VerifyCommitted(kNs, "counter", "c1").ok());
 
   // Past the young put's grace it goes too; a second pass finds nothing else.
   report = gc.RunOnce([] { return Result<LiveActors>(LiveActors{{{kNs, "counter"}, "uid-counter"},
