@@ -28,10 +28,10 @@ Status Validate(const ClusterControllerOptions& o) {
   if (o.gc_grace && !IsS3Url(o.snapshot_store)) {
     return Status(Code::kInvalidArgument, "--snapshot-gc-grace needs an object store: --snapshot-store s3://bucket/prefix");
   }
-  if (IsS3Url(o.snapshot_store)) return OkStatus();  // its location and endpoint are checked by OpenStore
   if (o.retain && *o.retain < 1) {
     return Status(Code::kInvalidArgument, "--retain must be at least 1 (latestSnapshot is always kept)");
   }
+  if (IsS3Url(o.snapshot_store)) return OkStatus();  // its location and endpoint are checked by OpenStore
   std::error_code ec;
   if (!o.snapshot_store.empty() && !std::filesystem::is_directory(o.snapshot_store, ec)) {
     return Status(Code::kInvalidArgument, "--snapshot-store " + o.snapshot_store + " is not a directory" +
