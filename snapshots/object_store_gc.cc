@@ -116,16 +116,25 @@ void ObjectStoreGc::ReadOwners(std::vector<StoredSnapshot>& snapshots, const Liv
   }
 }
 
-Status ObjectStoreGc::DeleteSnapshot(const StoredSnapshot& s) {
+Status ObjectStoreGc::StillAbandoned(const StoredSnapshot& s, Time now) {
+  // A commit retried under the same id (its first attempt failed and could not clean up)
+  // writes the same keys again: listed afresh, its new objects are young, or its manifest is
+  // there. Only what is still all old and manifest-less goes.
+  const std::string prefix = location_.prefix + s.ns + "/" + s.name + "/" + s.id + "/";
+  auto again = client_.ListAllObjects(prefix);
+  if (!again.ok()) return again.status();
+  auto groups = GroupSnapshots(*again, location_.prefix);
+  if (groups.size() == 1 && !groups[0].has_manifest && PastGrace(groups[0].newest, now, grace_)) return OkStatus();
+  return Status(Code::kAborted, "written again since the listing (a put under way)", snapshot_reason::kStoreRequestRejected);
+}
+
+Status ObjectStoreGc::DeleteSnapshot(const StoredSnapshot& s, Time now) {
   const std::string manifest = location_.prefix + s.ns + "/" + s.name + "/" + s.id + "/" + kManifestFile;
   if (s.has_manifest) {
     // The manifest first: from then on the snapshot no longer looks committed to anyone.
     if (Status d = client_.DeleteObject(manifest); !d.ok()) return d;
-  } else if (auto head = client_.HeadObject(manifest); head.ok()) {
-    // A manifest that arrived after the listing: a put completed after all; not ours to judge.
-    return Status(Code::kAborted, "its manifest appeared after the listing", snapshot_reason::kStoreRequestRejected);
-  } else if (head.status().reason() != snapshot_reason::kStoreObjectMissing) {
-    return head.status();
+  } else if (Status still = StillAbandoned(s, now); !still.ok()) {
+    return still;
   }
   for (const std::string& key : s.keys) {
     if (key == manifest) continue;
@@ -156,7 +165,12 @@ Result<ObjectStoreGc::Report> ObjectStoreGc::RunOnce(const std::function<Result<
   for (const GcDeletion& d : plan.snapshots) {
     const StoredSnapshot& s = snapshots[d.snapshot];
     const long long age_s = std::chrono::duration_cast<std::chrono::seconds>(now - s.newest).count();
-    if (Status st = DeleteSnapshot(s); !st.ok()) {
+    if (Status st = DeleteSnapshot(s, now); st.code() == Code::kAborted) {
+      ++report.kept;  // written again since the listing: not abandoned after all
+      spdlog::info("component=gc op=delete actor={} snapshot={} reason={} result=kept why=\"{}\"", Actor(s), s.id,
+                   d.reason, st.message());
+      continue;
+    } else if (!st.ok()) {
       ++report.failed;
       spdlog::warn("component=gc op=delete actor={} snapshot={} reason={} age_s={} result=error error=\"{}\"", Actor(s),
                    s.id, d.reason, age_s, st.message());

@@ -20,6 +20,10 @@
 //    the listing is not in it, and the actor of one committed before it is in the actor list.
 //  - Keys that are not <ns>/<name>/<id>/… with valid names (the write probe, foreign objects)
 //    are never touched.
+//  - An incomplete snapshot is listed again just before its deletion and kept if anything of it
+//    is young now or its manifest arrived (a commit retried under the same id). A retry that
+//    starts in the milliseconds between that listing and the deletions can still lose chunks;
+//    its manifest then names chunks that are missing, which a restore refuses (snapshot_corrupt).
 //  - A complete snapshot loses its manifest first: from then on nothing reads it as committed.
 //
 // PlanObjectStoreGc is the decision, pure; ObjectStoreGc is the edge that lists, reads and deletes.
@@ -87,6 +91,7 @@ class ObjectStoreGc {
   struct Report {
     std::map<std::string, int> deleted;  // reason → snapshots (or uploads) deleted
     int failed = 0;                      // deletions that failed (logged; tried again next pass)
+    int kept = 0;                        // planned, but written again when listed afresh
     int snapshots_seen = 0;
   };
   // One pass: list the store, then the actors (list_actors: a quorum read), read the manifests
@@ -101,7 +106,10 @@ class ObjectStoreGc {
   Result<std::vector<MultipartUpload>> ListUploads();
   // Reads the owner uid of every snapshot that PlanObjectStoreGc needs it for.
   void ReadOwners(std::vector<StoredSnapshot>& snapshots, const LiveActors& live, Time now);
-  Status DeleteSnapshot(const StoredSnapshot& s);
+  // OK when the incomplete snapshot `s`, listed again now, is still all past the grace and
+  // without a manifest.
+  [[nodiscard]] Status StillAbandoned(const StoredSnapshot& s, Time now);
+  [[nodiscard]] Status DeleteSnapshot(const StoredSnapshot& s, Time now);
 
   S3Client& client_;
   S3Location location_;

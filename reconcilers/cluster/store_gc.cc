@@ -55,8 +55,8 @@ void StoreGcLoop::Pass() {
     metrics_.CountSnapshotDeletions(reason, n);
     deleted += n;
   }
-  spdlog::info("component=gc op=pass result={} snapshots={} deleted={} failed={} duration_ms={}",
-               report->failed ? "partial" : "ok", report->snapshots_seen, deleted, report->failed, ms);
+  spdlog::info("component=gc op=pass result={} snapshots={} deleted={} kept={} failed={} duration_ms={}",
+               report->failed ? "partial" : "ok", report->snapshots_seen, deleted, report->kept, report->failed, ms);
 }
 
 }  // namespace stasis

@@ -222,6 +222,28 @@ TEST_F(ObjectStoreGcTest, AListingThatFailsDeletesNothing) {
   EXPECT_EQ(Listed(), before);
 }
 
+TEST_F(ObjectStoreGcTest, ACommitRetriedUnderTheSameIdDuringAPassIsKept) {
+  // An interrupted put, old by the time of the pass; while the pass reads the actors, the
+  // agent retries that commit under the same id and writes its first chunk again.
+  Interrupted("counter", "retried");
+  Time old{};
+  (void)Listed(&old);
+  std::this_thread::sleep_for(2100ms);
+  ObjectStoreGc gc(*client_, Location(), 1h);
+  auto report = gc.RunOnce(
+      [&]() -> Result<LiveActors> {
+        const std::string p = prefix_ + kNs + "/counter/retried/";
+        EXPECT_TRUE(client_->PutObject(ObjectStoreBackend::ChunkKey(p, 0, 0), "half").ok());
+        return LiveActors{{{kNs, "counter"}, "uid-counter"}};
+      },
+      old + 1h + 1s);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_TRUE(report->deleted.empty());
+  EXPECT_EQ(report->failed, 0);
+  EXPECT_EQ(report->kept, 1) << "planned from the listing, kept when listed again";
+  EXPECT_EQ(Listed(), Snapshot("counter", "retried", false));
+}
+
 TEST_F(ObjectStoreGcTest, AnAbandonedMultipartUploadIsAbortedAfterTheGrace) {
   const std::string key = prefix_ + "default/counter/m1/chunks/0/0";
   auto upload = client_->CreateMultipartUpload(key);
