@@ -3,6 +3,8 @@
 // manifests without an owner, keys that are not a snapshot's.
 #include "snapshots/object_store_gc.h"
 
+#include "reconcilers/cluster/store_gc.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -100,6 +102,13 @@ TEST(PlanObjectStoreGcTest, NoActorsAtAllStillSparesYoungSnapshots) {
   // An empty actor list (every actor deleted) collects only what is past the grace.
   const auto snaps = std::vector<StoredSnapshot>{Snap("a", "s1", kOld, true), Snap("a", "s2", kYoung, true)};
   EXPECT_THAT(Victims(snaps, PlanObjectStoreGc(snaps, {}, {}, kNow, kGrace)), ElementsAre("a/s1:actor_gone"));
+}
+
+TEST(StoreGcPeriodTest, AQuarterOfTheGraceBetweenTenSecondsAndTenMinutes) {
+  EXPECT_EQ(StoreGcPeriod(std::chrono::hours(1)), std::chrono::minutes(10));
+  EXPECT_EQ(StoreGcPeriod(std::chrono::minutes(20)), std::chrono::minutes(5));
+  EXPECT_EQ(StoreGcPeriod(std::chrono::seconds(20)), std::chrono::seconds(10));
+  EXPECT_EQ(StoreGcPeriod(std::chrono::hours(24)), std::chrono::minutes(10));
 }
 
 }  // namespace
