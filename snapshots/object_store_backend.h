@@ -22,6 +22,7 @@
 // loss may have torn it) is downloaded again.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -34,6 +35,8 @@ namespace stasis {
 
 class ObjectStoreBackend final : public CommittedBackend {
  public:
+  // cache_root: the download cache; "" for none (the controller, which only lists and removes:
+  // Fetch is refused).
   // transfers: chunks moved at once; 0 = the CPUs this process may use, at least 2 and at most
   // 16 (each transfer also hashes its chunk; on a small node more only contend). codec: how
   // this agent writes chunks (--snapshot-store-compression, --snapshot-store-encryption-key).
@@ -65,6 +68,9 @@ class ObjectStoreBackend final : public CommittedBackend {
   // snapshot_corrupt (or the codec's own reason) naming the chunk of `m` that did not decode.
   Status ChunkDecodeError(const SnapshotManifest& m, const ChunkSpan& c, const Status& why) const;
   Status UploadChunks(const std::filesystem::path& source, const SnapshotManifest& m, const std::string& prefix);
+  // One snapshot's transfer since `start`, to the client's observer (metrics) if it has one.
+  void ObserveTransfer(TransferDirection d, const SnapshotManifest& m, std::chrono::steady_clock::time_point start,
+                       bool ok) const;
   // Deletes every object under `prefix` (best effort after a failed put; a removal's second half).
   Status DeleteUnder(const std::string& prefix) const;
 

@@ -77,6 +77,7 @@ Result<S3HttpResponse> S3Client::Send(std::string_view op, const std::string& ke
     }
     S3Outcome& outcome = response.outcome;
     if (!outcome.transport_error && outcome.http_status >= 200 && outcome.http_status < 300) {
+      CountBytes(op, request, response);
       return response;
     }
     if (auto error = ParseS3Error(response.body)) {
@@ -96,7 +97,19 @@ Result<S3HttpResponse> S3Client::Send(std::string_view op, const std::string& ke
     }
     spdlog::info("component=s3 op={} target={} attempt={} result=retry reason={} wait_ms={}", op,
                  Target(key), attempt, failure.reason(), wait.count());
+    if (options_.observer) options_.observer->Retry(op);
     std::this_thread::sleep_for(wait);
+  }
+}
+
+void S3Client::CountBytes(std::string_view op, const S3HttpRequest& request, const S3HttpResponse& response) const {
+  if (!options_.observer) return;
+  if (op == "put" || op == "upload-part") {
+    options_.observer->ObjectBytes(TransferDirection::kUpload,
+                                   request.body_fd >= 0 ? request.body_length : request.body.size());
+  } else if (op == "get") {
+    options_.observer->ObjectBytes(TransferDirection::kDownload,
+                                   request.sink_fd >= 0 ? response.sink_bytes : response.body.size());
   }
 }
 

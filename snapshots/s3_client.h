@@ -23,6 +23,7 @@
 #include "snapshots/s3_http.h"
 #include "snapshots/s3_location.h"
 #include "snapshots/s3_retry.h"
+#include "snapshots/transfer_observer.h"
 #include "snapshots/s3_url.h"
 #include "snapshots/s3_xml.h"
 
@@ -33,6 +34,8 @@ struct S3ClientOptions {
   S3RetryPolicy retry;
   // [0, 1) for the backoff's jitter; tests pass their own. Default: a seeded engine.
   std::function<double()> random01;
+  // Bytes moved and retries, for metrics; nullptr: none. Not owned; outlives the client.
+  TransferObserver* observer = nullptr;
 };
 
 struct ByteRange {
@@ -50,6 +53,7 @@ class S3Client {
   S3Client(S3Endpoint endpoint, std::string bucket, S3ClientOptions options = {});
 
   const std::string& bucket() const { return bucket_; }
+  TransferObserver* observer() const { return options_.observer; }
 
   [[nodiscard]] Status PutObject(const std::string& key, std::string_view data);
   // `length` bytes of `fd` from `offset`, read as they are sent.
@@ -95,6 +99,8 @@ class S3Client {
   // names the operation in messages and logs.
   Result<S3HttpResponse> Send(std::string_view op, const std::string& key,
                               const S3HttpRequest& request);
+  // Tells the observer what a successful object or part put, or object get, carried.
+  void CountBytes(std::string_view op, const S3HttpRequest& request, const S3HttpResponse& response) const;
   std::string Url(const std::string& key, const S3Query& query = {}) const;
   std::string Target(const std::string& key) const;  // "s3://bucket/key", for messages
 

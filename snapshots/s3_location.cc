@@ -150,4 +150,10 @@ SettingLookup SecretDirSettings(std::string dir) {
   };
 }
 
+bool IsS3Url(std::string_view store) { return store.rfind(kS3Scheme, 0) == 0; }
+
+Result<S3Endpoint> S3EndpointFor(const std::string& credentials_dir) {
+  return S3EndpointFromSettings(credentials_dir.empty() ? EnvironmentSettings() : SecretDirSettings(credentials_dir));
+}
+
 }  // namespace stasis

@@ -63,4 +63,10 @@ SettingLookup EnvironmentSettings();
 // Files named as above in `dir` (a mounted Secret); a missing file is an unset setting.
 SettingLookup SecretDirSettings(std::string dir);
 
+// Whether a --snapshot-store value names an object store (s3://…) rather than a directory.
+bool IsS3Url(std::string_view store);
+// The endpoint as --snapshot-store-credentials says: that Secret directory's files, or the
+// environment when it is "". The node agent and the controller read it alike.
+Result<S3Endpoint> S3EndpointFor(const std::string& credentials_dir);
+
 }  // namespace stasis

@@ -89,6 +89,11 @@ Result<Element> ParseRoot(std::string_view body, std::string_view root_name) {
 
 bool ParseBool(const std::string& s) { return s == "true"; }
 
+Time ParseStoreTime(const std::string& s) {
+  auto t = ParseTime(s);
+  return t.ok() ? *t : Time{};
+}
+
 }  // namespace
 
 std::optional<S3ErrorBody> ParseS3Error(std::string_view body) {
@@ -105,6 +110,7 @@ Result<ListObjectsPage> ParseListObjectsV2(std::string_view body) {
     if (c.name != "Contents") continue;
     S3Object object{c.ChildText("Key"), 0, c.ChildText("ETag")};
     object.size = std::strtoull(c.ChildText("Size").c_str(), nullptr, 10);
+    object.last_modified = ParseStoreTime(c.ChildText("LastModified"));
     page.objects.push_back(std::move(object));
   }
   page.truncated = ParseBool(root->ChildText("IsTruncated"));
@@ -128,7 +134,9 @@ Result<ListUploadsPage> ParseListMultipartUploads(std::string_view body) {
   if (!root.ok()) return root.status();
   ListUploadsPage page;
   for (const Element& c : root->children) {
-    if (c.name == "Upload") page.uploads.push_back({c.ChildText("Key"), c.ChildText("UploadId")});
+    if (c.name == "Upload") {
+      page.uploads.push_back({c.ChildText("Key"), c.ChildText("UploadId"), ParseStoreTime(c.ChildText("Initiated"))});
+    }
   }
   page.truncated = ParseBool(root->ChildText("IsTruncated"));
   page.next_key_marker = root->ChildText("NextKeyMarker");

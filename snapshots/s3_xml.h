@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/time.h"
 
 namespace stasis {
 
@@ -28,6 +29,9 @@ struct S3Object {
   std::string key;
   uint64_t size = 0;
   std::string etag;
+  // The store's clock when the object was written (whole seconds); Time{} when the listing
+  // gave none or one that does not parse, which garbage collection reads as "just written".
+  Time last_modified{};
 };
 struct ListObjectsPage {
   std::vector<S3Object> objects;
@@ -43,6 +47,7 @@ Result<std::string> ParseUploadId(std::string_view body);
 struct MultipartUpload {
   std::string key;
   std::string upload_id;
+  Time initiated{};  // as S3Object::last_modified
 };
 struct ListUploadsPage {
   std::vector<MultipartUpload> uploads;

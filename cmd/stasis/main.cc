@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include "reconcilers/cluster/cluster_controller.h"
 #include "runtimes/gpu/gpu_discovery.h"
 #include "reconcilers/node/node_agent.h"
+#include "snapshots/s3_location.h"
 
 namespace {
 
@@ -226,10 +228,32 @@ void DefineControllerFlags(stasis::Flags& f) {
   f.Define("namespace", "stasis-system", "namespace of the controller's Lease and the nodes' heartbeat Leases");
   f.Define("grace", "30", "seconds past an actor's timeout before it counts as stuck");
   f.Define("concurrency", "4", "actors reconciled in parallel");
-  f.Define("snapshot-store", "", "the snapshot store as mounted here (the node agents' --snapshot-store); needed by --retain");
+  f.Define("snapshot-store", "", "the node agents' --snapshot-store: a directory as mounted here, or s3://bucket/prefix; needed by --retain");
+  f.Define("snapshot-store-credentials", "",
+           "for an s3:// store: a directory of files AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (a mounted Secret); default those environment variables");
+  f.Define("snapshot-store-encryption-key", "",
+           "an s3:// store whose agents encrypt: the same key file (mode 0400 or 0600), so that retention and garbage "
+           "collection can read the sealed manifests; without it they keep every sealed snapshot");
   f.Define("retain", "", "committed snapshots kept per actor (at least 1; unset keeps all); needs --snapshot-store");
+  f.Define("retain-min-age", "0s", "a committed snapshot younger than this (e.g. 1h) is never deleted by --retain");
+  f.Define("snapshot-gc-grace", "1h",
+           "for an s3:// store: objects nothing has written for this long may be garbage-collected (no manifest, or an actor that no longer exists); 0 turns collection off");
   f.Define("log-level", "info", "debug, info, warn or error");
   f.Define("log-format", "text", "text, or json: one JSON object per line (time, level, msg and the event's key=value fields)");
+}
+
+// --retain-min-age and --snapshot-gc-grace (collection only for an object store, and not at 0).
+stasis::Status StoreDurations(const stasis::Flags& f, stasis::ClusterControllerOptions& o) {
+  auto min_age = f.GetSeconds("retain-min-age");
+  if (!min_age.ok()) return min_age.status();
+  o.retain_min_age = std::chrono::seconds(static_cast<long long>(*min_age));
+  auto grace = f.GetSeconds("snapshot-gc-grace");
+  if (!grace.ok()) return grace.status();
+  if (*grace > 0 && o.snapshot_store.rfind(stasis::kS3Scheme, 0) == 0) {
+    if (*grace < 300) return Invalid("--snapshot-gc-grace must be at least 5m: a put in progress must never look abandoned");
+    o.gc_grace = std::chrono::seconds(static_cast<long long>(*grace));
+  }
+  return stasis::OkStatus();
 }
 
 stasis::Result<stasis::ClusterControllerOptions> ControllerOptions(const stasis::Flags& f) {
@@ -253,6 +277,9 @@ stasis::Result<stasis::ClusterControllerOptions> ControllerOptions(const stasis:
   if (!concurrency.ok()) return concurrency.status();
   o.concurrency = *concurrency;
   o.snapshot_store = f.Get("snapshot-store");
+  o.snapshot_store_credentials = f.Get("snapshot-store-credentials");
+  o.snapshot_store_encryption_key = f.Get("snapshot-store-encryption-key");
+  if (auto s = StoreDurations(f, o); !s.ok()) return s;
   if (!f.Get("retain").empty()) {
     auto retain = f.GetInt("retain", 1, 1000000);
     if (!retain.ok()) {

@@ -8,6 +8,9 @@
 #include "reconcilers/api_resources.h"
 #include "reconcilers/cluster/cluster_metrics.h"
 #include "reconcilers/cluster/cluster_reconciler.h"
+#include "reconcilers/cluster/store_gc.h"
+#include "snapshots/encryption_key.h"
+#include "snapshots/object_store_backend.h"
 #include "snapshots/snapshot_store.h"
 
 namespace stasis {
@@ -21,11 +24,19 @@ Status Validate(const ClusterControllerOptions& o) {
   if (o.retain && o.snapshot_store.empty()) {
     return Status(Code::kInvalidArgument,
                   "--retain needs --snapshot-store: retention deletes from the snapshot store, so "
-                  "the controller must mount it (the directory the node agents' --snapshot-store names)");
+                  "the controller must reach it (the node agents' --snapshot-store: a directory mounted here, or s3://)");
+  }
+  if (o.gc_grace && !IsS3Url(o.snapshot_store)) {
+    return Status(Code::kInvalidArgument, "--snapshot-gc-grace needs an object store: --snapshot-store s3://bucket/prefix");
   }
   if (o.retain && *o.retain < 1) {
     return Status(Code::kInvalidArgument, "--retain must be at least 1 (latestSnapshot is always kept)");
   }
+  if (!o.snapshot_store_encryption_key.empty() && !IsS3Url(o.snapshot_store)) {
+    return Status(Code::kInvalidArgument,
+                  "--snapshot-store-encryption-key applies only to an s3:// --snapshot-store (a directory store is not encrypted)");
+  }
+  if (IsS3Url(o.snapshot_store)) return OkStatus();  // its location, endpoint and key are checked by OpenStore
   std::error_code ec;
   if (!o.snapshot_store.empty() && !std::filesystem::is_directory(o.snapshot_store, ec)) {
     return Status(Code::kInvalidArgument, "--snapshot-store " + o.snapshot_store + " is not a directory" +
@@ -64,12 +75,46 @@ InformerOptions InformerFor(ResourceType type, std::string ns = "") {
   return io;
 }
 
+// The controller's view of the store: a directory, or an object store (no download cache:
+// the controller only lists and removes); and, for an object store, its client and location.
+struct ControllerStore {
+  std::optional<SnapshotStore> snapshots;
+  std::unique_ptr<S3Client> gc_client;  // garbage collection's own client (nullptr: none)
+  S3Location location;
+  std::shared_ptr<const EncryptionKey> key;  // opens sealed manifests (nullptr: none)
+};
+
+Status OpenStore(const ClusterControllerOptions& o, ControllerStore& out) {
+  if (o.snapshot_store.empty()) return OkStatus();
+  if (!IsS3Url(o.snapshot_store)) {
+    out.snapshots.emplace("", o.snapshot_store);  // no node-local root here
+    return OkStatus();
+  }
+  auto location = ParseS3Location(o.snapshot_store);
+  if (!location.ok()) return location.status();
+  auto endpoint = S3EndpointFor(o.snapshot_store_credentials);
+  if (!endpoint.ok()) return endpoint.status();
+  if (!o.snapshot_store_encryption_key.empty()) {
+    auto key = LoadEncryptionKeyFile(o.snapshot_store_encryption_key);
+    if (!key.ok()) return key.status();
+    out.key = std::make_shared<const EncryptionKey>(std::move(*key));
+    spdlog::info("snapshot store key key_id={}", out.key->id());
+  }
+  out.location = *location;
+  out.gc_client = std::make_unique<S3Client>(*endpoint, location->bucket);
+  // The controller writes no chunk: its codec only opens manifests.
+  out.snapshots.emplace("", std::make_unique<ObjectStoreBackend>(std::make_unique<S3Client>(*endpoint, location->bucket),
+                                                                 *location, /*cache_root=*/"", 0,
+                                                                 ChunkCodec(CompressionSetting{}, out.key)));
+  return OkStatus();
+}
+
 }  // namespace
 
 Status RunClusterController(const ClusterControllerOptions& o, const std::atomic<bool>* stop) {
   if (Status s = Validate(o); !s.ok()) return s;
-  std::optional<SnapshotStore> store;
-  if (!o.snapshot_store.empty()) store.emplace("", o.snapshot_store);  // no node-local root here
+  ControllerStore store;
+  if (Status s = OpenStore(o, store); !s.ok()) return s;
   auto manager = Manager::New(ManagerOptionsFor(o));
   if (!manager.ok()) return manager.status();
   Manager& m = **manager;
@@ -82,8 +127,9 @@ Status RunClusterController(const ClusterControllerOptions& o, const std::atomic
   ro.grace = std::chrono::seconds(o.grace_seconds);
   ro.lease_namespace = o.namespace_;
   ro.retain = o.retain;
-  ClusterReconciler reconciler(ro, m.client(), actors.store(), workers.store(), leases.store(),
-                               cluster_metrics, &m.events(), RealClock::Get(), store ? &*store : nullptr);
+  ro.retain_min_age = o.retain_min_age;
+  ClusterReconciler reconciler(ro, m.client(), actors.store(), workers.store(), leases.store(), cluster_metrics,
+                               &m.events(), RealClock::Get(), store.snapshots ? &*store.snapshots : nullptr);
   Controller& controller = m.AddController("cluster", reconciler, o.concurrency);
   actors.AddEventHandler(controller.EnqueueHandler());
   actors.AddIndex(kBindCandidateIndex, IndexBindCandidates());
@@ -110,9 +156,18 @@ Status RunClusterController(const ClusterControllerOptions& o, const std::atomic
     spdlog::info("controller leading identity={}", o.leader_elect ? m.identity() : "-");
   });
   m.Every(std::chrono::seconds(5), [&] { reconciler.UpdateGauges(); }, /*first_at_start=*/true);
-  spdlog::info("controller started leader_elect={} namespace={} grace_s={} snapshot_store={} retain={}",
+  std::optional<ObjectStoreGc> gc;
+  std::optional<StoreGcLoop> gc_loop;  // declared after gc: its pass ends before gc goes
+  if (o.gc_grace && store.gc_client) {
+    gc.emplace(*store.gc_client, store.location, *o.gc_grace, store.key.get());
+    gc_loop.emplace(*gc, m.client(), cluster_metrics);
+    m.Every(StoreGcPeriod(*o.gc_grace), [&] { gc_loop->Kick(); }, /*first_at_start=*/true);
+  }
+  spdlog::info("controller started leader_elect={} namespace={} grace_s={} snapshot_store={} retain={} "
+               "retain_min_age_s={} gc_grace_s={}",
                o.leader_elect, o.namespace_, o.grace_seconds, o.snapshot_store,
-               o.retain ? std::to_string(*o.retain) : "all");
+               o.retain ? std::to_string(*o.retain) : "all", o.retain_min_age.count(),
+               o.gc_grace ? std::to_string(o.gc_grace->count()) : "off");
   Status result = m.Run(stop);
   spdlog::info("controller stopped");
   return result;

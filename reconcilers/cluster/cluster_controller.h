@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -24,11 +25,20 @@ struct ClusterControllerOptions {
   int grace_seconds = 30;
   int concurrency = 4;
   std::string identity;  // "" = hostname_uuid
-  // The snapshot store as mounted here ("" = not mounted): the directory every node agent's
-  // --snapshot-store names. Retention and the removal of deleted actors' committed snapshots
-  // need it; it must exist.
+  // The snapshot store the node agents' --snapshot-store names ("" = none here): a directory
+  // as mounted here (it must exist), or an object store s3://bucket/prefix reached with
+  // snapshot_store_credentials (a Secret directory; "" = the AWS_* environment). Retention and
+  // the removal of deleted actors' committed snapshots need it.
   std::string snapshot_store;
+  std::string snapshot_store_credentials;
+  // The agents' --snapshot-store-encryption-key ("" = none): retention and garbage collection
+  // read an encrypted snapshot's sealed manifest with it, and keep what they cannot read.
+  std::string snapshot_store_encryption_key;
   std::optional<int> retain;  // committed snapshots kept per actor; nullopt = all. Needs the store.
+  std::chrono::seconds retain_min_age{0};  // a younger committed snapshot is never deleted by retention
+  // Garbage collection of an object store (object_store_gc.h): what nothing has written for
+  // this long may be collected; nullopt = no garbage collection.
+  std::optional<std::chrono::seconds> gc_grace;
 };
 
 Status RunClusterController(const ClusterControllerOptions& options, const std::atomic<bool>* stop);

@@ -12,17 +12,28 @@ ClusterMetrics::ClusterMetrics(prometheus::Registry& registry)
                            .Name("stasis_forced_cleanups_total")
                            .Help("Actors cleaned up by force: sandbox removed, worker freed")
                            .Register(registry)),
+      deletions_(prometheus::BuildCounter()
+                     .Name("stasis_snapshot_store_deletions_total")
+                     .Help("Committed snapshots and uploads deleted from the snapshot store, by retention or garbage collection")
+                     .Register(registry)),
       actors_(prometheus::BuildGauge().Name("stasis_actors").Help("Actors by status").Register(registry)),
       stuck_(prometheus::BuildGauge()
                  .Name("stasis_actors_stuck")
                  .Help("Actors stuck in a status past its deadline or on a lost node")
                  .Register(registry)) {
   for (const char* r : {"deadline", "node_lost", "deleted"}) forced_cleanups_.Add({{"reason", r}});
+  for (const char* r : {kDeletionRetention, kGcIncomplete, kGcActorGone, kGcOwnerReplaced, kGcMultipartUpload}) {
+    deletions_.Add({{"reason", r}});
+  }
   SetActors({}, {});
 }
 
 void ClusterMetrics::CountForcedCleanup(const std::string& reason) {
   forced_cleanups_.Add({{"reason", reason}}).Increment();
+}
+
+void ClusterMetrics::CountSnapshotDeletions(const std::string& reason, int n) {
+  if (n > 0) deletions_.Add({{"reason", reason}}).Increment(n);
 }
 
 void ClusterMetrics::SetActors(const std::map<std::string, int>& by_status,

@@ -1,5 +1,6 @@
 // The cluster controller's metrics (DESIGN.md §7): stasis_actors{status},
-// stasis_actors_stuck{status}, and its share of stasis_forced_cleanups_total{reason}.
+// stasis_actors_stuck{status}, its share of stasis_forced_cleanups_total{reason}, and
+// stasis_snapshot_store_deletions_total{reason} (retention and garbage collection).
 #pragma once
 
 #include <map>
@@ -10,18 +11,27 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include "snapshots/object_store_gc.h"
+
 namespace stasis {
+
+// stasis_snapshot_store_deletions_total's reasons: a snapshot retention deleted, and garbage
+// collection's (object_store_gc.h's kGc*).
+inline constexpr char kDeletionRetention[] = "retention";
 
 class ClusterMetrics {
  public:
   explicit ClusterMetrics(prometheus::Registry& registry);
   void CountForcedCleanup(const std::string& reason);
+  // Snapshots (or uploads) deleted from the store, `n` at once; reason: kDeletionRetention or a kGc*.
+  void CountSnapshotDeletions(const std::string& reason, int n);
   // Every status of the enum is set (0 where none), so dashboards see stable series.
   void SetActors(const std::map<std::string, int>& by_status,
                  const std::map<std::string, int>& stuck_by_status);
 
  private:
   prometheus::Family<prometheus::Counter>& forced_cleanups_;
+  prometheus::Family<prometheus::Counter>& deletions_;
   prometheus::Family<prometheus::Gauge>& actors_;
   prometheus::Family<prometheus::Gauge>& stuck_;
 };

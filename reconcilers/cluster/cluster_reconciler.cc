@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <map>
 
 #include "api/json_mapping.h"
@@ -22,7 +23,7 @@ ClusterReconciler::ClusterReconciler(ClusterReconcilerOptions options, KubeClien
       leases_(leases), metrics_(metrics), events_(events), clock_(clock), store_(store),
       leading_since_(clock.Now()), lease_tracker_(clock) {
   if (store_ && options_.retain) {
-    retention_.emplace(*store_, *options_.retain,
+    retention_.emplace(*store_, RetentionPolicy{*options_.retain, options_.retain_min_age},
                        [this](const std::string& ns, const std::string& name) -> Result<api::Actor> {
                          auto live = client_.Get(kActorType, ns, name);
                          if (!live.ok()) return live.status();
@@ -130,17 +131,24 @@ bool ClusterReconciler::PrunePending(const api::Actor& a) {
   return it == pruned_for_.end() || it->second != RetentionMark(a);
 }
 
-bool ClusterReconciler::MaybePrune(const api::Actor& a) {
+bool ClusterReconciler::MaybePrune(const api::Actor& a, std::optional<std::chrono::milliseconds>* recheck) {
   if (!retention_) return true;
   const std::string key = a.metadata.Key();
   const std::string latest = RetentionMark(a);
   if (!PrunePending(a)) return true;
-  auto pruned = retention_->Prune(a.metadata.namespace_, a.metadata.name);
+  auto pruned = retention_->Prune(a.metadata.namespace_, a.metadata.name, Now());
   if (!pruned.ok()) {
     spdlog::warn("retention failed actor={} error=\"{}\"", key, pruned.status().ToString());
     return false;
   }
+  metrics_.CountSnapshotDeletions(kDeletionRetention, static_cast<int>(pruned->deleted.size()));
   if (pruned->skipped) return true;  // in a transition now: its end changes the status again
+  if (pruned->recheck_at) {
+    // Not marked done: a snapshot held back only by its age is deleted once it comes of age.
+    *recheck = std::max(std::chrono::milliseconds(std::chrono::seconds(1)),
+                        std::chrono::duration_cast<std::chrono::milliseconds>(*pruned->recheck_at - Now()));
+    return true;
+  }
   std::lock_guard lock(pruned_mu_);
   pruned_for_[key] = latest;
   return true;
@@ -191,7 +199,8 @@ Result<ReconcileOutcome> ClusterReconciler::Reconcile(const Request& request) {
   }
 
   // Retention waits for the end of a transition (its status write brings the actor back).
-  const bool pruned = api::IsTransitioning(a.status.status) || MaybePrune(a);
+  std::optional<std::chrono::milliseconds> prune_recheck;
+  const bool pruned = api::IsTransitioning(a.status.status) || MaybePrune(a, &prune_recheck);
   if (IsBindCandidate(a)) return Bind(a);
   // Transitions and running actors on nodes are looked at again until they settle; a failed
   // retention rides on that recheck, or has its own for an actor at rest.
@@ -199,6 +208,7 @@ Result<ReconcileOutcome> ClusterReconciler::Reconcile(const Request& request) {
     return ReconcileOutcome{options_.recheck};
   }
   if (!pruned) return ReconcileOutcome{options_.retention_retry};
+  if (prune_recheck) return ReconcileOutcome{*prune_recheck};
   return ReconcileOutcome{};
 }
 

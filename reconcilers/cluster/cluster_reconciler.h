@@ -17,9 +17,10 @@
 //    that it cannot place gets Ready=False (NoFreeWorker or Unschedulable, the candidates
 //    counted) and a FailedBinding Event once per new message; a binding replaces that
 //    condition (Ready=False Bound) and is an Event Bound.
-//  - Retention (with the snapshot store mounted and --retain N): once per new
-//    latestSnapshot of an actor that is not in a transition, its committed snapshots beyond
-//    the newest N are deleted (SnapshotRetention: never latestSnapshot). A deletion the
+//  - Retention (with the snapshot store mounted or an object store, and --retain N): once per
+//    new latestSnapshot of an actor that is not in a transition, its committed snapshots
+//    beyond the newest N and older than --retain-min-age are deleted (SnapshotRetention: never
+//    latestSnapshot); one held back by its age is looked at again when it comes of age. A deletion the
 //    controller completes also removes the actor's committed snapshots, as the agent would.
 #pragma once
 
@@ -52,6 +53,8 @@ struct ClusterReconcilerOptions {
   std::chrono::milliseconds recheck{std::chrono::seconds(5)};
   // Committed snapshots kept per actor; nullopt = keep every one. Needs a snapshot store.
   std::optional<int> retain;
+  // A committed snapshot younger than this (by its takenAt) is never deleted by retention.
+  std::chrono::seconds retain_min_age{0};
   // How soon retention that failed (an unreachable store) is tried again for an actor at rest.
   std::chrono::milliseconds retention_retry{std::chrono::minutes(1)};
 };
@@ -114,7 +117,8 @@ class ClusterReconciler : public Reconciler {
   Status RemoveFinalizer(const api::Actor& a);
   void RemoveCommittedSnapshots(const api::Actor& a);
   // Retention for one actor, at most once per latestSnapshot id; false when it failed.
-  bool MaybePrune(const api::Actor& a);
+  // *recheck: when to look again because a snapshot was kept only for its age.
+  bool MaybePrune(const api::Actor& a, std::optional<std::chrono::milliseconds>* recheck);
   Time Now() const;
 
   ClusterReconcilerOptions options_;

@@ -36,8 +36,6 @@ ManagerOptions ManagerOptionsFor(const NodeAgentOptions& o) {
   return mo;
 }
 
-bool IsObjectStore(const std::string& store) { return store.rfind(kS3Scheme, 0) == 0; }
-
 // <root>/{run,logs,snapshots} and the store's directory on this node (a directory store's
 // root, or an object store's download cache <root>/store-cache) in *store_root.
 Status MakeDirectories(const NodeAgentOptions& o, std::string* store_root) {
@@ -46,7 +44,7 @@ Status MakeDirectories(const NodeAgentOptions& o, std::string* store_root) {
     std::filesystem::create_directories(o.root + "/" + d, ec);
     if (ec) return Status(Code::kFailedPrecondition, "cannot create " + o.root + "/" + d + ": " + ec.message());
   }
-  *store_root = IsObjectStore(o.snapshot_store) ? o.root + "/store-cache"
+  *store_root = IsS3Url(o.snapshot_store) ? o.root + "/store-cache"
                 : o.snapshot_store.empty()      ? o.root + "/store"
                                                 : o.snapshot_store;
   std::filesystem::create_directories(*store_root, ec);
@@ -56,7 +54,7 @@ Status MakeDirectories(const NodeAgentOptions& o, std::string* store_root) {
 // How this agent writes an object store's chunks: --snapshot-store-compression and the key of
 // --snapshot-store-encryption-key, each checked strictly (and refused with a directory store).
 Result<ChunkCodec> ChunkCodecFor(const NodeAgentOptions& o) {
-  if (!IsObjectStore(o.snapshot_store)) {
+  if (!IsS3Url(o.snapshot_store)) {
     if (o.snapshot_store_compression != "none" || !o.snapshot_store_encryption_key.empty()) {
       return Status(Code::kInvalidArgument,
                     "--snapshot-store-compression and --snapshot-store-encryption-key apply only to an s3:// "
@@ -81,16 +79,17 @@ Result<ChunkCodec> ChunkCodecFor(const NodeAgentOptions& o) {
 
 // The committed snapshots' backend: an object store for --snapshot-store s3://bucket/prefix
 // (endpoint, region and credentials from --snapshot-store-credentials' files, else the AWS_*
-// environment), else the directory `store_root`.
+// environment; its transfers reported to `observer`), else the directory `store_root`.
 Result<std::unique_ptr<CommittedBackend>> CommittedBackendFor(const NodeAgentOptions& o, const std::string& store_root,
-                                                              ChunkCodec codec) {
-  if (!IsObjectStore(o.snapshot_store)) return std::unique_ptr<CommittedBackend>(std::make_unique<FilesystemBackend>(store_root, true));
+                                                              ChunkCodec codec, TransferObserver* observer) {
+  if (!IsS3Url(o.snapshot_store)) return std::unique_ptr<CommittedBackend>(std::make_unique<FilesystemBackend>(store_root, true));
   auto location = ParseS3Location(o.snapshot_store);
   if (!location.ok()) return location.status();
-  auto endpoint = S3EndpointFromSettings(o.snapshot_store_credentials.empty() ? EnvironmentSettings()
-                                                                             : SecretDirSettings(o.snapshot_store_credentials));
+  auto endpoint = S3EndpointFor(o.snapshot_store_credentials);
   if (!endpoint.ok()) return endpoint.status();
-  auto client = std::make_unique<S3Client>(std::move(*endpoint), location->bucket);
+  S3ClientOptions client_options;
+  client_options.observer = observer;
+  auto client = std::make_unique<S3Client>(std::move(*endpoint), location->bucket, std::move(client_options));
   return std::unique_ptr<CommittedBackend>(
       std::make_unique<ObjectStoreBackend>(std::move(client), std::move(*location), store_root, 0, std::move(codec)));
 }
@@ -183,7 +182,7 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
   for (const auto& r : bundle_roots->roots) {
     spdlog::info("bundle root root={} per_namespace={}", r, bundle_roots->per_namespace);
   }
-  auto backend = CommittedBackendFor(o, store_root, std::move(*codec));
+  auto backend = CommittedBackendFor(o, store_root, std::move(*codec), &snapshot_metrics);
   if (!backend.ok()) return backend.status();
   SnapshotStore snapshots(o.root + "/snapshots", std::move(*backend));
   snapshots.set_digest_threads(o.snapshot_digest_threads);

@@ -43,6 +43,13 @@ constexpr const char* kCommitReasons[] = {"store_error",       "invalid_name",  
                                           "snapshot_corrupt",  "store_not_writable", "no_store",
                                           "io_error"};
 
+// The operations S3Client names (s3_client.cc, s3_multipart.cc), each retry counter at zero.
+constexpr const char* kStoreOperations[] = {"put",           "get",
+                                            "head",          "delete",
+                                            "list",          "create-multipart",
+                                            "upload-part",   "complete-multipart",
+                                            "abort-multipart", "list-multipart"};
+
 }  // namespace
 
 SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
@@ -69,7 +76,24 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
       workers_(prometheus::BuildGauge()
                    .Name("stasis_workers")
                    .Help("Workers of this node by state")
-                   .Register(registry)) {
+                   .Register(registry)),
+      store_bytes_(prometheus::BuildCounter()
+                       .Name("stasis_object_store_bytes_total")
+                       .Help("Bytes of objects put to and got from the object store")
+                       .Register(registry)),
+      store_seconds_(prometheus::BuildHistogram()
+                         .Name("stasis_object_store_transfer_seconds")
+                         .Help("Duration of one snapshot's transfer to or from the object store")
+                         .Register(registry)),
+      store_throughput_(prometheus::BuildHistogram()
+                            .Name("stasis_object_store_throughput_bytes_per_second")
+                            .Help("Bytes of a snapshot per second of its successful transfer")
+                            .Register(registry)),
+      store_retries_(prometheus::BuildCounter()
+                         .Name("stasis_object_store_retries_total")
+                         .Help("Object-store requests sent again after a retryable failure")
+                         .Register(registry)) {
+  AddStoreSeries();
   // Series that dashboards and alerts take rate() of exist from the start, at zero (header).
   for (const char* op : {"checkpoint", "restore", "commit"}) {
     operations_.Add({{"operation", op}, {"result", "success"}, {"reason", ""}});
@@ -105,6 +129,31 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
     duration_.Add({{"operation", "commit"}, {"trigger", "Suspend"}, {"gpu", Bool(gpu)}, {"result", "success"}},
                   DurationBuckets());
   }
+}
+
+void SnapshotMetrics::AddStoreSeries() {
+  for (const char* d : {"upload", "download"}) {
+    store_bytes_.Add({{"direction", d}});
+    store_throughput_.Add({{"direction", d}}, ThroughputBuckets());
+    for (const char* r : {"success", "error"}) store_seconds_.Add({{"direction", d}, {"result", r}}, DurationBuckets());
+  }
+  for (const char* op : kStoreOperations) store_retries_.Add({{"operation", op}});
+}
+
+void SnapshotMetrics::ObjectBytes(TransferDirection direction, uint64_t bytes) {
+  store_bytes_.Add({{"direction", DirectionName(direction)}}).Increment(static_cast<double>(bytes));
+}
+
+void SnapshotMetrics::SnapshotTransfer(TransferDirection direction, uint64_t bytes, double seconds, bool ok) {
+  const char* d = DirectionName(direction);
+  store_seconds_.Add({{"direction", d}, {"result", ok ? "success" : "error"}}, DurationBuckets()).Observe(seconds);
+  if (ok && seconds > 0) {
+    store_throughput_.Add({{"direction", d}}, ThroughputBuckets()).Observe(static_cast<double>(bytes) / seconds);
+  }
+}
+
+void SnapshotMetrics::Retry(std::string_view op) {
+  store_retries_.Add({{"operation", std::string(op)}}).Increment();
 }
 
 void SnapshotMetrics::ObserveSnapshot(const std::string& trigger, const std::string& scope, bool gpu,

@@ -19,9 +19,15 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "snapshots/transfer_observer.h"
+
 namespace stasis {
 
-class SnapshotMetrics {
+// Also the object store's TransferObserver: stasis_object_store_bytes_total{direction},
+// stasis_object_store_transfer_seconds{direction,result},
+// stasis_object_store_throughput_bytes_per_second{direction} and
+// stasis_object_store_retries_total{operation}.
+class SnapshotMetrics final : public TransferObserver {
  public:
   explicit SnapshotMetrics(prometheus::Registry& registry);
 
@@ -42,13 +48,23 @@ class SnapshotMetrics {
   void CountForcedCleanup(const std::string& reason);
   void SetWorkers(int free, int held);
 
+  void ObjectBytes(TransferDirection direction, uint64_t bytes) override;
+  void SnapshotTransfer(TransferDirection direction, uint64_t bytes, double seconds, bool ok) override;
+  void Retry(std::string_view op) override;
+
  private:
+  void AddStoreSeries();  // the object-store series, at zero
+
   prometheus::Family<prometheus::Histogram>& size_;
   prometheus::Family<prometheus::Histogram>& throughput_;
   prometheus::Family<prometheus::Histogram>& duration_;
   prometheus::Family<prometheus::Counter>& operations_;
   prometheus::Family<prometheus::Counter>& forced_cleanups_;
   prometheus::Family<prometheus::Gauge>& workers_;
+  prometheus::Family<prometheus::Counter>& store_bytes_;
+  prometheus::Family<prometheus::Histogram>& store_seconds_;
+  prometheus::Family<prometheus::Histogram>& store_throughput_;
+  prometheus::Family<prometheus::Counter>& store_retries_;
 };
 
 }  // namespace stasis

@@ -5,7 +5,8 @@
 // when the store is back. With --snapshot-store-compression zstd and an encryption key, the
 // store holds only sealed objects, and a node with another key leaves the actor SUSPENDED with
 // the reason (SnapshotKeyMismatch, both key ids named) — never a restore — while the node with
-// the right key resumes it. The fixture is tests/support/node_agent_fixture.h.
+// the right key resumes it. `stasis controller --retain 1` on the same store keeps only the
+// newest committed snapshot. The fixture is tests/support/node_agent_fixture.h.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,10 +16,14 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <thread>
 
 #include "api/conditions.h"
 #include "snapshots/s3_client.h"
+#include "tests/support/background_process.h"
+#include "tests/support/control_plane.h"
 #include "tests/support/node_agent_fixture.h"
 #include "tests/support/object_store.h"
 
@@ -71,6 +76,20 @@ class ObjectStoreNodeTest : public NodeAgentTest {
     std::ofstream(p) << std::string(64, digit) << "\n";
     chmod(p.c_str(), 0400);
     return p.string();
+  }
+
+  // The ids of the actor's snapshots whose manifest object is in the store.
+  std::set<std::string> Committed(const std::string& actor) const {
+    S3Client client(object_store_->endpoint(), object_store_->bucket());
+    const std::string prefix = ns_ + "/" + ns_ + "/" + actor + "/";
+    std::set<std::string> ids;
+    auto all = client.ListAllObjects(prefix);
+    for (const auto& o : all.ok() ? *all : std::vector<S3Object>{}) {
+      const std::string rest = o.key.substr(prefix.size());
+      const size_t slash = rest.find('/');
+      if (slash != std::string::npos && rest.substr(slash + 1) == "manifest.json") ids.insert(rest.substr(0, slash));
+    }
+    return ids;
   }
 
   static inline ObjectStore* object_store_ = nullptr;
@@ -150,6 +169,34 @@ TEST_F(ObjectStoreNodeTest, AnEncryptedSnapshotResumesOnlyWhereItsKeyIs) {
   Patch("sealed", {{"nodeName", a->node}});
   ASSERT_TRUE(WaitStatus("sealed", "STATUS_RUNNING", 60s, &actor)) << actor["status"].dump();
   EXPECT_GE(WaitCounter(*a, "sealed", before), before) << "restored with its key, the counter continued";
+}
+
+// The controller reaches the same object store as the agents (--snapshot-store s3://…, the
+// standard environment) and keeps the newest committed snapshot of an actor suspended three
+// times; the one left is its latestSnapshot, and it resumes.
+TEST_F(ObjectStoreNodeTest, TheControllerKeepsTheNewestSnapshotInTheObjectStore) {
+  Agent* a = StartStoreAgent("a");
+  ASSERT_NE(a, nullptr);
+  BackgroundProcess controller({kStasis, "controller", "--kubeconfig", ControlPlane::Get().kubeconfig(),
+                                "--metrics-addr", "127.0.0.1:0", "--leader-elect", "false", "--snapshot-store",
+                                StoreUrl(), "--retain", "1", "--snapshot-gc-grace", "1h"},
+                               (work_.path() / "controller.log").string(), StoreEnv());
+  CreateActor("kept", CounterSpec(a->node));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(WaitStatus("kept", "STATUS_RUNNING", 60s));
+    Patch("kept", {{"desiredState", "Suspended"}});
+    json x;
+    ASSERT_TRUE(WaitStatus("kept", "STATUS_SUSPENDED", 60s, &x));
+    ids.push_back(StatusField(x, "latestSnapshot").value("id", ""));
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (Committed("kept") != std::set<std::string>{ids.back()} && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(200ms);
+    }
+    EXPECT_EQ(Committed("kept"), std::set<std::string>{ids.back()}) << "after suspend " << i + 1;
+    Patch("kept", {{"desiredState", "Running"}});
+  }
+  ASSERT_TRUE(WaitStatus("kept", "STATUS_RUNNING", 60s)) << "the snapshot retention kept resumes";
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ TEST(S3Xml, ReadsAListObjectsV2Page) {
       "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>b</Name>"
       "<Prefix>p/</Prefix><KeyCount>2</KeyCount><MaxKeys>2</MaxKeys>"
       "<IsTruncated>true</IsTruncated><NextContinuationToken>tok/+=</NextContinuationToken>"
-      "<Contents><Key>p/a &amp; b</Key><Size>12</Size><ETag>&quot;e1&quot;</ETag></Contents>"
+      "<Contents><Key>p/a &amp; b</Key><LastModified>2026-12-05T04:44:51.000Z</LastModified>"
+      "<Size>12</Size><ETag>&quot;e1&quot;</ETag></Contents>"
       "<Contents><Key>p/c</Key><Size>5368709120</Size><ETag>\"e2-3\"</ETag></Contents>"
       "</ListBucketResult>");
   ASSERT_TRUE(page.ok()) << page.status().ToString();
@@ -35,7 +36,9 @@ TEST(S3Xml, ReadsAListObjectsV2Page) {
   EXPECT_EQ(page->objects[0].key, "p/a & b");
   EXPECT_EQ(page->objects[0].size, 12u);
   EXPECT_EQ(page->objects[0].etag, "\"e1\"");
+  EXPECT_EQ(FormatTime(page->objects[0].last_modified), "2026-12-05T04:44:51Z");
   EXPECT_EQ(page->objects[1].size, 5368709120u);
+  EXPECT_EQ(page->objects[1].last_modified, Time{});  // none given: "just written" to GC
   EXPECT_TRUE(page->truncated);
   EXPECT_EQ(page->next_continuation_token, "tok/+=");
 
@@ -68,12 +71,14 @@ TEST(S3Xml, ReadsMultipartBodies) {
   auto uploads = ParseListMultipartUploads(
       "<ListMultipartUploadsResult><Bucket>b</Bucket><IsTruncated>true</IsTruncated>"
       "<NextKeyMarker>k2</NextKeyMarker><NextUploadIdMarker>u2</NextUploadIdMarker>"
-      "<Upload><Key>k1</Key><UploadId>u1</UploadId></Upload>"
+      "<Upload><Key>k1</Key><UploadId>u1</UploadId><Initiated>2026-12-05T04:00:00Z</Initiated></Upload>"
       "<Upload><Key>k2</Key><UploadId>u2</UploadId></Upload></ListMultipartUploadsResult>");
   ASSERT_TRUE(uploads.ok());
   ASSERT_EQ(uploads->uploads.size(), 2u);
   EXPECT_EQ(uploads->uploads[1].key, "k2");
   EXPECT_EQ(uploads->uploads[1].upload_id, "u2");
+  EXPECT_EQ(FormatTime(uploads->uploads[0].initiated), "2026-12-05T04:00:00Z");
+  EXPECT_EQ(uploads->uploads[1].initiated, Time{});
   EXPECT_TRUE(uploads->truncated);
   EXPECT_EQ(uploads->next_key_marker, "k2");
   EXPECT_EQ(uploads->next_upload_id_marker, "u2");

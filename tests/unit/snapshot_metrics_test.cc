@@ -78,5 +78,36 @@ TEST(SnapshotMetricsTest, ThroughputIsSizeOverCheckpointDuration) {
   }
 }
 
+TEST(SnapshotMetricsTest, ObjectStoreTransfersBytesSecondsAndRetries) {
+  prometheus::Registry registry;
+  SnapshotMetrics metrics(registry);
+  TransferObserver& observer = metrics;
+  auto families = registry.Collect();
+  ASSERT_NE(Find(families, "stasis_object_store_retries_total", {{"operation", "put"}}), nullptr);
+  ASSERT_NE(Find(families, "stasis_object_store_bytes_total", {{"direction", "download"}}), nullptr);
+
+  observer.ObjectBytes(TransferDirection::kUpload, 8 << 20);
+  observer.ObjectBytes(TransferDirection::kUpload, 100);
+  observer.SnapshotTransfer(TransferDirection::kUpload, 8 << 20, 2.0, true);
+  observer.SnapshotTransfer(TransferDirection::kDownload, 8 << 20, 1.0, false);
+  observer.Retry("get");
+  families = registry.Collect();
+  EXPECT_EQ(Find(families, "stasis_object_store_bytes_total", {{"direction", "upload"}})->counter.value,
+            (8 << 20) + 100);
+  EXPECT_EQ(Find(families, "stasis_object_store_retries_total", {{"operation", "get"}})->counter.value, 1);
+  const auto* up = Find(families, "stasis_object_store_transfer_seconds", {{"direction", "upload"}, {"result", "success"}});
+  EXPECT_EQ(up->histogram.sample_count, 1u);
+  EXPECT_EQ(up->histogram.sample_sum, 2.0);
+  const auto* rate = Find(families, "stasis_object_store_throughput_bytes_per_second", {{"direction", "upload"}});
+  EXPECT_EQ(rate->histogram.sample_sum, 4 << 20);
+  // A failed transfer has a duration but no throughput.
+  EXPECT_EQ(Find(families, "stasis_object_store_transfer_seconds", {{"direction", "download"}, {"result", "error"}})
+                ->histogram.sample_count,
+            1u);
+  EXPECT_EQ(Find(families, "stasis_object_store_throughput_bytes_per_second", {{"direction", "download"}})
+                ->histogram.sample_count,
+            0u);
+}
+
 }  // namespace
 }  // namespace stasis

@@ -21,6 +21,9 @@ using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
 using api::ActorState;
 
+// The controller's clock in these tests: a day after every fixture's takenAt.
+const Time kNow = *ParseTime("2026-01-02T00:00:00Z");
+
 SnapshotManifest At(const std::string& id, const std::string& taken_at) {
   SnapshotManifest m;
   m.id = id;
@@ -67,6 +70,33 @@ TEST(SnapshotsToDeleteTest, RetainBelowOneDeletesNothing) {
   // The flag refuses 0; should a caller pass it anyway, nothing is read as "keep none".
   EXPECT_THAT(SnapshotsToDelete(Five(), 0, {}), IsEmpty());
   EXPECT_THAT(SnapshotsToDelete(Five(), -3, {}), IsEmpty());
+}
+
+TEST(SnapshotsToDeleteTest, AYoungerSnapshotThanTheMinimumAgeIsKept) {
+  // s1..s5 were taken at 00:00:01..05; at 00:00:10 with a 7 s minimum age s1..s3 are of age.
+  const Time now = *ParseTime("2026-01-01T00:00:10Z");
+  EXPECT_THAT(SnapshotsToDelete(Five(), 1, {}, now, std::chrono::seconds(7)), ElementsAre("s1", "s2", "s3"));
+  EXPECT_EQ(RetentionRecheckAt(Five(), 1, {}, now, std::chrono::seconds(7)), *ParseTime("2026-01-01T00:00:11Z"));
+  // Nothing young beyond N: no recheck needed.
+  EXPECT_THAT(SnapshotsToDelete(Five(), 3, {}, now, std::chrono::seconds(7)), ElementsAre("s1", "s2"));
+  EXPECT_EQ(RetentionRecheckAt(Five(), 3, {}, now, std::chrono::seconds(7)), std::nullopt);
+  // Everything younger: nothing goes, and the oldest comes of age first.
+  EXPECT_THAT(SnapshotsToDelete(Five(), 1, {}, now, std::chrono::hours(1)), IsEmpty());
+  EXPECT_EQ(RetentionRecheckAt(Five(), 1, {}, now, std::chrono::hours(1)), *ParseTime("2026-01-01T01:00:01Z"));
+  // A protected snapshot is not waited for.
+  EXPECT_EQ(RetentionRecheckAt(Five(), 4, {"s1"}, now, std::chrono::hours(1)), std::nullopt);
+  // No minimum age: the clock does not matter.
+  EXPECT_THAT(SnapshotsToDelete(Five(), 4, {}, Time{}, std::chrono::seconds(0)), ElementsAre("s1"));
+  EXPECT_EQ(RetentionRecheckAt(Five(), 1, {}, now, std::chrono::seconds(0)), std::nullopt);
+}
+
+TEST(SnapshotsToDeleteTest, ATakenAtThatDoesNotParseIsNeverOldEnough) {
+  auto five = Five();
+  five[0].taken_at = "";
+  five[1].taken_at = "yesterday";
+  const Time now = *ParseTime("2026-06-01T00:00:00Z");
+  EXPECT_THAT(SnapshotsToDelete(five, 1, {}, now, std::chrono::seconds(1)), ElementsAre("s3", "s4"));
+  EXPECT_EQ(RetentionRecheckAt(five, 1, {}, now, std::chrono::seconds(1)), std::nullopt);
 }
 
 TEST(ProtectedSnapshotsTest, LatestSnapshotOfAnActorAtRestOrRunning) {
@@ -150,8 +180,8 @@ class SnapshotRetentionTest : public ::testing::Test {
 
 TEST_F(SnapshotRetentionTest, DeletesAllButTheNewestNAndNeverLatestSnapshotEvenWhenOld) {
   CommitFive();
-  SnapshotRetention retention(controller_view_, 2, Returns(ActorIn(ActorState::kSuspended, "s1")));
-  auto r = retention.Prune("default", "counter");
+  SnapshotRetention retention(controller_view_, RetentionPolicy{2}, Returns(ActorIn(ActorState::kSuspended, "s1")));
+  auto r = retention.Prune("default", "counter", kNow);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(r->skipped);
   EXPECT_EQ(r->latest, "s1");
@@ -162,7 +192,7 @@ TEST_F(SnapshotRetentionTest, DeletesAllButTheNewestNAndNeverLatestSnapshotEvenW
     EXPECT_TRUE(controller_view_.VerifyCommitted("default", "counter", id).ok()) << id;
   }
   // A second pass has nothing left to do.
-  r = retention.Prune("default", "counter");
+  r = retention.Prune("default", "counter", kNow);
   ASSERT_TRUE(r.ok());
   EXPECT_THAT(r->deleted, IsEmpty());
   EXPECT_EQ(OnDisk(), (std::set<std::string>{"s1", "s4", "s5"}));
@@ -172,16 +202,16 @@ TEST_F(SnapshotRetentionTest, TheSnapshotBeingRestoredIsNeverDeleted) {
   // RESUMING from s2 (its latestSnapshot, which is what the agent restores): with N=1 every
   // other snapshot would go, yet nothing is touched while the restore may be reading.
   CommitFive();
-  SnapshotRetention retention(controller_view_, 1, Returns(ActorIn(ActorState::kResuming, "s2")));
-  auto r = retention.Prune("default", "counter");
+  SnapshotRetention retention(controller_view_, RetentionPolicy{1}, Returns(ActorIn(ActorState::kResuming, "s2")));
+  auto r = retention.Prune("default", "counter", kNow);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->skipped);
   EXPECT_THAT(r->deleted, IsEmpty());
   EXPECT_EQ(OnDisk().size(), 5u);
 
   // Once RUNNING from it, s2 is still latestSnapshot and stays; the others beyond N=1 go.
-  SnapshotRetention after(controller_view_, 1, Returns(ActorIn(ActorState::kRunning, "s2")));
-  r = after.Prune("default", "counter");
+  SnapshotRetention after(controller_view_, RetentionPolicy{1}, Returns(ActorIn(ActorState::kRunning, "s2")));
+  r = after.Prune("default", "counter", kNow);
   ASSERT_TRUE(r.ok());
   EXPECT_THAT(r->deleted, ElementsAre("s1", "s3", "s4"));
   EXPECT_EQ(OnDisk(), (std::set<std::string>{"s2", "s5"}));
@@ -196,8 +226,8 @@ TEST_F(SnapshotRetentionTest, PartialAndManifestlessDirectoriesAreUntouched) {
   std::ofstream(actor_dir / "s0.partial" / "pages.img") << "being copied";
   fs::create_directories(actor_dir / "s00");
   std::ofstream(actor_dir / "s00" / "pages.img") << "no manifest";
-  SnapshotRetention retention(controller_view_, 1, Returns(ActorIn(ActorState::kSuspended, "s5")));
-  auto r = retention.Prune("default", "counter");
+  SnapshotRetention retention(controller_view_, RetentionPolicy{1}, Returns(ActorIn(ActorState::kSuspended, "s5")));
+  auto r = retention.Prune("default", "counter", kNow);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_THAT(r->deleted, ElementsAre("s1", "s2", "s3", "s4"));
   EXPECT_EQ(OnDisk(), (std::set<std::string>{"s0.partial", "s00", "s5"}));
@@ -208,8 +238,8 @@ TEST_F(SnapshotRetentionTest, PartialAndManifestlessDirectoriesAreUntouched) {
 TEST_F(SnapshotRetentionTest, AtMostNSnapshotsIsNotEvenARead) {
   Commit("s1", "2026-01-01T00:00:01Z");
   Commit("s2", "2026-01-01T00:00:02Z");
-  SnapshotRetention retention(controller_view_, 2, Returns(ActorIn(ActorState::kSuspended, "s2")));
-  auto r = retention.Prune("default", "counter");
+  SnapshotRetention retention(controller_view_, RetentionPolicy{2}, Returns(ActorIn(ActorState::kSuspended, "s2")));
+  auto r = retention.Prune("default", "counter", kNow);
   ASSERT_TRUE(r.ok());
   EXPECT_THAT(r->deleted, IsEmpty());
   EXPECT_EQ(reads_, 0);
@@ -222,12 +252,12 @@ TEST_F(SnapshotRetentionTest, TheStoreIsListedBeforeTheActorIsRead) {
   // status yet), so only the listing's order keeps the new snapshot safe.
   CommitFive();
   SnapshotRetention retention(
-      controller_view_, 1, [&](const std::string&, const std::string&) -> Result<api::Actor> {
+      controller_view_, RetentionPolicy{1}, [&](const std::string&, const std::string&) -> Result<api::Actor> {
         ++reads_;
         Commit("s0-skewed", "2025-12-31T23:59:59Z");
         return ActorIn(ActorState::kSuspended, "s5");
       });
-  auto r = retention.Prune("default", "counter");
+  auto r = retention.Prune("default", "counter", kNow);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(reads_, 1);
   EXPECT_THAT(r->deleted, ElementsAre("s1", "s2", "s3", "s4"));
@@ -236,30 +266,47 @@ TEST_F(SnapshotRetentionTest, TheStoreIsListedBeforeTheActorIsRead) {
 
 TEST_F(SnapshotRetentionTest, AGoneActorOrAFailedReadDeletesNothing) {
   CommitFive();
-  SnapshotRetention gone(controller_view_, 1, [](const std::string&, const std::string&) -> Result<api::Actor> {
+  SnapshotRetention gone(controller_view_, RetentionPolicy{1}, [](const std::string&, const std::string&) -> Result<api::Actor> {
     return Status(Code::kNotFound, "actors.stasis.dev \"counter\" not found");
   });
-  auto r = gone.Prune("default", "counter");
+  auto r = gone.Prune("default", "counter", kNow);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->skipped);
   EXPECT_EQ(OnDisk().size(), 5u);
 
-  SnapshotRetention unreachable(controller_view_, 1,
+  SnapshotRetention unreachable(controller_view_, RetentionPolicy{1},
                                 [](const std::string&, const std::string&) -> Result<api::Actor> {
                                   return Status(Code::kUnavailable, "connection refused");
                                 });
-  r = unreachable.Prune("default", "counter");
+  r = unreachable.Prune("default", "counter", kNow);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kUnavailable);
   EXPECT_EQ(OnDisk().size(), 5u);
+}
+
+TEST_F(SnapshotRetentionTest, TheMinimumAgeKeepsYoungSnapshotsAndSaysWhenToLookAgain) {
+  CommitFive();
+  // At 00:00:10 with a 7 s minimum age only s1..s3 are old enough; s4 comes of age at 00:00:11.
+  SnapshotRetention retention(controller_view_, RetentionPolicy{1, std::chrono::seconds(7)},
+                              Returns(ActorIn(ActorState::kSuspended, "s5")));
+  auto r = retention.Prune("default", "counter", *ParseTime("2026-01-01T00:00:10Z"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_THAT(r->deleted, ElementsAre("s1", "s2", "s3"));
+  EXPECT_EQ(r->recheck_at, *ParseTime("2026-01-01T00:00:11Z"));
+  EXPECT_EQ(OnDisk(), (std::set<std::string>{"s4", "s5"}));
+  r = retention.Prune("default", "counter", *ParseTime("2026-01-01T00:00:11Z"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_THAT(r->deleted, ElementsAre("s4"));
+  EXPECT_EQ(r->recheck_at, std::nullopt);
+  EXPECT_EQ(OnDisk(), (std::set<std::string>{"s5"}));
 }
 
 TEST_F(SnapshotRetentionTest, ADeletedActorIsLeftToItsDeletion) {
   CommitFive();
   auto a = ActorIn(ActorState::kSuspended, "s5");
   a.metadata.deletion_timestamp = Time(std::chrono::seconds(1'800'000'000));
-  SnapshotRetention retention(controller_view_, 1, Returns(a));
-  auto r = retention.Prune("default", "counter");
+  SnapshotRetention retention(controller_view_, RetentionPolicy{1}, Returns(a));
+  auto r = retention.Prune("default", "counter", kNow);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->skipped);
   EXPECT_EQ(OnDisk().size(), 5u);

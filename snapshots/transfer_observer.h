@@ -1,0 +1,28 @@
+// What object-store transfers report, for metrics. The snapshots layer knows nothing of
+// Prometheus: the node agent hands S3Client an implementation (SnapshotMetrics) that does.
+// Called from transfer threads concurrently: implementations are thread-safe and fast.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace stasis {
+
+enum class TransferDirection { kUpload, kDownload };
+
+inline constexpr const char* DirectionName(TransferDirection d) {
+  return d == TransferDirection::kUpload ? "upload" : "download";
+}
+
+class TransferObserver {
+ public:
+  virtual ~TransferObserver() = default;
+  // The bytes one successful request carried: an object or part put, an object got.
+  virtual void ObjectBytes(TransferDirection direction, uint64_t bytes) = 0;
+  // One snapshot's whole transfer (every chunk and the manifest): its bytes and seconds.
+  virtual void SnapshotTransfer(TransferDirection direction, uint64_t bytes, double seconds, bool ok) = 0;
+  // A request sent again after a retryable failure; `op` as S3Client names it (put, get, list…).
+  virtual void Retry(std::string_view op) = 0;
+};
+
+}  // namespace stasis

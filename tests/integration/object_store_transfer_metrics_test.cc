@@ -1,0 +1,107 @@
+// What an object store's transfers tell their observer (the node agent's metrics), against a
+// real SeaweedFS: every byte of a snapshot's chunks and manifest uploaded and downloaded, one
+// whole-transfer observation per commit and per download, and the retries of a request to a
+// store that is down.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "snapshots/object_store_backend.h"
+#include "snapshots/snapshot_store.h"
+#include "tests/support/object_store.h"
+#include "tests/support/sandbox.h"
+
+namespace stasis {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using testing::ObjectStore;
+using testing::TempDir;
+
+class Recorder final : public TransferObserver {
+ public:
+  void ObjectBytes(TransferDirection d, uint64_t bytes) override {
+    std::lock_guard lock(mu_);
+    bytes_[static_cast<int>(d)] += bytes;
+  }
+  void SnapshotTransfer(TransferDirection d, uint64_t bytes, double seconds, bool ok) override {
+    std::lock_guard lock(mu_);
+    transfers_.push_back({d, bytes, seconds, ok});
+  }
+  void Retry(std::string_view op) override {
+    std::lock_guard lock(mu_);
+    retries_[std::string(op)]++;
+  }
+  struct Transfer {
+    TransferDirection d;
+    uint64_t bytes;
+    double seconds;
+    bool ok;
+  };
+  uint64_t bytes_[2] = {0, 0};
+  std::vector<Transfer> transfers_;
+  std::map<std::string, int> retries_;
+  std::mutex mu_;
+};
+
+TEST(ObjectStoreTransferMetricsTest, BytesTransfersAndRetriesReachTheObserver) {
+  std::string error;
+  auto store = ObjectStore::Start(&error);
+  ASSERT_NE(store, nullptr) << error;
+  Recorder rec;
+  S3ClientOptions o;
+  o.observer = &rec;
+  o.retry.max_attempts = 3;
+  o.retry.initial = 20ms;
+  TempDir a("stasis-metrics-a-"), b("stasis-metrics-b-");
+  auto backend = [&](const TempDir& root) {
+    return std::make_unique<ObjectStoreBackend>(std::make_unique<S3Client>(store->endpoint(), store->bucket(), o),
+                                                S3Location{store->bucket(), "m/"}, (root.path() / "cache").string(), 2);
+  };
+  SnapshotStore n1((a.path() / "snapshots").string(), backend(a));
+  SnapshotStore n2((b.path() / "snapshots").string(), backend(b));
+
+  auto dir = n1.BeginLocal("default", "counter", "s1");
+  ASSERT_TRUE(dir.ok());
+  std::ofstream(fs::path(*dir) / "pages.img", std::ios::binary) << std::string(9 << 20, 'p');  // 2 chunks
+  SnapshotManifest m;
+  m.id = "s1";
+  m.ns = "default";
+  m.name = "counter";
+  m.owner_uid = "uid-1";
+  m.scope = "Full";
+  m.trigger = "Suspend";
+  ASSERT_TRUE(n1.CompleteLocal(m).ok());
+  ASSERT_TRUE(n1.Commit("default", "counter", "s1", true).ok());
+  const uint64_t image = 9 << 20;
+  ASSERT_EQ(rec.transfers_.size(), 1u);
+  EXPECT_EQ(rec.transfers_[0].d, TransferDirection::kUpload);
+  EXPECT_EQ(rec.transfers_[0].bytes, image);
+  EXPECT_TRUE(rec.transfers_[0].ok);
+  // The chunks and the manifest (a few KiB).
+  EXPECT_GT(rec.bytes_[0], image);
+  EXPECT_LT(rec.bytes_[0], image + 64 * 1024);
+
+  const uint64_t got_before = rec.bytes_[1];
+  auto source = n2.CheckForRestore("default", "counter", "s1", true, "uid-1");
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  ASSERT_EQ(rec.transfers_.size(), 2u);
+  EXPECT_EQ(rec.transfers_[1].d, TransferDirection::kDownload);
+  EXPECT_EQ(rec.transfers_[1].bytes, image);
+  EXPECT_TRUE(rec.transfers_[1].ok);
+  EXPECT_GT(rec.bytes_[1] - got_before, image);  // the chunks and the manifest
+  EXPECT_TRUE(rec.retries_.empty());
+
+  // A store that is down: the listing is sent max_attempts times, so retried twice.
+  ASSERT_EQ(store->Stop(), "");
+  S3Client client(store->endpoint(), store->bucket(), o);
+  EXPECT_FALSE(client.ListObjectsV2("m/").ok());
+  EXPECT_EQ(rec.retries_["list"], 2);
+}
+
+}  // namespace
+}  // namespace stasis
