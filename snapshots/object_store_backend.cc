@@ -121,7 +121,8 @@ Result<SnapshotManifest> ObjectStoreBackend::GetManifest(const std::string& ns, 
   return m;
 }
 
-Status ObjectStoreBackend::UploadChunks(const fs::path& source, const SnapshotManifest& m, const std::string& prefix) {
+Status ObjectStoreBackend::UploadChunks(const fs::path& source, const SnapshotManifest& m, const std::string& prefix,
+                                        std::atomic<uint64_t>* stored_bytes) {
   const auto chunks = ChunksOf(m);
   const size_t workers = WorkersFor(chunks.size(), transfers_);
   std::vector<std::unique_ptr<char[]>> buffers(workers);
@@ -141,6 +142,7 @@ Status ObjectStoreBackend::UploadChunks(const fs::path& source, const SnapshotMa
     auto object = codec_.Encode(std::string_view(buf, static_cast<size_t>(c.length)), PlaceOf(m, c), encoded[worker],
                                 scratch[worker]);
     if (!object.ok()) return object.status();
+    *stored_bytes += object->size();
     return client_->PutObject(ChunkKey(prefix, c.file, c.index), *object);
   });
 }
@@ -162,9 +164,13 @@ Result<CommittedBackend::PutOutcome> ObjectStoreBackend::Put(const fs::path& sou
   auto manifest = StoredManifestObject(stored, codec_.key());
   if (!manifest.ok()) return manifest.status();
   const auto start = std::chrono::steady_clock::now();
-  Status put = UploadChunks(source, stored, prefix);
+  std::atomic<uint64_t> stored_bytes{0};
+  Status put = UploadChunks(source, stored, prefix, &stored_bytes);
   if (put.ok()) put = client_->PutObject(ManifestKey(prefix), *manifest);
   ObserveTransfer(TransferDirection::kUpload, stored, start, put.ok());
+  if (TransferObserver* o = client_->observer(); o && put.ok() && stored.compression != Compression::kNone) {
+    o->Compressed(static_cast<uint64_t>(stored.total_bytes), stored_bytes.load());
+  }
   if (!put.ok()) {
     // No manifest: nothing looks committed. The chunks are removed now if the store lets us,
     // else by garbage collection later.

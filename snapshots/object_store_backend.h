@@ -22,6 +22,7 @@
 // loss may have torn it) is downloaded again.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -67,7 +68,9 @@ class ObjectStoreBackend final : public CommittedBackend {
   static ChunkPlace PlaceOf(const SnapshotManifest& m, const ChunkSpan& c);
   // snapshot_corrupt (or the codec's own reason) naming the chunk of `m` that did not decode.
   Status ChunkDecodeError(const SnapshotManifest& m, const ChunkSpan& c, const Status& why) const;
-  Status UploadChunks(const std::filesystem::path& source, const SnapshotManifest& m, const std::string& prefix);
+  // Every chunk of `source` encoded and put; the objects' bytes added to *stored_bytes.
+  Status UploadChunks(const std::filesystem::path& source, const SnapshotManifest& m, const std::string& prefix,
+                      std::atomic<uint64_t>* stored_bytes);
   // One snapshot's transfer since `start`, to the client's observer (metrics) if it has one.
   void ObserveTransfer(TransferDirection d, const SnapshotManifest& m, std::chrono::steady_clock::time_point start,
                        bool ok) const;

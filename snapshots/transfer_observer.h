@@ -23,6 +23,10 @@ class TransferObserver {
   virtual void SnapshotTransfer(TransferDirection direction, uint64_t bytes, double seconds, bool ok) = 0;
   // A request sent again after a retryable failure; `op` as S3Client names it (put, get, list…).
   virtual void Retry(std::string_view op) = 0;
+  // One compressed snapshot's successful upload: its chunks' bytes before compression and as
+  // stored (after compression, and encryption where set). Not called for an uncompressed
+  // upload, so that fleet-wide ratios are those of compressed snapshots only.
+  virtual void Compressed(uint64_t plain_bytes, uint64_t stored_bytes) = 0;
 };
 
 }  // namespace stasis

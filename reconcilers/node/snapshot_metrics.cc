@@ -92,7 +92,11 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
       store_retries_(prometheus::BuildCounter()
                          .Name("stasis_object_store_retries_total")
                          .Help("Object-store requests sent again after a retryable failure")
-                         .Register(registry)) {
+                         .Register(registry)),
+      store_compressed_(prometheus::BuildCounter()
+                            .Name("stasis_object_store_compressed_bytes_total")
+                            .Help("Chunk bytes of compressed uploads before (plain) and as stored (stored)")
+                            .Register(registry)) {
   AddStoreSeries();
   // Series that dashboards and alerts take rate() of exist from the start, at zero (header).
   for (const char* op : {"checkpoint", "restore", "commit"}) {
@@ -138,6 +142,7 @@ void SnapshotMetrics::AddStoreSeries() {
     for (const char* r : {"success", "error"}) store_seconds_.Add({{"direction", d}, {"result", r}}, DurationBuckets());
   }
   for (const char* op : kStoreOperations) store_retries_.Add({{"operation", op}});
+  for (const char* form : {"plain", "stored"}) store_compressed_.Add({{"form", form}});
 }
 
 void SnapshotMetrics::ObjectBytes(TransferDirection direction, uint64_t bytes) {
@@ -154,6 +159,11 @@ void SnapshotMetrics::SnapshotTransfer(TransferDirection direction, uint64_t byt
 
 void SnapshotMetrics::Retry(std::string_view op) {
   store_retries_.Add({{"operation", std::string(op)}}).Increment();
+}
+
+void SnapshotMetrics::Compressed(uint64_t plain_bytes, uint64_t stored_bytes) {
+  store_compressed_.Add({{"form", "plain"}}).Increment(static_cast<double>(plain_bytes));
+  store_compressed_.Add({{"form", "stored"}}).Increment(static_cast<double>(stored_bytes));
 }
 
 void SnapshotMetrics::ObserveSnapshot(const std::string& trigger, const std::string& scope, bool gpu,

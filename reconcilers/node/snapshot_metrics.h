@@ -25,8 +25,9 @@ namespace stasis {
 
 // Also the object store's TransferObserver: stasis_object_store_bytes_total{direction},
 // stasis_object_store_transfer_seconds{direction,result},
-// stasis_object_store_throughput_bytes_per_second{direction} and
-// stasis_object_store_retries_total{operation}.
+// stasis_object_store_throughput_bytes_per_second{direction},
+// stasis_object_store_retries_total{operation} and
+// stasis_object_store_compressed_bytes_total{form}.
 class SnapshotMetrics final : public TransferObserver {
  public:
   explicit SnapshotMetrics(prometheus::Registry& registry);
@@ -51,6 +52,7 @@ class SnapshotMetrics final : public TransferObserver {
   void ObjectBytes(TransferDirection direction, uint64_t bytes) override;
   void SnapshotTransfer(TransferDirection direction, uint64_t bytes, double seconds, bool ok) override;
   void Retry(std::string_view op) override;
+  void Compressed(uint64_t plain_bytes, uint64_t stored_bytes) override;
 
  private:
   void AddStoreSeries();  // the object-store series, at zero
@@ -65,6 +67,7 @@ class SnapshotMetrics final : public TransferObserver {
   prometheus::Family<prometheus::Histogram>& store_seconds_;
   prometheus::Family<prometheus::Histogram>& store_throughput_;
   prometheus::Family<prometheus::Counter>& store_retries_;
+  prometheus::Family<prometheus::Counter>& store_compressed_;
 };
 
 }  // namespace stasis

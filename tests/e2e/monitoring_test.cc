@@ -75,6 +75,8 @@ const std::map<std::string, std::string> kMayBeEmpty = {
     {"panel \"Snapshot transfer p50 / p99\" B node=.*", kNoObjectStore},
     {"panel \"Snapshot transfer p50 / p99\" B node=mon-a", kNoObjectStore},
     {"StasisCommitsFailing", "no commit fails in this run (promtool's unit test shows it firing)"},
+    {"panel \"Store compression ratio\" A node=.*", kNoObjectStore},
+    {"panel \"Store compression ratio\" A node=mon-a", kNoObjectStore},
 };
 
 std::string ReadFile(const fs::path& p) {

@@ -36,6 +36,10 @@ class Recorder final : public TransferObserver {
     std::lock_guard lock(mu_);
     retries_[std::string(op)]++;
   }
+  void Compressed(uint64_t plain, uint64_t stored) override {
+    std::lock_guard lock(mu_);
+    compressed_.push_back({plain, stored});
+  }
   struct Transfer {
     TransferDirection d;
     uint64_t bytes;
@@ -45,6 +49,7 @@ class Recorder final : public TransferObserver {
   uint64_t bytes_[2] = {0, 0};
   std::vector<Transfer> transfers_;
   std::map<std::string, int> retries_;
+  std::vector<std::pair<uint64_t, uint64_t>> compressed_;  // plain, stored
   std::mutex mu_;
 };
 
@@ -85,6 +90,7 @@ TEST(ObjectStoreTransferMetricsTest, BytesTransfersAndRetriesReachTheObserver) {
   // The chunks and the manifest (a few KiB).
   EXPECT_GT(rec.bytes_[0], image);
   EXPECT_LT(rec.bytes_[0], image + 64 * 1024);
+  EXPECT_TRUE(rec.compressed_.empty()) << "an uncompressed upload has no ratio";
 
   const uint64_t got_before = rec.bytes_[1];
   auto source = n2.CheckForRestore("default", "counter", "s1", true, "uid-1");
@@ -101,6 +107,39 @@ TEST(ObjectStoreTransferMetricsTest, BytesTransfersAndRetriesReachTheObserver) {
   S3Client client(store->endpoint(), store->bucket(), o);
   EXPECT_FALSE(client.ListObjectsV2("m/").ok());
   EXPECT_EQ(rec.retries_["list"], 2);
+}
+
+// A compressed upload reports its chunks' bytes before and after zstd: 9 MiB of one byte
+// stores as a few hundred bytes.
+TEST(ObjectStoreTransferMetricsTest, ACompressedUploadReportsItsPlainAndStoredBytes) {
+  std::string error;
+  auto store = ObjectStore::Start(&error);
+  ASSERT_NE(store, nullptr) << error;
+  Recorder rec;
+  S3ClientOptions o;
+  o.observer = &rec;
+  TempDir a("stasis-metrics-zstd-");
+  SnapshotStore n1((a.path() / "snapshots").string(),
+                   std::make_unique<ObjectStoreBackend>(std::make_unique<S3Client>(store->endpoint(), store->bucket(), o),
+                                                        S3Location{store->bucket(), "z/"}, (a.path() / "cache").string(),
+                                                        2, ChunkCodec({Compression::kZstd, 3}, nullptr)));
+  auto dir = n1.BeginLocal("default", "counter", "s1");
+  ASSERT_TRUE(dir.ok());
+  std::ofstream(fs::path(*dir) / "pages.img", std::ios::binary) << std::string(9 << 20, 'p');
+  SnapshotManifest m;
+  m.id = "s1";
+  m.ns = "default";
+  m.name = "counter";
+  m.scope = "Full";
+  m.trigger = "Suspend";
+  ASSERT_TRUE(n1.CompleteLocal(m).ok());
+  ASSERT_TRUE(n1.Commit("default", "counter", "s1", true).ok());
+  ASSERT_EQ(rec.compressed_.size(), 1u);
+  EXPECT_EQ(rec.compressed_[0].first, 9u << 20);
+  EXPECT_GT(rec.compressed_[0].second, 0u);
+  EXPECT_LT(rec.compressed_[0].second, 64u * 1024);
+  // What was counted is what the store holds: the chunk objects, less the manifest.
+  EXPECT_GT(rec.bytes_[0], rec.compressed_[0].second);
 }
 
 }  // namespace

@@ -91,7 +91,11 @@ TEST(SnapshotMetricsTest, ObjectStoreTransfersBytesSecondsAndRetries) {
   observer.SnapshotTransfer(TransferDirection::kUpload, 8 << 20, 2.0, true);
   observer.SnapshotTransfer(TransferDirection::kDownload, 8 << 20, 1.0, false);
   observer.Retry("get");
+  ASSERT_NE(Find(families, "stasis_object_store_compressed_bytes_total", {{"form", "stored"}}), nullptr);
+  observer.Compressed(8 << 20, 3 << 20);
   families = registry.Collect();
+  EXPECT_EQ(Find(families, "stasis_object_store_compressed_bytes_total", {{"form", "plain"}})->counter.value, 8 << 20);
+  EXPECT_EQ(Find(families, "stasis_object_store_compressed_bytes_total", {{"form", "stored"}})->counter.value, 3 << 20);
   EXPECT_EQ(Find(families, "stasis_object_store_bytes_total", {{"direction", "upload"}})->counter.value,
             (8 << 20) + 100);
   EXPECT_EQ(Find(families, "stasis_object_store_retries_total", {{"operation", "get"}})->counter.value, 1);
