@@ -118,7 +118,11 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
   for (const char* r : {"deadline", "sandbox_died", "node_lost", "deleted"}) {
     forced_cleanups_.Add({{"reason", r}});
   }
-  // Successful operations' histograms (commits are always of a Suspend).
+  AddSuccessSeries();
+}
+
+// Successful operations' histograms (commits are always of a Suspend).
+void SnapshotMetrics::AddSuccessSeries() {
   for (bool gpu : {false, true}) {
     for (const char* trigger : {"Pause", "Suspend"}) {
       for (const char* scope : {"Full", "Data"}) {

@@ -55,7 +55,8 @@ class SnapshotMetrics final : public TransferObserver {
   void Compressed(uint64_t plain_bytes, uint64_t stored_bytes) override;
 
  private:
-  void AddStoreSeries();  // the object-store series, at zero
+  void AddSuccessSeries();  // successful operations' histograms, empty
+  void AddStoreSeries();    // the object-store series, at zero
 
   prometheus::Family<prometheus::Histogram>& size_;
   prometheus::Family<prometheus::Histogram>& throughput_;
