@@ -1,4 +1,4 @@
-// What object-store transfers report, for metrics. The snapshots layer knows nothing of
+// What object-store transfers and the download cache (snapshot_cache.h) report, for metrics. The snapshots layer knows nothing of
 // Prometheus: the node agent hands S3Client an implementation (SnapshotMetrics) that does.
 // Called from transfer threads concurrently: implementations are thread-safe and fast.
 #pragma once
@@ -23,6 +23,10 @@ class TransferObserver {
   virtual void SnapshotTransfer(TransferDirection direction, uint64_t bytes, double seconds, bool ok) = 0;
   // A request sent again after a retryable failure; `op` as S3Client names it (put, get, list…).
   virtual void Retry(std::string_view op) = 0;
+  // The download cache's bytes on disk after a pass of its bound, and one copy evicted from it.
+  // No-ops by default: a transfer-only observer (a benchmark's) need not care.
+  virtual void CacheBytes(uint64_t /*bytes*/) {}
+  virtual void CacheEviction(uint64_t /*bytes*/) {}
 };
 
 }  // namespace stasis

@@ -50,6 +50,21 @@ constexpr const char* kStoreOperations[] = {"put",           "get",
                                             "upload-part",   "complete-multipart",
                                             "abort-multipart", "list-multipart"};
 
+// The download cache's (snapshots/snapshot_cache.h): its size after each pass, its evictions.
+prometheus::Family<prometheus::Gauge>& CacheBytesFamily(prometheus::Registry& registry) {
+  return prometheus::BuildGauge()
+      .Name("stasis_snapshot_cache_bytes")
+      .Help("Bytes on disk of the object store's download cache after its last pass")
+      .Register(registry);
+}
+
+prometheus::Family<prometheus::Counter>& CacheEvictionsFamily(prometheus::Registry& registry) {
+  return prometheus::BuildCounter()
+      .Name("stasis_snapshot_cache_evictions_total")
+      .Help("Cached snapshot copies evicted, least recently used first, to keep the bound")
+      .Register(registry);
+}
+
 }  // namespace
 
 SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
@@ -92,7 +107,9 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
       store_retries_(prometheus::BuildCounter()
                          .Name("stasis_object_store_retries_total")
                          .Help("Object-store requests sent again after a retryable failure")
-                         .Register(registry)) {
+                         .Register(registry)),
+      cache_bytes_(CacheBytesFamily(registry)),
+      cache_evictions_(CacheEvictionsFamily(registry)) {
   AddStoreSeries();
   // Series that dashboards and alerts take rate() of exist from the start, at zero (header).
   for (const char* op : {"checkpoint", "restore", "commit"}) {
@@ -138,6 +155,8 @@ void SnapshotMetrics::AddStoreSeries() {
     for (const char* r : {"success", "error"}) store_seconds_.Add({{"direction", d}, {"result", r}}, DurationBuckets());
   }
   for (const char* op : kStoreOperations) store_retries_.Add({{"operation", op}});
+  cache_bytes_.Add({});
+  cache_evictions_.Add({});
 }
 
 void SnapshotMetrics::ObjectBytes(TransferDirection direction, uint64_t bytes) {
@@ -155,6 +174,10 @@ void SnapshotMetrics::SnapshotTransfer(TransferDirection direction, uint64_t byt
 void SnapshotMetrics::Retry(std::string_view op) {
   store_retries_.Add({{"operation", std::string(op)}}).Increment();
 }
+
+void SnapshotMetrics::CacheBytes(uint64_t bytes) { cache_bytes_.Add({}).Set(static_cast<double>(bytes)); }
+
+void SnapshotMetrics::CacheEviction(uint64_t /*bytes*/) { cache_evictions_.Add({}).Increment(); }
 
 void SnapshotMetrics::ObserveSnapshot(const std::string& trigger, const std::string& scope, bool gpu,
                                       double bytes, double checkpoint_seconds) {

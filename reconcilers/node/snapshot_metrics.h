@@ -26,7 +26,8 @@ namespace stasis {
 // Also the object store's TransferObserver: stasis_object_store_bytes_total{direction},
 // stasis_object_store_transfer_seconds{direction,result},
 // stasis_object_store_throughput_bytes_per_second{direction} and
-// stasis_object_store_retries_total{operation}.
+// stasis_object_store_retries_total{operation}; and of the download cache:
+// stasis_snapshot_cache_bytes and stasis_snapshot_cache_evictions_total.
 class SnapshotMetrics final : public TransferObserver {
  public:
   explicit SnapshotMetrics(prometheus::Registry& registry);
@@ -51,6 +52,8 @@ class SnapshotMetrics final : public TransferObserver {
   void ObjectBytes(TransferDirection direction, uint64_t bytes) override;
   void SnapshotTransfer(TransferDirection direction, uint64_t bytes, double seconds, bool ok) override;
   void Retry(std::string_view op) override;
+  void CacheBytes(uint64_t bytes) override;
+  void CacheEviction(uint64_t bytes) override;
 
  private:
   void AddStoreSeries();  // the object-store series, at zero
@@ -65,6 +68,8 @@ class SnapshotMetrics final : public TransferObserver {
   prometheus::Family<prometheus::Histogram>& store_seconds_;
   prometheus::Family<prometheus::Histogram>& store_throughput_;
   prometheus::Family<prometheus::Counter>& store_retries_;
+  prometheus::Family<prometheus::Gauge>& cache_bytes_;
+  prometheus::Family<prometheus::Counter>& cache_evictions_;
 };
 
 }  // namespace stasis
