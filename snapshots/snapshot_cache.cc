@@ -54,9 +54,13 @@ bool IsCompleteCopy(const fs::path& dir, const std::string& ns, const std::strin
   return m.ok() && m->ns == ns && m->name == name && m->id == id;
 }
 
-// One holder of a key; the last one gone releases it.
+// One holder of a key; the last one gone releases it. Never copied or moved: each object is
+// one count (a moved-from temporary would release a hold still in use).
 template <typename Holds>
 struct HoldToken {
+  HoldToken(std::shared_ptr<Holds> h, std::string k) : holds(std::move(h)), key(std::move(k)) {}
+  HoldToken(const HoldToken&) = delete;
+  HoldToken& operator=(const HoldToken&) = delete;
   std::shared_ptr<Holds> holds;
   std::string key;
   ~HoldToken() {
@@ -76,7 +80,7 @@ std::shared_ptr<const void> SnapshotCache::Hold(const std::string& ns, const std
     std::lock_guard lock(holds_->mu);
     ++holds_->count[key];
   }
-  return std::make_shared<const HoldToken<Holds>>(HoldToken<Holds>{holds_, std::move(key)});
+  return std::make_shared<const HoldToken<Holds>>(holds_, std::move(key));
 }
 
 void SnapshotCache::Touch(const fs::path& dir) const {
