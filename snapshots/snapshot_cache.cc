@@ -148,7 +148,14 @@ bool SnapshotCache::Evict(const CacheEntry& e, const fs::path& dir) {
 int SnapshotCache::Enforce() {
   if (root_.empty()) return 0;
   std::lock_guard pass(enforce_mu_);
-  Scanned scanned = Scan();
+  Scanned scanned;
+  try {
+    scanned = Scan();
+  } catch (const fs::filesystem_error& e) {
+    // A listing that failed halfway would undercount: nothing is evicted on it.
+    spdlog::warn("component=snapshots op=evict result=error error=\"{}\"", e.what());
+    return 0;
+  }
   // The planner sees a held copy as in use; the hold is checked again at the removal.
   {
     std::lock_guard lock(holds_->mu);
