@@ -14,6 +14,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ class CommittedBackend {
   struct Fetched {
     std::string dir;
     SnapshotManifest manifest;
+    // While any copy of it lives, `dir` is not evicted from a bounded download cache: keep it
+    // until whatever reads `dir` (runsc restore) has opened its files. Null when the backend
+    // has no cache to evict from.
+    std::shared_ptr<const void> in_use;
   };
   // A directory holding committed snapshot `id`, every chunk verified (snapshot_corrupt on a
   // mismatch, nothing removed; snapshot_not_found when there is none).

@@ -169,7 +169,7 @@ Result<CommittedBackend::Fetched> FilesystemBackend::Fetch(const std::string& ns
   const std::string dir = Location(ns, name, id);
   auto manifest = VerifySnapshotDir(dir, ns, name, id, digest_threads_);
   if (!manifest.ok()) return manifest.status();
-  return Fetched{dir, std::move(*manifest)};
+  return Fetched{dir, std::move(*manifest), nullptr};
 }
 
 std::vector<SnapshotManifest> FilesystemBackend::List(const std::string& ns, const std::string& name) const {

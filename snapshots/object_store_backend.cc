@@ -77,10 +77,16 @@ Result<std::vector<int>> CreateFiles(const fs::path& partial, const SnapshotMani
 ObjectStoreBackend::ObjectStoreBackend(std::unique_ptr<S3Client> client, S3Location location, std::string cache_root,
                                        int transfers, ChunkCodec codec)
     : client_(std::move(client)), location_(std::move(location)), cache_root_(std::move(cache_root)),
-      transfers_(transfers > 0 ? transfers : std::clamp(AvailableCpus(), 2, 16)), codec_(std::move(codec)) {}
+      transfers_(transfers > 0 ? transfers : std::clamp(AvailableCpus(), 2, 16)), codec_(std::move(codec)) {
+  if (!cache_root_.empty()) cache_ = std::make_unique<SnapshotCache>(cache_root_, 0, client_->observer());
+}
 
 void ObjectStoreBackend::SetDigestThreads(int threads) {
   if (threads > 0) transfers_ = threads;
+}
+
+void ObjectStoreBackend::SetCacheBound(int64_t bytes) {
+  if (cache_) cache_->set_bound_bytes(bytes);
 }
 
 std::string ObjectStoreBackend::SnapshotPrefix(const std::string& ns, const std::string& name,
@@ -243,10 +249,14 @@ Result<CommittedBackend::Fetched> ObjectStoreBackend::Fetch(const std::string& n
   auto m = GetManifest(ns, name, id);
   if (!m.ok()) return m.status();
   const fs::path complete = SnapshotDir(cache_root_, ns, name, id);
+  // Held before the cached copy is looked at: an eviction pass either removed it already or
+  // leaves it to this restore.
+  std::shared_ptr<const void> hold = cache_->Hold(ns, name, id);
   if (auto cached = ReadManifest(complete); cached.ok() && cached->chunk_list_sha256 == m->chunk_list_sha256 &&
                                              !cached->deferred_sync_boot_id.empty() &&
                                              cached->deferred_sync_boot_id == ThisBootId()) {
-    return Fetched{complete.string(), std::move(*m)};
+    cache_->Touch(complete);
+    return Fetched{complete.string(), std::move(*m), std::move(hold)};
   }
   const fs::path partial = PartialDir(cache_root_, ns, name, id);
   std::error_code ec;
@@ -268,7 +278,9 @@ Result<CommittedBackend::Fetched> ObjectStoreBackend::Fetch(const std::string& n
     fs::remove_all(partial, ec);
     return got;
   }
-  return Fetched{complete.string(), std::move(*m)};
+  cache_->Touch(complete);
+  (void)cache_->Enforce();  // this copy is held: the others make room
+  return Fetched{complete.string(), std::move(*m), std::move(hold)};
 }
 
 std::vector<SnapshotManifest> ObjectStoreBackend::List(const std::string& ns, const std::string& name) const {
@@ -321,7 +333,8 @@ Status ObjectStoreBackend::Remove(const std::string& ns, const std::string& name
   if (Status s = DeleteUnder(prefix); !s.ok()) return s;
   std::error_code ec;
   if (!cache_root_.empty() && fs::exists(SnapshotDir(cache_root_, ns, name, id), ec)) {
-    return RemoveSnapshotDir(ActorDir(cache_root_, ns, name), id);
+    if (Status s = RemoveSnapshotDir(ActorDir(cache_root_, ns, name), id); !s.ok()) return s;
+    (void)cache_->Enforce();  // nothing to evict: the cache's size, reported
   }
   return OkStatus();
 }
@@ -339,7 +352,10 @@ Status ObjectStoreBackend::CheckWritable() const {
 
 Result<int> ObjectStoreBackend::RemoveLeftovers() {
   if (cache_root_.empty()) return 0;  // no cache, no partial downloads
-  return RemovePartialsUnder(cache_root_);
+  const int removed = RemovePartialsUnder(cache_root_);
+  // At start-up: a bound lowered since the last run applies at once, and the size is reported.
+  (void)cache_->Enforce();
+  return removed;
 }
 
 }  // namespace stasis

@@ -19,7 +19,9 @@
 // arrives, then renames it complete; runsc restores from there. The cache is the agent's
 // own directory and is not fsynced: a complete copy of this boot whose manifest lists the same
 // chunks as the store's is used again without a download; one from an earlier boot (a power
-// loss may have torn it) is downloaded again.
+// loss may have torn it) is downloaded again. With a bound (SetCacheBound) the cache keeps to
+// it, least recently used copies evicted after each download (snapshot_cache.h); a fetched
+// copy is held from eviction while the caller keeps Fetched::in_use.
 #pragma once
 
 #include <atomic>
@@ -31,6 +33,7 @@
 #include "snapshots/committed_backend.h"
 #include "snapshots/s3_client.h"
 #include "snapshots/s3_location.h"
+#include "snapshots/snapshot_cache.h"
 
 namespace stasis {
 
@@ -54,6 +57,8 @@ class ObjectStoreBackend final : public CommittedBackend {
   std::string LocalRoot() const override { return cache_root_; }
   // --snapshot-digest-threads, when set, bounds the transfers too (each hashes its chunk).
   void SetDigestThreads(int threads) override;
+  // --snapshot-cache-bytes: the download cache's bound (<= 0: unbounded, the default).
+  void SetCacheBound(int64_t bytes);
 
   // The object keys (for tests and GC): the snapshot's prefix, a chunk's, its manifest's.
   std::string SnapshotPrefix(const std::string& ns, const std::string& name, const std::string& id) const;
@@ -82,6 +87,7 @@ class ObjectStoreBackend final : public CommittedBackend {
   std::string cache_root_;
   int transfers_;
   ChunkCodec codec_;
+  std::unique_ptr<SnapshotCache> cache_;  // null without a cache root
 };
 
 }  // namespace stasis

@@ -22,11 +22,13 @@ Result<SnapshotStore::RestoreSource> SnapshotStore::CheckForRestore(const std::s
   const bool verify = committed || verify_local;
   std::string dir = LocalPath(ns, name, id);
   Result<SnapshotManifest> manifest = SnapshotManifest{};
+  std::shared_ptr<const void> in_use;
   if (committed) {
     auto fetched = committed_->Fetch(ns, name, id);
     if (!fetched.ok()) return fetched.status();
     dir = std::move(fetched->dir);
     manifest = std::move(fetched->manifest);
+    in_use = std::move(fetched->in_use);
   } else {
     manifest = verify_local ? VerifySnapshotDir(dir, ns, name, id, digest_threads_) : CheckLocalForRestore(ns, name, id);
   }
@@ -40,7 +42,7 @@ Result<SnapshotStore::RestoreSource> SnapshotStore::CheckForRestore(const std::s
     spdlog::info("component=snapshots op=verify actor={}/{} snapshot={} bytes={} duration_ms={}", ns, name, id,
                  manifest->total_bytes, MillisSince(start));
   }
-  return RestoreSource{dir, std::move(*manifest)};
+  return RestoreSource{dir, std::move(*manifest), std::move(in_use)};
 }
 
 }  // namespace stasis

@@ -94,6 +94,8 @@ class SnapshotStore {
   struct RestoreSource {
     std::string dir;
     SnapshotManifest manifest;
+    // Keeps a cached copy in `dir` from eviction while held: until the restore has opened it.
+    std::shared_ptr<const void> in_use;
   };
   Result<RestoreSource> CheckForRestore(const std::string& ns, const std::string& name,
                                         const std::string& id, bool committed,

@@ -1,4 +1,4 @@
-// What object-store transfers report, for metrics. The snapshots layer knows nothing of
+// What object-store transfers and the download cache (snapshot_cache.h) report, for metrics. The snapshots layer knows nothing of
 // Prometheus: the node agent hands S3Client an implementation (SnapshotMetrics) that does.
 // Called from transfer threads concurrently: implementations are thread-safe and fast.
 #pragma once
@@ -27,6 +27,10 @@ class TransferObserver {
   // stored (after compression, and encryption where set). Not called for an uncompressed
   // upload, so that fleet-wide ratios are those of compressed snapshots only.
   virtual void Compressed(uint64_t plain_bytes, uint64_t stored_bytes) = 0;
+  // The download cache's bytes on disk after a pass of its bound, and one copy evicted from it.
+  // No-ops by default: a transfer-only observer (a benchmark's) need not care.
+  virtual void CacheBytes(uint64_t /*bytes*/) {}
+  virtual void CacheEviction(uint64_t /*bytes*/) {}
 };
 
 }  // namespace stasis

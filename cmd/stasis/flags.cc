@@ -1,6 +1,8 @@
 #include "cmd/stasis/flags.h"
 
+#include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -105,6 +107,22 @@ Result<int> Flags::GetInt(const std::string& name, int min, int max) const {
     return Status(Code::kInvalidArgument, "--" + name + "=" + v + ": want an integer in [" +
                                               std::to_string(min) + ", " + std::to_string(max) + "]");
   }
+}
+
+Result<int64_t> Flags::GetBytes(const std::string& name) const {
+  const std::string& v = Get(name);
+  static const std::map<std::string, int64_t> kUnits = {
+      {"", 1},           {"K", 1000},          {"M", 1000'000},          {"G", 1000'000'000},
+      {"T", 1000'000'000'000}, {"Ki", 1LL << 10}, {"Mi", 1LL << 20}, {"Gi", 1LL << 30}, {"Ti", 1LL << 40}};
+  size_t digits = 0;
+  while (digits < v.size() && v[digits] >= '0' && v[digits] <= '9') ++digits;
+  const auto unit = kUnits.find(v.substr(digits));
+  if (digits > 0 && digits <= 15 && unit != kUnits.end()) {
+    const int64_t n = std::stoll(v.substr(0, digits));
+    if (n <= INT64_MAX / unit->second) return n * unit->second;
+  }
+  return Status(Code::kInvalidArgument,
+                "--" + name + "=" + v + ": want a size in bytes, plain or with K, M, G, T, Ki, Mi, Gi or Ti (\"50Gi\")");
 }
 
 Result<double> Flags::GetSeconds(const std::string& name) const {

@@ -8,6 +8,7 @@
 // user is a benchmark program that takes the agent's flags verbatim (bench_pause_overhead).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@ class Flags {
   const std::string& Get(const std::string& name) const;
   Result<int> GetInt(const std::string& name, int min, int max) const;
   Result<double> GetSeconds(const std::string& name) const;  // "15", "15s", "500ms", "2m"
+  // A size in bytes, "0" or more: plain, or with a Kubernetes quantity's suffix, K M G T
+  // (powers of 1000) or Ki Mi Gi Ti (powers of 1024): "50Gi".
+  Result<int64_t> GetBytes(const std::string& name) const;
   bool GetBool(const std::string& name) const;  // a boolean flag, checked by Parse
   bool help_requested() const { return help_; }
   std::string Usage() const;

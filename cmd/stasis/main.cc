@@ -97,6 +97,9 @@ void DefineNodeFlags(stasis::Flags& f) {
            "an s3:// store only: a file of 32 raw bytes or 64 hex digits, mode 0400 or 0600 (a Secret volume with "
            "defaultMode: 0400); chunks and manifests are encrypted with AES-256-GCM before upload, and a snapshot "
            "encrypted with another key is refused by its key id");
+  f.Define("snapshot-cache-bytes", "0",
+           "an s3:// store only: the most bytes its download cache (<root>/store-cache) keeps, least recently used "
+           "copies evicted after each download; K, M, G, T, Ki, Mi, Gi, Ti suffixes (\"50Gi\"); 0: unbounded");
   f.Define("snapshot-digest-threads", "0",
            "threads that hash, copy and verify snapshot chunks (0: every CPU the agent may use)");
   f.Define("log-level", "info", "debug, info, warn or error");
@@ -165,6 +168,9 @@ stasis::Result<stasis::NodeAgentOptions> NodeOptions(const stasis::Flags& f) {
   o.snapshot_store_credentials = f.Get("snapshot-store-credentials");
   o.snapshot_store_compression = f.Get("snapshot-store-compression");
   o.snapshot_store_encryption_key = f.Get("snapshot-store-encryption-key");
+  auto cache_bytes = f.GetBytes("snapshot-cache-bytes");
+  if (!cache_bytes.ok()) return cache_bytes.status();
+  o.snapshot_cache_bytes = *cache_bytes;
   if (!f.Get("bundle-root").empty()) o.bundle_roots.roots = Split(f.Get("bundle-root"), ',');
   o.bundle_roots.per_namespace = f.GetBool("bundle-root-per-namespace");
   if (!f.Get("bundle-readonly-source").empty()) {

@@ -52,13 +52,20 @@ Status MakeDirectories(const NodeAgentOptions& o, std::string* store_root) {
 }
 
 // How this agent writes an object store's chunks: --snapshot-store-compression and the key of
-// --snapshot-store-encryption-key, each checked strictly (and refused with a directory store).
+// --snapshot-store-encryption-key, each checked strictly (and refused with a directory store,
+// as --snapshot-cache-bytes is: a directory store has no download cache to bound).
 Result<ChunkCodec> ChunkCodecFor(const NodeAgentOptions& o) {
   if (!IsS3Url(o.snapshot_store)) {
     if (o.snapshot_store_compression != "none" || !o.snapshot_store_encryption_key.empty()) {
       return Status(Code::kInvalidArgument,
                     "--snapshot-store-compression and --snapshot-store-encryption-key apply only to an s3:// "
                     "--snapshot-store; a directory store keeps snapshots as they are",
+                    snapshot_reason::kStoreConfigInvalid);
+    }
+    if (o.snapshot_cache_bytes != 0) {
+      return Status(Code::kInvalidArgument,
+                    "--snapshot-cache-bytes applies only to an s3:// --snapshot-store; a directory store is the "
+                    "store itself, never evicted",
                     snapshot_reason::kStoreConfigInvalid);
     }
     return ChunkCodec();
@@ -90,8 +97,11 @@ Result<std::unique_ptr<CommittedBackend>> CommittedBackendFor(const NodeAgentOpt
   S3ClientOptions client_options;
   client_options.observer = observer;
   auto client = std::make_unique<S3Client>(std::move(*endpoint), location->bucket, std::move(client_options));
-  return std::unique_ptr<CommittedBackend>(
-      std::make_unique<ObjectStoreBackend>(std::move(client), std::move(*location), store_root, 0, std::move(codec)));
+  auto backend =
+      std::make_unique<ObjectStoreBackend>(std::move(client), std::move(*location), store_root, 0, std::move(codec));
+  backend->SetCacheBound(o.snapshot_cache_bytes);
+  spdlog::info("snapshot cache root={} bound_bytes={}", store_root, o.snapshot_cache_bytes);
+  return std::unique_ptr<CommittedBackend>(std::move(backend));
 }
 
 // --bundle-root, defaulted and checked against the agent's own directories.

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct NodeAgentOptions {
   // set with a directory store is refused: a directory store keeps snapshots as they are.
   std::string snapshot_store_compression = "none";
   std::string snapshot_store_encryption_key;
+  // --snapshot-cache-bytes: an s3:// store's download cache (<root>/store-cache) is kept at
+  // most this big, least recently used copies evicted after each download; 0 = unbounded.
+  // Set with a directory store is refused: that directory is the store, not a cache.
+  int64_t snapshot_cache_bytes = 0;
   // --bundle-root (repeatable) and --bundle-root-per-namespace: where actors' bundles may be
   // (bundle_confinement.h). No root given: <root>/bundles, created at startup (the DaemonSet's
   // /var/lib/stasis/bundles). Checked at startup: never a root that holds the agent's own

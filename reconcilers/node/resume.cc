@@ -179,7 +179,8 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
   // The image directory comes from the actor's names and the snapshot's id, under this agent's
   // own roots — never from status.latestSnapshot.location, which every node agent may write. A
   // committed image is verified against its checksums first; a node-local one whose fsyncs were
-  // deferred only if a reboot came between.
+  // deferred only if a reboot came between. `source` holds a cached copy from eviction until
+  // the restore below has returned (runsc has its files open by then).
   const auto check_start = clock_.Now();
   auto source = snapshots_.CheckForRestore(c.a.metadata.namespace_, c.a.metadata.name, snap->id,
                                            /*committed=*/snap->node_name.empty(), c.a.metadata.uid);

@@ -50,6 +50,21 @@ constexpr const char* kStoreOperations[] = {"put",           "get",
                                             "upload-part",   "complete-multipart",
                                             "abort-multipart", "list-multipart"};
 
+// The download cache's (snapshots/snapshot_cache.h): its size after each pass, its evictions.
+prometheus::Family<prometheus::Gauge>& CacheBytesFamily(prometheus::Registry& registry) {
+  return prometheus::BuildGauge()
+      .Name("stasis_snapshot_cache_bytes")
+      .Help("Bytes on disk of the object store's download cache after its last pass")
+      .Register(registry);
+}
+
+prometheus::Family<prometheus::Counter>& CacheEvictionsFamily(prometheus::Registry& registry) {
+  return prometheus::BuildCounter()
+      .Name("stasis_snapshot_cache_evictions_total")
+      .Help("Cached snapshot copies evicted, least recently used first, to keep the bound")
+      .Register(registry);
+}
+
 }  // namespace
 
 SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
@@ -96,7 +111,9 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
       store_compressed_(prometheus::BuildCounter()
                             .Name("stasis_object_store_compressed_bytes_total")
                             .Help("Chunk bytes of compressed uploads before (plain) and as stored (stored)")
-                            .Register(registry)) {
+                            .Register(registry)),
+      cache_bytes_(CacheBytesFamily(registry)),
+      cache_evictions_(CacheEvictionsFamily(registry)) {
   AddStoreSeries();
   // Series that dashboards and alerts take rate() of exist from the start, at zero (header).
   for (const char* op : {"checkpoint", "restore", "commit"}) {
@@ -147,6 +164,8 @@ void SnapshotMetrics::AddStoreSeries() {
   }
   for (const char* op : kStoreOperations) store_retries_.Add({{"operation", op}});
   for (const char* form : {"plain", "stored"}) store_compressed_.Add({{"form", form}});
+  cache_bytes_.Add({});
+  cache_evictions_.Add({});
 }
 
 void SnapshotMetrics::ObjectBytes(TransferDirection direction, uint64_t bytes) {
@@ -169,6 +188,9 @@ void SnapshotMetrics::Compressed(uint64_t plain_bytes, uint64_t stored_bytes) {
   store_compressed_.Add({{"form", "plain"}}).Increment(static_cast<double>(plain_bytes));
   store_compressed_.Add({{"form", "stored"}}).Increment(static_cast<double>(stored_bytes));
 }
+void SnapshotMetrics::CacheBytes(uint64_t bytes) { cache_bytes_.Add({}).Set(static_cast<double>(bytes)); }
+
+void SnapshotMetrics::CacheEviction(uint64_t /*bytes*/) { cache_evictions_.Add({}).Increment(); }
 
 void SnapshotMetrics::ObserveSnapshot(const std::string& trigger, const std::string& scope, bool gpu,
                                       double bytes, double checkpoint_seconds) {

@@ -27,7 +27,8 @@ namespace stasis {
 // stasis_object_store_transfer_seconds{direction,result},
 // stasis_object_store_throughput_bytes_per_second{direction},
 // stasis_object_store_retries_total{operation} and
-// stasis_object_store_compressed_bytes_total{form}.
+// stasis_object_store_compressed_bytes_total{form}; and of the download cache:
+// stasis_snapshot_cache_bytes and stasis_snapshot_cache_evictions_total.
 class SnapshotMetrics final : public TransferObserver {
  public:
   explicit SnapshotMetrics(prometheus::Registry& registry);
@@ -53,6 +54,8 @@ class SnapshotMetrics final : public TransferObserver {
   void SnapshotTransfer(TransferDirection direction, uint64_t bytes, double seconds, bool ok) override;
   void Retry(std::string_view op) override;
   void Compressed(uint64_t plain_bytes, uint64_t stored_bytes) override;
+  void CacheBytes(uint64_t bytes) override;
+  void CacheEviction(uint64_t bytes) override;
 
  private:
   void AddSuccessSeries();  // successful operations' histograms, empty
@@ -69,6 +72,8 @@ class SnapshotMetrics final : public TransferObserver {
   prometheus::Family<prometheus::Histogram>& store_throughput_;
   prometheus::Family<prometheus::Counter>& store_retries_;
   prometheus::Family<prometheus::Counter>& store_compressed_;
+  prometheus::Family<prometheus::Gauge>& cache_bytes_;
+  prometheus::Family<prometheus::Counter>& cache_evictions_;
 };
 
 }  // namespace stasis

@@ -70,6 +70,26 @@ TEST(FlagsTest, ABooleanThatIsNeitherIsAnErrorNeverSilentlyFalse) {
   EXPECT_THAT(n.GetInt("workers", 1, 8).status().message(), HasSubstr("want an integer in [1, 8]"));
 }
 
+TEST(FlagsTest, ASizeTakesKubernetesQuantitySuffixesAndNothingElse) {
+  auto parsed = [](const std::string& v) {
+    Flags f;
+    f.Define("snapshot-cache-bytes", "0", "");
+    EXPECT_TRUE(f.Parse({"--snapshot-cache-bytes=" + v}).ok()) << v;
+    return f.GetBytes("snapshot-cache-bytes");
+  };
+  const std::vector<std::pair<std::string, int64_t>> good = {
+      {"0", 0}, {"4096", 4096}, {"3K", 3000}, {"2M", 2000000}, {"1G", 1000000000}, {"1T", 1000000000000},
+      {"1Ki", 1024}, {"5Mi", 5 << 20}, {"50Gi", 50LL << 30}, {"2Ti", 2LL << 40}};
+  for (const auto& [v, want] : good) {
+    auto got = parsed(v);
+    ASSERT_TRUE(got.ok()) << v;
+    EXPECT_EQ(*got, want) << v;
+  }
+  for (const char* bad : {"", "-1", "1.5Gi", "10GB", "Gi", "1gi", "10 Gi", "99999999999999999Ti", "8388608Ti"}) {
+    EXPECT_THAT(parsed(bad).status().message(), HasSubstr("want a size in bytes")) << bad;
+  }
+}
+
 TEST(LoggingTest, AnUnknownLevelOrFormatIsAnError) {
   EXPECT_EQ(*ParseLogLevel("debug"), spdlog::level::debug);
   EXPECT_EQ(*ParseLogLevel("error"), spdlog::level::err);

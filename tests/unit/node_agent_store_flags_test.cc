@@ -1,6 +1,6 @@
 // `stasis node`'s object-store codec flags are checked before the agent connects to anything:
 // a compression level out of range, a key file others may read, or either flag with a
-// directory store fails RunNodeAgent at once with kInvalidArgument (exit code 2) and a message
+// directory store (or --snapshot-cache-bytes with one) fails RunNodeAgent at once with kInvalidArgument (exit code 2) and a message
 // that names the flag — no API server is needed to see it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,7 +16,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Status RunAgent(const std::string& store, const std::string& compression, const std::string& key) {
+Status RunAgent(const std::string& store, const std::string& compression, const std::string& key,
+                int64_t cache_bytes = 0) {
   NodeAgentOptions o;
   o.node = "n1";
   o.workers = {{}};
@@ -24,6 +25,7 @@ Status RunAgent(const std::string& store, const std::string& compression, const 
   o.snapshot_store = store;
   o.snapshot_store_compression = compression;
   o.snapshot_store_encryption_key = key;
+  o.snapshot_cache_bytes = cache_bytes;
   std::atomic<bool> stop{true};
   return RunNodeAgent(o, &stop);
 }
@@ -47,6 +49,12 @@ TEST(NodeAgentStoreFlags, AreCheckedBeforeAnythingConnects) {
     const Status s = RunAgent(c.store, c.compression, c.key);
     EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
     EXPECT_THAT(s.message(), HasSubstr(c.want));
+  }
+  // A directory store is the store itself: nothing in it is a cache to evict.
+  for (const std::string store : {"", "/var/lib/stasis/store"}) {
+    const Status s = RunAgent(store, "none", "", 1 << 30);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+    EXPECT_THAT(s.message(), HasSubstr("--snapshot-cache-bytes applies only to an s3:// --snapshot-store"));
   }
 }
 
