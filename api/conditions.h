@@ -54,6 +54,10 @@ inline constexpr char kReasonNoFreeWorker[] = "NoFreeWorker";
 inline constexpr char kReasonUnschedulable[] = "Unschedulable";
 inline constexpr char kReasonBound[] = "Bound";
 inline constexpr char kReasonStoreUnavailable[] = "StoreUnavailable";
+// CommitFailed reasons for an object store that answers but refuses the commit as configured:
+// waiting will not fix these, a person must (the credentials, the bucket).
+inline constexpr char kReasonStoreAuthFailed[] = "StoreAuthFailed";
+inline constexpr char kReasonStoreBucketMissing[] = "StoreBucketMissing";
 inline constexpr char kReasonSnapshotDirUnusable[] = "SnapshotDirUnusable";
 inline constexpr char kReasonSnapshotIncomplete[] = "SnapshotIncomplete";
 inline constexpr char kReasonPreflightPassed[] = "PreflightPassed";

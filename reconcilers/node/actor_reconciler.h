@@ -198,9 +198,9 @@ class ActorReconciler : public Reconciler {
   Result<SnapshotManifest> CompleteSnapshot(Ctx& c, const Checkpointed& ck);
   // The completion failed: a sandbox still alive is thawed and runs on; a stopped one is cleaned.
   Result<ReconcileOutcome> SnapshotNotCompleted(Ctx& c, const Checkpointed& ck, const Status& failure);
-  // Commits a just-completed Suspend snapshot; on failure it stays local (commit_error set).
+  // Commits a just-completed Suspend snapshot; on failure it stays local (commit_failure set).
   api::Snapshot CommitJustCompleted(const SnapshotManifest& m, api::Snapshot local,
-                                    std::string* commit_error);
+                                    Status* commit_failure);
   // Deletes the checkpointed sandbox when `step` is the one planned for it.
   void DeleteSandboxIfAt(Ctx& c, DeleteAt step, DeleteAt planned, bool* deleted);
   Result<ReconcileOutcome> CommitPaused(Ctx& c);

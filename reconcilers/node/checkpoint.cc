@@ -282,7 +282,7 @@ Status ActorReconciler::CheckpointData(Ctx& c, const std::vector<DataDir>& dirs,
 }
 
 api::Snapshot ActorReconciler::CommitJustCompleted(const SnapshotManifest& m, api::Snapshot local,
-                                                   std::string* commit_error) {
+                                                   Status* commit_failure) {
   const auto start = clock_.Now();
   auto committed = snapshots_.Commit(m.ns, m.name, m.id, /*just_completed=*/true);
   const double took = Seconds(clock_.Now() - start);
@@ -294,7 +294,7 @@ api::Snapshot ActorReconciler::CommitJustCompleted(const SnapshotManifest& m, ap
   if (!committed.ok()) {
     // Nothing is lost: the complete snapshot stays on this node and the actor rests PAUSED
     // until the store takes it (the commit is retried).
-    *commit_error = committed.status().message();
+    *commit_failure = committed.status();
     return local;
   }
   return ToSnapshot(*committed, snapshots_.StorePath(m.ns, m.name, m.id), "");
@@ -365,12 +365,12 @@ Result<ReconcileOutcome> ActorReconciler::CompleteCheckpoint(Ctx& c, const Check
   retries_.Clear(c.key, RetryOp::kCheckpoint);
   const SnapshotManifest& m = *done;
   api::Snapshot snap = ToSnapshot(m, snapshots_.LocalPath(m.ns, m.name, m.id), options_.node);
-  std::string commit_error;
+  Status commit_failure;
   const bool suspend = ck.trigger == SnapshotTrigger::kSuspend;
-  if (suspend) snap = CommitJustCompleted(m, snap, &commit_error);
+  if (suspend) snap = CommitJustCompleted(m, snap, &commit_failure);
   // Committed, or complete on this node when the store refused it (PAUSED): safe either way.
   DeleteSandboxIfAt(c, DeleteAt::kBeforeWrite, ck.delete_at, &deleted);
-  const ActorState final_state = suspend && commit_error.empty() ? ActorState::kSuspended : ActorState::kPaused;
+  const ActorState final_state = suspend && commit_failure.ok() ? ActorState::kSuspended : ActorState::kPaused;
   const char* final_reason = final_state == ActorState::kPaused ? api::kReasonPaused : api::kReasonSuspended;
 
   const std::string worker_name = c.a.status.worker_name;
@@ -382,8 +382,9 @@ Result<ReconcileOutcome> ActorReconciler::CompleteCheckpoint(Ctx& c, const Check
   SetCondition(c, api::kConditionReady, false, final_reason,
                "snapshot " + m.id + " (" + std::to_string(snap.size_bytes) + " bytes)");
   SetCondition(c, api::kConditionCheckpointFailed, false, api::kReasonCheckpointed, "");
-  if (!commit_error.empty()) {
-    SetCondition(c, api::kConditionCommitFailed, true, api::kReasonStoreUnavailable, commit_error);
+  if (!commit_failure.ok()) {
+    SetCondition(c, api::kConditionCommitFailed, true, CommitFailedReason(commit_failure.reason()),
+                 commit_failure.message());
   } else {
     api::RemoveCondition(c.a.status.conditions, api::kConditionCommitFailed);
   }
@@ -416,7 +417,7 @@ Result<ReconcileOutcome> ActorReconciler::CompleteCheckpoint(Ctx& c, const Check
   Event(c, false, final_reason,
         "snapshot " + m.id + " (" + m.scope + "): " + std::to_string(snap.size_bytes) + " bytes, checkpoint " +
             std::to_string(ck.took) + "s");
-  if (!commit_error.empty()) return Status(Code::kUnavailable, commit_error, "store_error");
+  if (!commit_failure.ok()) return Status(Code::kUnavailable, commit_failure.message(), "store_error");
   if (!released.ok()) return released;
   return ReconcileOutcome{};
 }
@@ -439,8 +440,9 @@ Result<ReconcileOutcome> ActorReconciler::CommitPaused(Ctx& c) {
   metrics_.CountOperation("commit", committed.ok() ? kSuccess : kError, committed.ok() ? "" : "store_error");
   if (!committed.ok()) {
     FailureVerdict v = JudgeFailure(c, RetryOp::kCommit, committed.status());
-    if (!v.host) v.reason = api::kReasonStoreUnavailable;
-    // The store's own unavailability is said by the condition alone, as it always was.
+    // Refused credentials and a missing bucket are named (a person must fix them); any other
+    // failure of the store is StoreUnavailable. Said by the condition alone, as it always was.
+    if (!v.host) v.reason = CommitFailedReason(committed.status().reason());
     const bool news = SetFailureCondition(c, api::kConditionCommitFailed, true, v, committed.status().message()) && v.host;
     if (Status s = WriteStatus(c); !s.ok()) return s;
     if (news) Event(c, true, "CommitFailed", v.note + committed.status().message() + " (the snapshot stays on this node)");

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 
+#include "api/conditions.h"
+#include "snapshots/snapshot_reasons.h"
+
 namespace stasis {
 namespace {
 
@@ -228,6 +231,12 @@ std::string ConditionReason(const std::string& failure_class) {
     upper = false;
   }
   return out.empty() ? "Unknown" : out;
+}
+
+const char* CommitFailedReason(const std::string& failure_class) {
+  if (failure_class == snapshot_reason::kStoreAuthFailed) return api::kReasonStoreAuthFailed;
+  if (failure_class == snapshot_reason::kStoreBucketMissing) return api::kReasonStoreBucketMissing;
+  return api::kReasonStoreUnavailable;
 }
 
 }  // namespace stasis

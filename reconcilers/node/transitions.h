@@ -142,4 +142,8 @@ bool CheckpointFits(int64_t free_bytes, int64_t expected_bytes, int64_t margin_b
 // "nvproxy_live_clients" → "NvproxyLiveClients": runtime failure classes as condition reasons.
 std::string ConditionReason(const std::string& failure_class);
 
+// The CommitFailed reason for a commit that failed with `failure_class`: the store refused the
+// credentials or has no such bucket (a person must fix it), else StoreUnavailable.
+const char* CommitFailedReason(const std::string& failure_class);
+
 }  // namespace stasis

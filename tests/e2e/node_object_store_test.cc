@@ -6,15 +6,14 @@
 // store holds only sealed objects, and a node with another key leaves the actor SUSPENDED with
 // the reason (SnapshotKeyMismatch, both key ids named) — never a restore — while the node with
 // the right key resumes it. `stasis controller --retain 1` on the same store keeps only the
-// newest committed snapshot. The fixture is tests/support/node_agent_fixture.h.
+// newest committed snapshot. The fixture is tests/support/object_store_node_fixture.h; the
+// store's faults (refused credentials, a missing bucket, a node gone for good, a store down at
+// resume) are in node_object_store_faults_test.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <sys/stat.h>
-
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -24,8 +23,7 @@
 #include "snapshots/s3_client.h"
 #include "tests/support/background_process.h"
 #include "tests/support/control_plane.h"
-#include "tests/support/node_agent_fixture.h"
-#include "tests/support/object_store.h"
+#include "tests/support/object_store_node_fixture.h"
 
 namespace stasis::testing {
 namespace {
@@ -33,68 +31,6 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
-
-class ObjectStoreNodeTest : public NodeAgentTest {
- protected:
-  static void SetUpTestSuite() {
-    NodeAgentTest::SetUpTestSuite();
-    object_store_ = ObjectStore::Start(&start_error_).release();
-  }
-  static void TearDownTestSuite() {
-    delete object_store_;
-    object_store_ = nullptr;
-  }
-  void SetUp() override {
-    NodeAgentTest::SetUp();
-    ASSERT_NE(object_store_, nullptr) << start_error_;
-  }
-
-  // The agent's environment: the store's endpoint and credentials, the standard variables.
-  static std::vector<std::string> StoreEnv() {
-    const S3Endpoint& e = object_store_->endpoint();
-    return {"AWS_ENDPOINT_URL=" + e.url, "AWS_REGION=" + e.region,
-            "AWS_ACCESS_KEY_ID=" + e.credentials.access_key_id,
-            "AWS_SECRET_ACCESS_KEY=" + e.credentials.secret_access_key};
-  }
-  std::string StoreUrl() const { return "s3://" + object_store_->bucket() + "/" + ns_ + "/"; }
-  Agent* StartStoreAgent(const std::string& name, const std::vector<std::string>& extra_args = {}) {
-    return StartAgent(Node(name), PinnedRunsc(), StoreEnv(), 2, StoreUrl(), extra_args);
-  }
-  // Actor `name` created on `a`, run until its counter reaches `count`, then suspended into the
-  // store; its counter then, and the SUSPENDED actor in *actor.
-  long RunThenSuspend(Agent& a, const std::string& name, long count, json* actor) {
-    CreateActor(name, CounterSpec(a.node));
-    EXPECT_TRUE(WaitStatus(name, "STATUS_RUNNING", 30s, actor));
-    const long before = WaitCounter(a, name, count);
-    Patch(name, {{"desiredState", "Suspended"}});
-    EXPECT_TRUE(WaitStatus(name, "STATUS_SUSPENDED", 60s, actor));
-    return before;
-  }
-  // A key file as a Secret volume with defaultMode 0400 holds it: 64 hex digits.
-  std::string KeyFile(const std::string& name, char digit) {
-    const fs::path p = work_.path() / name;
-    std::ofstream(p) << std::string(64, digit) << "\n";
-    chmod(p.c_str(), 0400);
-    return p.string();
-  }
-
-  // The ids of the actor's snapshots whose manifest object is in the store.
-  std::set<std::string> Committed(const std::string& actor) const {
-    S3Client client(object_store_->endpoint(), object_store_->bucket());
-    const std::string prefix = ns_ + "/" + ns_ + "/" + actor + "/";
-    std::set<std::string> ids;
-    auto all = client.ListAllObjects(prefix);
-    for (const auto& o : all.ok() ? *all : std::vector<S3Object>{}) {
-      const std::string rest = o.key.substr(prefix.size());
-      const size_t slash = rest.find('/');
-      if (slash != std::string::npos && rest.substr(slash + 1) == "manifest.json") ids.insert(rest.substr(0, slash));
-    }
-    return ids;
-  }
-
-  static inline ObjectStore* object_store_ = nullptr;
-  static inline std::string start_error_;
-};
 
 TEST_F(ObjectStoreNodeTest, SuspendedToTheObjectStoreResumesOnAnotherNode) {
   Agent* a = StartStoreAgent("a");

@@ -342,5 +342,13 @@ TEST(TransitionsTest, FailureClassesBecomeConditionReasons) {
   EXPECT_EQ(ConditionReason(""), "Unknown");
 }
 
+// A commit refused for its credentials or its bucket says so; waiting fixes neither.
+TEST(TransitionsTest, ACommitRefusedForItsConfigurationNamesIt) {
+  EXPECT_STREQ(CommitFailedReason("store_auth_failed"), "StoreAuthFailed");
+  EXPECT_STREQ(CommitFailedReason("store_bucket_missing"), "StoreBucketMissing");
+  EXPECT_STREQ(CommitFailedReason("store_unreachable"), "StoreUnavailable");
+  EXPECT_STREQ(CommitFailedReason(""), "StoreUnavailable");
+}
+
 }  // namespace
 }  // namespace stasis
