@@ -25,8 +25,9 @@ class TransferObserver {
   virtual void Retry(std::string_view op) = 0;
   // One compressed snapshot's successful upload: its chunks' bytes before compression and as
   // stored (after compression, and encryption where set). Not called for an uncompressed
-  // upload, so that fleet-wide ratios are those of compressed snapshots only.
-  virtual void Compressed(uint64_t plain_bytes, uint64_t stored_bytes) = 0;
+  // upload, so that fleet-wide ratios are those of compressed snapshots only. A no-op by
+  // default, as the cache's below.
+  virtual void Compressed(uint64_t /*plain_bytes*/, uint64_t /*stored_bytes*/) {}
   // The download cache's bytes on disk after a pass of its bound, and one copy evicted from it.
   // No-ops by default: a transfer-only observer (a benchmark's) need not care.
   virtual void CacheBytes(uint64_t /*bytes*/) {}
