@@ -186,7 +186,42 @@ Result<CommittedBackend::PutOutcome> ObjectStoreBackend::Put(const fs::path& sou
     }
     return put;
   }
+  KeepInCache(source, stored);
   return PutOutcome{std::move(stored), "uploaded"};
+}
+
+void ObjectStoreBackend::KeepInCache(const fs::path& source, const SnapshotManifest& m) {
+  if (cache_root_.empty()) return;
+  // Hard links: no second copy on disk, and the node-local copy can be removed as before. Every
+  // chunk was just read and checked against the manifest to be uploaded, and nothing writes a
+  // snapshot's files after its checkpoint, so this copy is as verified as a download.
+  auto hold = cache_->Hold(m.ns, m.name, m.id);
+  const fs::path partial = PartialDir(cache_root_, m.ns, m.name, m.id);
+  const fs::path complete = SnapshotDir(cache_root_, m.ns, m.name, m.id);
+  std::error_code ec;
+  fs::remove_all(partial, ec);
+  for (const SnapshotFile& f : m.files) {
+    if (ec) break;
+    fs::create_directories((partial / f.path).parent_path(), ec);
+    if (!ec) fs::create_hard_link(source / f.path, partial / f.path, ec);
+  }
+  SnapshotManifest cached = m;
+  cached.deferred_sync_boot_id = ThisBootId();
+  Status s = ec ? Status(Code::kInternal, "link into " + partial.string() + ": " + ec.message(), kIoError)
+                : WriteManifest(partial, cached, /*sync=*/false);
+  if (s.ok() && !fs::exists(complete, ec)) {
+    fs::rename(partial, complete, ec);
+    if (ec) s = Status(Code::kInternal, "rename " + partial.string() + ": " + ec.message(), kIoError);
+  }
+  fs::remove_all(partial, ec);
+  if (!s.ok()) {
+    // Only a resume here saved a download: it will download instead.
+    spdlog::info("component=snapshots op=cache actor={}/{} snapshot={} result=skipped why=\"{}\"", m.ns, m.name, m.id,
+                 s.message());
+    return;
+  }
+  cache_->Touch(complete);
+  (void)cache_->Enforce();
 }
 
 Status ObjectStoreBackend::Download(const std::string& prefix, const SnapshotManifest& m, const fs::path& partial) const {

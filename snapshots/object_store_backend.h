@@ -68,6 +68,9 @@ class ObjectStoreBackend final : public CommittedBackend {
  private:
   // The store's manifest of a snapshot (snapshot_not_found when it has none), checked.
   Result<SnapshotManifest> GetManifest(const std::string& ns, const std::string& name, const std::string& id) const;
+  // Keeps the snapshot just put from `source` as this node's cached copy (hard links), so that
+  // a resume here does not download it; skipped, logged, where links cannot be made.
+  void KeepInCache(const std::filesystem::path& source, const SnapshotManifest& m);
   Status Download(const std::string& prefix, const SnapshotManifest& m, const std::filesystem::path& partial) const;
   // Where chunk `c` of `m` belongs, as its encryption binds it.
   static ChunkPlace PlaceOf(const SnapshotManifest& m, const ChunkSpan& c);

@@ -125,6 +125,32 @@ TEST_F(ObjectStoreBackendTest, ASnapshotCommittedOnOneNodeIsRestoredOnAnother) {
             snapshot_reason::kSnapshotOwnerMismatch);
 }
 
+// The node that commits keeps its snapshot as a cached copy (hard links, no second copy on
+// disk), so a resume there reads no chunk from the store: with every chunk object deleted,
+// the restore still succeeds there, from the very bytes committed, and fails on another node.
+TEST_F(ObjectStoreBackendTest, TheNodeThatCommittedResumesWithoutADownload) {
+  auto n1 = NewNode("kept/");
+  auto n2 = NewNode("kept/");
+  Complete(*n1, "s1");
+  ASSERT_TRUE(n1->snapshots->Commit(kNs, kName, "s1", true).ok());
+  const fs::path local = n1->snapshots->LocalPath(kNs, kName, "s1");
+  const std::string pages = ReadFile(local / "pages.img");
+  EXPECT_EQ(fs::hard_link_count(local / "pages.img"), 2u) << "linked into the cache, not copied";
+  ASSERT_TRUE(n1->snapshots->RemoveLocal(kNs, kName, "s1").ok());  // as the agent does once SUSPENDED
+  auto client = Client();
+  const std::string prefix = std::string("kept/") + kNs + "/" + kName + "/s1/";
+  for (size_t f = 0; f < 2; ++f) {
+    for (int64_t c = 0; c < 3; ++c) (void)client->DeleteObject(ObjectStoreBackend::ChunkKey(prefix, f, c));
+  }
+  auto here = n1->snapshots->CheckForRestore(kNs, kName, "s1", true, "uid-1");
+  ASSERT_TRUE(here.ok()) << here.status().ToString();
+  EXPECT_EQ(fs::path(here->dir).parent_path().parent_path().parent_path(), n1->root.path() / "store-cache");
+  EXPECT_EQ(ReadFile(fs::path(here->dir) / "pages.img"), pages);
+  EXPECT_EQ(n2->snapshots->CheckForRestore(kNs, kName, "s1", true, "uid-1").status().reason(),
+            snapshot_reason::kSnapshotCorrupt)
+      << "another node must download, and the chunks are gone";
+}
+
 TEST_F(ObjectStoreBackendTest, ACorruptOrMissingChunkIsRefusedWithItsName) {
   auto n1 = NewNode("corrupt/");
   auto n2 = NewNode("corrupt/");
