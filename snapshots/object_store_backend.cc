@@ -191,7 +191,7 @@ Result<CommittedBackend::PutOutcome> ObjectStoreBackend::Put(const fs::path& sou
 }
 
 void ObjectStoreBackend::KeepInCache(const fs::path& source, const SnapshotManifest& m) {
-  if (cache_root_.empty()) return;
+  if (!cache_) return;
   // Hard links: no second copy on disk, and the node-local copy can be removed as before. Every
   // chunk was just read and checked against the manifest to be uploaded, and nothing writes a
   // snapshot's files after its checkpoint, so this copy is as verified as a download.
@@ -205,10 +205,8 @@ void ObjectStoreBackend::KeepInCache(const fs::path& source, const SnapshotManif
     fs::create_directories((partial / f.path).parent_path(), ec);
     if (!ec) fs::create_hard_link(source / f.path, partial / f.path, ec);
   }
-  SnapshotManifest cached = m;
-  cached.deferred_sync_boot_id = ThisBootId();
   Status s = ec ? Status(Code::kInternal, "link into " + partial.string() + ": " + ec.message(), kIoError)
-                : WriteManifest(partial, cached, /*sync=*/false);
+                : WriteCachedManifest(partial, m);
   if (s.ok() && !fs::exists(complete, ec)) {
     fs::rename(partial, complete, ec);
     if (ec) s = Status(Code::kInternal, "rename " + partial.string() + ": " + ec.message(), kIoError);
@@ -255,11 +253,15 @@ Status ObjectStoreBackend::Download(const std::string& prefix, const SnapshotMan
   });
   for (int fd : *fds) close(fd);
   if (!status.ok()) return status;
+  return WriteCachedManifest(partial, m);
+}
+
+Status ObjectStoreBackend::WriteCachedManifest(const fs::path& dir, const SnapshotManifest& m) {
   // Not fsynced: the copy is a cache. Its manifest records this boot, and a copy from another
   // boot (whose page cache may have been lost) is downloaded again, never trusted.
   SnapshotManifest cached = m;
   cached.deferred_sync_boot_id = ThisBootId();
-  return WriteManifest(partial, cached, /*sync=*/false);
+  return WriteManifest(dir, cached, /*sync=*/false);
 }
 
 ChunkPlace ObjectStoreBackend::PlaceOf(const SnapshotManifest& m, const ChunkSpan& c) {

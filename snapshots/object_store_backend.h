@@ -71,6 +71,8 @@ class ObjectStoreBackend final : public CommittedBackend {
   // Keeps the snapshot just put from `source` as this node's cached copy (hard links), so that
   // a resume here does not download it; skipped, logged, where links cannot be made.
   void KeepInCache(const std::filesystem::path& source, const SnapshotManifest& m);
+  // The manifest of a cached copy in `dir`: it records this boot (see Fetch).
+  static Status WriteCachedManifest(const std::filesystem::path& dir, const SnapshotManifest& m);
   Status Download(const std::string& prefix, const SnapshotManifest& m, const std::filesystem::path& partial) const;
   // Where chunk `c` of `m` belongs, as its encryption binds it.
   static ChunkPlace PlaceOf(const SnapshotManifest& m, const ChunkSpan& c);
