@@ -53,6 +53,23 @@ class Recorder final : public TransferObserver {
   std::mutex mu_;
 };
 
+// Snapshot default/counter/s1 of owner uid-1, a 9 MiB pages.img of one byte (2 chunks),
+// completed and committed on `node`.
+void CommitCounter(SnapshotStore& node) {
+  auto dir = node.BeginLocal("default", "counter", "s1");
+  ASSERT_TRUE(dir.ok());
+  std::ofstream(fs::path(*dir) / "pages.img", std::ios::binary) << std::string(9 << 20, 'p');
+  SnapshotManifest m;
+  m.id = "s1";
+  m.ns = "default";
+  m.name = "counter";
+  m.owner_uid = "uid-1";
+  m.scope = "Full";
+  m.trigger = "Suspend";
+  ASSERT_TRUE(node.CompleteLocal(m).ok());
+  ASSERT_TRUE(node.Commit("default", "counter", "s1", true).ok());
+}
+
 TEST(ObjectStoreTransferMetricsTest, BytesTransfersAndRetriesReachTheObserver) {
   std::string error;
   auto store = ObjectStore::Start(&error);
@@ -70,18 +87,7 @@ TEST(ObjectStoreTransferMetricsTest, BytesTransfersAndRetriesReachTheObserver) {
   SnapshotStore n1((a.path() / "snapshots").string(), backend(a));
   SnapshotStore n2((b.path() / "snapshots").string(), backend(b));
 
-  auto dir = n1.BeginLocal("default", "counter", "s1");
-  ASSERT_TRUE(dir.ok());
-  std::ofstream(fs::path(*dir) / "pages.img", std::ios::binary) << std::string(9 << 20, 'p');  // 2 chunks
-  SnapshotManifest m;
-  m.id = "s1";
-  m.ns = "default";
-  m.name = "counter";
-  m.owner_uid = "uid-1";
-  m.scope = "Full";
-  m.trigger = "Suspend";
-  ASSERT_TRUE(n1.CompleteLocal(m).ok());
-  ASSERT_TRUE(n1.Commit("default", "counter", "s1", true).ok());
+  ASSERT_NO_FATAL_FAILURE(CommitCounter(n1));
   const uint64_t image = 9 << 20;
   ASSERT_EQ(rec.transfers_.size(), 1u);
   EXPECT_EQ(rec.transfers_[0].d, TransferDirection::kUpload);
@@ -123,17 +129,7 @@ TEST(ObjectStoreTransferMetricsTest, ACompressedUploadReportsItsPlainAndStoredBy
                    std::make_unique<ObjectStoreBackend>(std::make_unique<S3Client>(store->endpoint(), store->bucket(), o),
                                                         S3Location{store->bucket(), "z/"}, (a.path() / "cache").string(),
                                                         2, ChunkCodec({Compression::kZstd, 3}, nullptr)));
-  auto dir = n1.BeginLocal("default", "counter", "s1");
-  ASSERT_TRUE(dir.ok());
-  std::ofstream(fs::path(*dir) / "pages.img", std::ios::binary) << std::string(9 << 20, 'p');
-  SnapshotManifest m;
-  m.id = "s1";
-  m.ns = "default";
-  m.name = "counter";
-  m.scope = "Full";
-  m.trigger = "Suspend";
-  ASSERT_TRUE(n1.CompleteLocal(m).ok());
-  ASSERT_TRUE(n1.Commit("default", "counter", "s1", true).ok());
+  ASSERT_NO_FATAL_FAILURE(CommitCounter(n1));
   ASSERT_EQ(rec.compressed_.size(), 1u);
   EXPECT_EQ(rec.compressed_[0].first, 9u << 20);
   EXPECT_GT(rec.compressed_[0].second, 0u);
