@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "api/node_drain.h"
 #include "controller/manager.h"
 #include "reconcilers/api_resources.h"
 #include "reconcilers/cluster/cluster_metrics.h"
@@ -145,6 +146,18 @@ Status RunClusterController(const ClusterControllerOptions& o, const std::atomic
   workers.AddEventHandler({requeue_waiting,
                            [&](const ObjectPtr&, const ObjectPtr& n) { requeue_waiting(n); },
                            requeue_waiting});
+
+  // Cordons and drains: only a change of what a Node means to stasis requeues the waiting
+  // actors (a kubelet updates its Node often; the rest of it is not read here).
+  Informer& nodes = m.AddInformer(InformerFor(kNodeType));
+  reconciler.UseNodes(nodes.store());
+  auto requeue_if_drain = [&](const ObjectPtr& before, const ObjectPtr& after) {
+    const api::NodeDrain was = before ? api::NodeDrainOf(*before) : api::NodeDrain{};
+    const api::NodeDrain now = after ? api::NodeDrainOf(*after) : api::NodeDrain{};
+    if (was != now) requeue_waiting(after ? after : before);
+  };
+  nodes.AddEventHandler({[=](const ObjectPtr& n) { requeue_if_drain(nullptr, n); }, requeue_if_drain,
+                         [=](const ObjectPtr& n) { requeue_if_drain(n, nullptr); }});
 
   // Every renewal observed as it arrives, on this replica's monotonic clock (lease_expiry.h).
   leases.AddEventHandler({[&](const ObjectPtr& l) { reconciler.LeaseSeen(l); },

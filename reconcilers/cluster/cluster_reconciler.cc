@@ -325,7 +325,16 @@ PlacementInput ClusterReconciler::PlacementInputFor(const std::string& avoid) co
     auto o = api::ActorFromJson(*obj);
     if (o.ok() && !o->status.node_name.empty()) in.actors.push_back(std::move(*o));
   }
+  for (const auto& node : in.live_nodes) {
+    if (!DrainOf(node).takes_new_actors) in.closed_nodes.insert(node);
+  }
   return in;
+}
+
+api::NodeDrain ClusterReconciler::DrainOf(const std::string& node) const {
+  if (!nodes_ || node.empty()) return {};
+  ObjectPtr obj = nodes_->Get(node);
+  return obj ? api::NodeDrainOf(*obj) : api::NodeDrain{};
 }
 
 namespace {
@@ -344,12 +353,15 @@ Result<ReconcileOutcome> ClusterReconciler::Bind(api::Actor& a) {
   const bool waiting = ready && ready->reason == api::kReasonNoFreeWorker;
   const bool on_live_node =
       !a.status.node_name.empty() && NodeAlive(a.status.node_name) == std::optional<bool>(true);
-  if (on_live_node && !(waiting && !snapshot_local)) return ReconcileOutcome{};
+  // Its agent suspends it and resumes nothing there: it must move (a paused snapshot still
+  // places it there until that agent has committed it).
+  const bool draining = on_live_node && DrainOf(a.status.node_name).drain;
+  if (on_live_node && !draining && !(waiting && !snapshot_local)) return ReconcileOutcome{};
 
   const Placement p = Place(a, PlacementInputFor(waiting ? a.status.node_name : ""));
   if (p.node.empty()) {
     // On a live node, its agent's condition already says why the actor waits.
-    if (on_live_node) return ReconcileOutcome{options_.recheck};
+    if (on_live_node && !draining) return ReconcileOutcome{options_.recheck};
     return ReportUnplaced(a, p);
   }
   if (p.node == a.status.node_name) return ReconcileOutcome{options_.recheck};
@@ -393,8 +405,11 @@ Result<ReconcileOutcome> ClusterReconciler::BindTo(const api::Actor& a, const Pl
   after.status.node_name = p.node;
   // A reason for not placing it (the binder's, or an agent's NoFreeWorker on the node it
   // leaves) is no longer true; the agent of the new node writes its own conditions.
-  const std::string message = "bound to node " + p.node + " (" + std::to_string(p.free) + "/" +
-                              std::to_string(p.suitable) + " suitable workers free)";
+  std::string message = "bound to node " + p.node + " (" + std::to_string(p.free) + "/" +
+                        std::to_string(p.suitable) + " suitable workers free)";
+  if (!a.status.node_name.empty() && DrainOf(a.status.node_name).drain) {
+    message += ", away from node " + a.status.node_name + ", which is draining";
+  }
   if (const api::Condition* ready = api::FindCondition(after.status.conditions, api::kConditionReady);
       ready && (ready->reason == api::kReasonNoFreeWorker || ready->reason == api::kReasonUnschedulable)) {
     api::SetCondition(after.status.conditions,

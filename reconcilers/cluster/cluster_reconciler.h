@@ -17,6 +17,8 @@
 //    that it cannot place gets Ready=False (NoFreeWorker or Unschedulable, the candidates
 //    counted) and a FailedBinding Event once per new message; a binding replaces that
 //    condition (Ready=False Bound) and is an Event Bound.
+//  - Drain: a cordoned or draining node (api/node_drain.h) takes no new actors; an actor at
+//    rest on a draining node that wants Running (its agent suspended it) is bound elsewhere.
 //  - Retention (with the snapshot store mounted or an object store, and --retain N): once per
 //    new latestSnapshot of an actor that is not in a transition, its committed snapshots
 //    beyond the newest N and older than --retain-min-age are deleted (SnapshotRetention: never
@@ -33,6 +35,7 @@
 #include <unordered_map>
 
 #include "api/actor.h"
+#include "api/node_drain.h"
 #include "api/worker.h"
 #include "base/clock.h"
 #include "controller/event_recorder.h"
@@ -92,6 +95,11 @@ class ClusterReconciler : public Reconciler {
   void StartedLeading();
   // Recomputes stasis_actors{status} and stasis_actors_stuck{status} from the cache.
   void UpdateGauges();
+  // The cache of v1 Nodes: a cordoned node takes no new actors, and the actors of a draining
+  // one are bound elsewhere once its agent has suspended them (api/node_drain.h). Without it
+  // (or for a node without a Node object) every node takes actors and none drains.
+  void UseNodes(const ObjectStore& nodes) { nodes_ = &nodes; }
+  api::NodeDrain DrainOf(const std::string& node) const;
 
  private:
   // The outcome when the cached copy says there is nothing to write (a recheck at most), so
@@ -130,6 +138,7 @@ class ClusterReconciler : public Reconciler {
   EventRecorder* events_;
   Clock& clock_;
   SnapshotStore* store_;
+  const ObjectStore* nodes_ = nullptr;
   std::atomic<Clock::TimePoint> leading_since_;
   // When each node's Lease was last seen to change (NodeAlive is const: observing is not a
   // change of the reconciler's decisions, only of what it has seen).

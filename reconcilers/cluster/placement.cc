@@ -34,7 +34,9 @@ std::string WhatItNeeds(const api::Actor& a) {
 std::map<std::string, NodeCount> CountLiveNodes(const api::Actor& a, const PlacementInput& in) {
   std::map<std::string, NodeCount> nodes;
   for (const auto& w : in.workers) {
-    if (!in.live_nodes.count(w.spec.node_name) || !WorkerSuits(w, a)) continue;
+    if (!in.live_nodes.count(w.spec.node_name) || in.closed_nodes.count(w.spec.node_name) || !WorkerSuits(w, a)) {
+      continue;
+    }
     NodeCount& n = nodes[w.spec.node_name];
     n.suitable++;
     if (w.IsFree()) n.free++;
@@ -85,6 +87,12 @@ std::string NoFreeWorkerMessage(const std::map<std::string, NodeCount>& nodes, c
   return m;
 }
 
+int ClosedLiveNodes(const PlacementInput& in) {
+  int n = 0;
+  for (const auto& node : in.closed_nodes) n += in.live_nodes.count(node) ? 1 : 0;
+  return n;
+}
+
 }  // namespace
 
 Placement Place(const api::Actor& a, const PlacementInput& in) {
@@ -109,6 +117,9 @@ Placement Place(const api::Actor& a, const PlacementInput& in) {
   } else if (nodes.empty()) {
     p.reason = api::kReasonUnschedulable;
     p.message = "0/" + std::to_string(in.live_nodes.size()) + " live nodes have " + WhatItNeeds(a);
+    if (const int closed = ClosedLiveNodes(in); closed > 0) {
+      p.message += " and take new actors (" + std::to_string(closed) + " cordoned or draining)";
+    }
   } else {
     p.reason = api::kReasonNoFreeWorker;
     p.message = NoFreeWorkerMessage(nodes, in.avoid);

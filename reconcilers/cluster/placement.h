@@ -33,13 +33,16 @@ struct PlacementInput {
   std::vector<api::Worker> workers;  // every Worker of the cache
   std::vector<api::Actor> actors;    // every Actor of the cache (the one placed may be among them)
   std::set<std::string> live_nodes;  // nodes whose heartbeat Lease is unexpired
+  // Live nodes that take no new actors: cordoned, or draining (api/node_drain.h). A paused
+  // actor's snapshot still places it on its own node.
+  std::set<std::string> closed_nodes;
   // A node not to choose: the one whose agent found no free worker for this actor.
   std::string avoid;
 };
 
-// A paused actor goes only to the node that holds its snapshot; any other to the live node
-// with the most suitable free workers not already promised to actors bound there (ties: the
-// first node by name).
+// A paused actor goes only to the node that holds its snapshot; any other to the live node,
+// not closed, with the most suitable free workers not already promised to actors bound there
+// (ties: the first node by name).
 Placement Place(const api::Actor& a, const PlacementInput& in);
 
 }  // namespace stasis

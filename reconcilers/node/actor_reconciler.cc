@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "api/json_mapping.h"
+#include "api/node_drain.h"
 #include "api/validation.h"
 #include "reconcilers/api_resources.h"
 #include "reconcilers/node/actor_context.h"
@@ -93,6 +94,7 @@ ActorReconciler::Ctx ActorReconciler::NewCtx(const api::Actor& a, const Request&
   o.source = source;
   o.status = a.status.status;
   o.desired = a.spec.desired_state;
+  o.node_draining = draining_.load();
   o.owned_here = OwnedHere(a);
   o.being_deleted = a.metadata.IsBeingDeleted();
   o.has_finalizer = a.metadata.HasFinalizer(api::kActorFinalizer);
@@ -239,6 +241,15 @@ Result<ReconcileOutcome> ActorReconciler::ReconcileSteps(const Request& request)
   return Status(Code::kInternal, "the node agent's decision did not converge in " + std::to_string(kMaxSteps) + " steps");
 }
 
+void ActorReconciler::ReportDrain(Ctx& c) {
+  // Only where the drain, not the user, asked for the suspend: the user is told why.
+  if (!c.observed.node_draining || c.a.spec.desired_state == api::DesiredState::kSuspended) return;
+  spdlog::info("actor suspended for drain actor={} node={} desired={}", c.key, options_.node,
+               api::ToString(c.a.spec.desired_state));
+  Event(c, false, api::kReasonNodeDraining,
+        "node " + options_.node + " is draining: suspending to the snapshot store, to resume on another node");
+}
+
 Result<ReconcileOutcome> ActorReconciler::Act(Ctx& c, const Decision& d) {
   const int64_t generation = c.a.metadata.generation;
   switch (d.step) {
@@ -252,12 +263,16 @@ Result<ReconcileOutcome> ActorReconciler::Act(Ctx& c, const Decision& d) {
       return FailActor(c, api::kReasonRuntimeUnavailable,
                        std::string("this node agent has no driver for runtime ") + api::ToString(c.a.spec.runtime));
     case Step::kRestNeverStarted: return RestNeverStarted(c);
-    case Step::kCheckpoint: return Checkpoint(c, d.trigger);
+    case Step::kCheckpoint:
+      ReportDrain(c);
+      return Checkpoint(c, d.trigger);
     case Step::kWaitCheckpointBackoff:
       return ReconcileOutcome{retries_.Wait(c.key, RetryOp::kCheckpoint, generation)};
     case Step::kResume: return Resume(c);
     case Step::kWaitResumeBackoff: return ReconcileOutcome{retries_.Wait(c.key, RetryOp::kResume, generation)};
-    case Step::kCommitPaused: return CommitPaused(c);
+    case Step::kCommitPaused:
+      ReportDrain(c);
+      return CommitPaused(c);
     case Step::kForceCleanDeadSandbox: {
       const std::string state = ToString(c.observed.sandbox.value_or(SandboxState::kNotFound));
       if (!api::IsTransitioning(c.a.status.status)) {

@@ -42,6 +42,7 @@
 //    (the cluster controller's forced cleanup) makes it fail with 409 rather than be overwritten.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -136,6 +137,11 @@ class ActorReconciler : public Reconciler {
   // actors that should not hold one. Partial snapshot directories are removed first.
   [[nodiscard]] Status RecoverAtStartup();
 
+  // Whether this node is draining (api/node_drain.h), from the agent's Node informer: while it
+  // is, every actor here is decided as if it asked for Suspended (transitions.h). The caller
+  // requeues the node's actors when it changes.
+  void SetNodeDraining(bool draining) { draining_.store(draining); }
+
   // Where an actor's runtime state lives on this node: under `recorded_id` (status.sandboxID)
   // when the actor has one, else under SandboxIdFor(ns, name) (sandbox_id.h).
   SandboxRef SandboxFor(const std::string& ns, const std::string& name,
@@ -155,6 +161,8 @@ class ActorReconciler : public Reconciler {
   [[nodiscard]] Status Observe(Ctx& c, Step step);
   [[nodiscard]] Status Prepare(Ctx& c, Step step);
   Result<ReconcileOutcome> Act(Ctx& c, const Decision& d);
+  // An Event and a log line when the step was chosen because the node drains.
+  void ReportDrain(Ctx& c);
   Result<ReconcileOutcome> RemoveOrphan(const Request& request);
   // The quorum read before anything of an actor missing from the cache is removed
   // (stray_state.h); `live` gets the actor when it exists.
@@ -272,6 +280,7 @@ class ActorReconciler : public Reconciler {
   EventRecorder* events_;
   Clock& clock_;
   TransitionRetries retries_;
+  std::atomic<bool> draining_{false};
 };
 
 }  // namespace stasis

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "api/names.h"
+#include "api/node_drain.h"
 #include "controller/manager.h"
 #include "reconcilers/api_resources.h"
 #include "reconcilers/node/actor_reconciler.h"
@@ -161,6 +162,29 @@ ActorLookup AddActorInformers(Manager& m, const std::string& node, Informer** pi
   };
 }
 
+// This node's Node object (none where no kubelet registered it: then it never drains). A change
+// of its drain requeues every actor here, which is then decided again (transitions.h).
+void WatchNodeDrain(Manager& m, const std::string& node, ActorReconciler& reconciler, Controller& controller,
+                    std::vector<Informer*> actor_informers) {
+  InformerOptions io;
+  io.type = kNodeType;
+  io.field_selector = "metadata.name=" + node;
+  Informer& nodes = m.AddInformer(io);
+  auto drain = std::make_shared<std::atomic<bool>>(false);
+  auto seen = [&reconciler, &controller, node, drain, actor_informers](const ObjectPtr& obj, bool gone) {
+    const bool draining = !gone && obj && api::NodeDrainOf(*obj).drain;
+    if (drain->exchange(draining) == draining) return;
+    reconciler.SetNodeDraining(draining);
+    spdlog::info("node drain changed node={} draining={}", node, draining);
+    for (Informer* i : actor_informers) {
+      for (const auto& key : i->store().Keys()) controller.queue().Add(key);
+    }
+  };
+  nodes.AddEventHandler({[seen](const ObjectPtr& n) { seen(n, false); },
+                         [seen](const ObjectPtr&, const ObjectPtr& n) { seen(n, false); },
+                         [seen](const ObjectPtr& n) { seen(n, true); }});
+}
+
 ActorReconcilerOptions ReconcilerOptionsFor(const NodeAgentOptions& o) {
   ActorReconcilerOptions ro;
   ro.node = o.node;
@@ -230,6 +254,7 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
   Controller& controller = m.AddController("actor", reconciler, o.concurrency);
   pinned->AddEventHandler(controller.EnqueueHandler());
   bound->AddEventHandler(controller.EnqueueHandler());
+  WatchNodeDrain(m, o.node, reconciler, controller, {pinned, bound});
 
   m.OnCachesSynced([&] {
     if (Status s = reconciler.RecoverAtStartup(); !s.ok()) {

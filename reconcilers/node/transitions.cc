@@ -184,7 +184,9 @@ bool IsPreparation(Step step) {
          step == Step::kThawFrozenSandbox;
 }
 
-Decision Decide(const Observation& o) {
+Decision Decide(const Observation& observed) {
+  Observation o = observed;
+  if (o.node_draining) o.desired = DesiredState::kSuspended;
   return o.source == ActorSource::kCache ? DecideFromCache(o) : DecideOnQuorum(o);
 }
 

@@ -52,6 +52,9 @@ struct Observation {
   bool resume_backoff = false;      // a transiently failed resume waits out its backoff
   bool unsettled_worker = false;    // may hold a worker it should not (actor_reconciler.h)
   bool thaw_failed = false;         // a frozen sandbox was thawed this reconcile and stayed frozen
+  // This node is draining (api/node_drain.h): every actor here is decided as if it asked for
+  // Suspended, so that it rests in the store, from where the binder sends it elsewhere.
+  bool node_draining = false;
   // Observed on demand.
   std::optional<bool> spec_valid;  // api::ValidateActor found nothing (costs a schema walk)
   std::optional<SandboxState> sandbox;

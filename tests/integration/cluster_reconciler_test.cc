@@ -191,7 +191,7 @@ class ClusterReconcilerTest : public ::testing::Test {
   FakeClock clock_;
   prometheus::Registry registry_;
   ClusterMetrics metrics_;
-  ObjectStore actors_, workers_, leases_;
+  ObjectStore actors_, workers_, leases_, nodes_;
   KubeEventRecorder recorder_;
   ClusterReconciler reconciler_;
 };
@@ -396,6 +396,59 @@ TEST_F(ClusterReconcilerTest, AGpuActorWithNoGpuWorkerIsUnschedulable) {
   EXPECT_EQ(a.value("/status/nodeName"_json_pointer, std::string()), "");
   json events = EventsFor("wants-gpu");
   EXPECT_EQ(Reasons(events), std::vector<std::string>{"FailedBinding/Warning x1"}) << events.dump(2);
+}
+
+// A cordoned node takes no new actor, and an actor its draining agent suspended moves away;
+// the annotation stasis.dev/drain: "false" keeps the actors of a cordoned node where they are.
+TEST_F(ClusterReconcilerTest, ACordonedNodeTakesNoNewActorsAndItsSuspendedActorsMove) {
+  reconciler_.UseNodes(nodes_);
+  NodeWithWorkers("drain-n1", 3, 0);
+  NodeWithWorkers("drain-n2", 2, 0);
+  auto node = [&](bool cordoned, const std::string& annotation) {
+    json n = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "drain-n1"}}},
+              {"spec", {{"unschedulable", cordoned}}}};
+    if (!annotation.empty()) n["metadata"]["annotations"]["stasis.dev/drain"] = annotation;
+    nodes_.Upsert(std::make_shared<const json>(n));
+  };
+  auto suspended_on_n1 = [&](const std::string& name) {
+    UnpinnedActor(name);
+    auto r = client_->Patch(kActorType, ns_, name, PatchType::kMerge,
+                            {{"status", {{"status", "STATUS_SUSPENDED"}, {"nodeName", "drain-n1"}}}}, "status");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  };
+  auto node_of = [&](const std::string& name) { return Actor(name).value("/status/nodeName"_json_pointer, std::string()); };
+
+  node(true, "false");  // cordoned, actors kept
+  UnpinnedActor("fresh");
+  Reconcile("fresh");
+  EXPECT_EQ(node_of("fresh"), "drain-n2") << "drain-n1 has more free workers but is cordoned";
+  suspended_on_n1("kept");
+  Reconcile("kept");
+  EXPECT_EQ(node_of("kept"), "drain-n1") << "its agent resumes it there";
+
+  node(true, "");  // cordoned: drains
+  actors_.Upsert(std::make_shared<const json>(Actor("fresh")));  // bound: promised a worker of drain-n2
+  suspended_on_n1("moved");
+  Reconcile("moved");
+  EXPECT_EQ(node_of("moved"), "drain-n2");
+  bool said = false;
+  for (const auto& e : EventsFor("moved")) {
+    if (e.value("reason", "") != "Bound") continue;
+    said = true;
+    EXPECT_EQ(e.value("message", ""),
+              "bound to node drain-n2 (1/2 suitable workers free), away from node drain-n1, which is draining");
+  }
+  EXPECT_TRUE(said) << "a Bound Event";
+
+  // Nowhere else to go: it waits where it is, the reason said, until a node takes it.
+  node(false, "true");
+  NodeWithWorkers("drain-n2", 0, 2);
+  suspended_on_n1("stranded");
+  Reconcile("stranded");
+  json a = Actor("stranded");
+  EXPECT_EQ(a.value("/status/nodeName"_json_pointer, std::string()), "drain-n1");
+  EXPECT_EQ(Ready(a).value("reason", ""), "NoFreeWorker") << a.dump(2);
+  EXPECT_EQ(Ready(a).value("message", ""), "0/2 workers free: 2 held");
 }
 
 }  // namespace

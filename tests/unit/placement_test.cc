@@ -115,5 +115,30 @@ TEST(PlacementTest, APausedActorGoesOnlyToTheNodeOfItsSnapshot) {
   EXPECT_EQ(p.message, "its snapshot s1 is on node n2, which is not live (0/1 live nodes hold it); it can resume only there");
 }
 
+// A cordoned or draining node takes no new actor, however many free workers it has; a paused
+// actor's snapshot still places it on its own node (the agent there commits it if it drains).
+TEST(PlacementTest, AClosedNodeTakesNoNewActors) {
+  PlacementInput in;
+  in.workers = {W("n1", 0, true), W("n1", 1, true), W("n1", 2, true), W("n2", 0, true)};
+  in.live_nodes = {"n1", "n2"};
+  ASSERT_EQ(Place(A("a"), in).node, "n1");
+  in.closed_nodes = {"n1"};
+  Placement p = Place(A("a"), in);
+  EXPECT_EQ(p.node, "n2");
+  EXPECT_EQ(p.free, 1);
+
+  in.closed_nodes = {"n1", "n2"};
+  p = Place(A("a"), in);
+  EXPECT_EQ(p.node, "");
+  EXPECT_EQ(p.reason, api::kReasonUnschedulable);
+  EXPECT_EQ(p.message, "0/2 live nodes have a CPU worker and take new actors (2 cordoned or draining)");
+
+  api::Actor paused = A("p");
+  paused.status.latest_snapshot = api::Snapshot{};
+  paused.status.latest_snapshot->id = "s1";
+  paused.status.latest_snapshot->node_name = "n1";
+  EXPECT_EQ(Place(paused, in).node, "n1");
+}
+
 }  // namespace
 }  // namespace stasis

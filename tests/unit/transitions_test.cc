@@ -350,5 +350,40 @@ TEST(TransitionsTest, ACommitRefusedForItsConfigurationNamesIt) {
   EXPECT_STREQ(CommitFailedReason(""), "StoreUnavailable");
 }
 
+// On a draining node every actor is decided as if it asked for Suspended, from the cache and on
+// a quorum read alike: a running actor is suspended, a paused one committed, and one at rest
+// that wants to run is not resumed here (the binder sends it elsewhere).
+TEST(TransitionsTest, ADrainingNodeDecidesEveryActorAsIfItAskedForSuspended) {
+  for (ActorState status : kStatuses) {
+    for (DesiredState desired : kDesired) {
+      for (SandboxState sandbox : kSandboxes) {
+        for (OnDisk disk : kDisks) {
+          Observation draining = Quorum(status, desired);
+          draining.node_draining = true;
+          const World world{sandbox, disk};
+          EXPECT_EQ(Final(draining, world), Final(Quorum(status, DesiredState::kSuspended), world))
+              << api::ToString(status) << " " << api::ToString(desired) << " " << ToString(sandbox);
+        }
+      }
+    }
+  }
+  Observation o = Quorum(ActorState::kRunning, DesiredState::kRunning);
+  o.node_draining = true;
+  EXPECT_EQ(Final(o, World{SandboxState::kRunning}), (Decision{Step::kCheckpoint, SnapshotTrigger::kSuspend}));
+  o = Quorum(ActorState::kPaused, DesiredState::kPaused);
+  o.node_draining = true;
+  EXPECT_EQ(Final(o, World{}).step, Step::kCommitPaused);
+  o = Quorum(ActorState::kSuspended, DesiredState::kRunning);
+  o.node_draining = true;
+  EXPECT_EQ(Final(o, World{}).step, Step::kNothing) << "not resumed on a draining node";
+
+  Observation cached;  // from the cache: the suspend starts without a read, as a user's would
+  cached.status = ActorState::kRunning;
+  cached.node_draining = true;
+  const auto steps = DecideIn(cached, World{SandboxState::kRunning});
+  EXPECT_FALSE(Took(steps, Step::kReadQuorum));
+  EXPECT_EQ(steps.back(), (Decision{Step::kCheckpoint, SnapshotTrigger::kSuspend}));
+}
+
 }  // namespace
 }  // namespace stasis
