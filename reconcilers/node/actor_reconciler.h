@@ -139,8 +139,8 @@ class ActorReconciler : public Reconciler {
 
   // Whether this node is draining (api/node_drain.h), from the agent's Node informer: while it
   // is, every actor here is decided as if it asked for Suspended (transitions.h). The caller
-  // requeues the node's actors when it changes.
-  void SetNodeDraining(bool draining) { draining_.store(draining); }
+  // requeues the node's actors when it changes. Returns the value it had.
+  bool SetNodeDraining(bool draining) { return draining_.exchange(draining); }
 
   // Where an actor's runtime state lives on this node: under `recorded_id` (status.sandboxID)
   // when the actor has one, else under SandboxIdFor(ns, name) (sandbox_id.h).

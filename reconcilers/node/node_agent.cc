@@ -170,11 +170,9 @@ void WatchNodeDrain(Manager& m, const std::string& node, ActorReconciler& reconc
   io.type = kNodeType;
   io.field_selector = "metadata.name=" + node;
   Informer& nodes = m.AddInformer(io);
-  auto drain = std::make_shared<std::atomic<bool>>(false);
-  auto seen = [&reconciler, &controller, node, drain, actor_informers](const ObjectPtr& obj, bool gone) {
+  auto seen = [&reconciler, &controller, node, actor_informers](const ObjectPtr& obj, bool gone) {
     const bool draining = !gone && obj && api::NodeDrainOf(*obj).drain;
-    if (drain->exchange(draining) == draining) return;
-    reconciler.SetNodeDraining(draining);
+    if (reconciler.SetNodeDraining(draining) == draining) return;
     spdlog::info("node drain changed node={} draining={}", node, draining);
     for (Informer* i : actor_informers) {
       for (const auto& key : i->store().Keys()) controller.queue().Add(key);
