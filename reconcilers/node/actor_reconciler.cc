@@ -241,9 +241,8 @@ Result<ReconcileOutcome> ActorReconciler::ReconcileSteps(const Request& request)
   return Status(Code::kInternal, "the node agent's decision did not converge in " + std::to_string(kMaxSteps) + " steps");
 }
 
-void ActorReconciler::ReportDrain(Ctx& c) {
-  // Only where the drain, not the user, asked for the suspend: the user is told why.
-  if (!c.observed.node_draining || c.a.spec.desired_state == api::DesiredState::kSuspended) return;
+void ActorReconciler::ReportDrain(Ctx& c, const Decision& d) {
+  if (!ChosenByDrain(c.observed, d)) return;
   spdlog::info("actor suspended for drain actor={} node={} desired={}", c.key, options_.node,
                api::ToString(c.a.spec.desired_state));
   Event(c, false, api::kReasonNodeDraining,
@@ -264,14 +263,14 @@ Result<ReconcileOutcome> ActorReconciler::Act(Ctx& c, const Decision& d) {
                        std::string("this node agent has no driver for runtime ") + api::ToString(c.a.spec.runtime));
     case Step::kRestNeverStarted: return RestNeverStarted(c);
     case Step::kCheckpoint:
-      ReportDrain(c);
+      ReportDrain(c, d);
       return Checkpoint(c, d.trigger);
     case Step::kWaitCheckpointBackoff:
       return ReconcileOutcome{retries_.Wait(c.key, RetryOp::kCheckpoint, generation)};
     case Step::kResume: return Resume(c);
     case Step::kWaitResumeBackoff: return ReconcileOutcome{retries_.Wait(c.key, RetryOp::kResume, generation)};
     case Step::kCommitPaused:
-      ReportDrain(c);
+      ReportDrain(c, d);
       return CommitPaused(c);
     case Step::kForceCleanDeadSandbox: {
       const std::string state = ToString(c.observed.sandbox.value_or(SandboxState::kNotFound));

@@ -161,8 +161,8 @@ class ActorReconciler : public Reconciler {
   [[nodiscard]] Status Observe(Ctx& c, Step step);
   [[nodiscard]] Status Prepare(Ctx& c, Step step);
   Result<ReconcileOutcome> Act(Ctx& c, const Decision& d);
-  // An Event and a log line when the step was chosen because the node drains.
-  void ReportDrain(Ctx& c);
+  // An Event and a log line when the drain chose the step (ChosenByDrain, transitions.h).
+  void ReportDrain(Ctx& c, const Decision& d);
   Result<ReconcileOutcome> RemoveOrphan(const Request& request);
   // The quorum read before anything of an actor missing from the cache is removed
   // (stray_state.h); `live` gets the actor when it exists.

@@ -190,6 +190,11 @@ Decision Decide(const Observation& observed) {
   return o.source == ActorSource::kCache ? DecideFromCache(o) : DecideOnQuorum(o);
 }
 
+bool ChosenByDrain(const Observation& o, const Decision& d) {
+  return o.node_draining && o.desired != DesiredState::kSuspended &&
+         (d.step == Step::kCheckpoint || d.step == Step::kCommitPaused);
+}
+
 ActorState RestingState(const api::Actor& a) {
   if (!a.status.latest_snapshot) return ActorState::kFailed;
   return a.status.latest_snapshot->trigger == SnapshotTrigger::kPause &&

@@ -113,6 +113,10 @@ bool IsPreparation(Step step);
 
 Decision Decide(const Observation& o);
 
+// Whether the drain, not the actor's own desired state, made Decide suspend or commit it: the
+// user is then told why (an Event NodeDraining).
+bool ChosenByDrain(const Observation& o, const Decision& d);
+
 // The status an actor rests in when it is not running: where a resume starts from. PAUSED when
 // its latest snapshot is a Pause kept on a node, SUSPENDED for a committed one, FAILED without.
 api::ActorState RestingState(const api::Actor& a);

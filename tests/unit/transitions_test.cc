@@ -377,6 +377,17 @@ TEST(TransitionsTest, ADrainingNodeDecidesEveryActorAsIfItAskedForSuspended) {
   o.node_draining = true;
   EXPECT_EQ(Final(o, World{}).step, Step::kNothing) << "not resumed on a draining node";
 
+  // The Event says so only where the drain, not the user, chose the suspend.
+  const Decision suspend{Step::kCheckpoint, SnapshotTrigger::kSuspend};
+  o = Quorum(ActorState::kRunning, DesiredState::kRunning);
+  EXPECT_FALSE(ChosenByDrain(o, suspend)) << "not draining";
+  o.node_draining = true;
+  EXPECT_TRUE(ChosenByDrain(o, suspend));
+  EXPECT_TRUE(ChosenByDrain(o, Decision{Step::kCommitPaused}));
+  EXPECT_FALSE(ChosenByDrain(o, Decision{Step::kWatchLiveness}));
+  o.desired = DesiredState::kSuspended;
+  EXPECT_FALSE(ChosenByDrain(o, suspend)) << "the user asked for it";
+
   Observation cached;  // from the cache: the suspend starts without a read, as a user's would
   cached.status = ActorState::kRunning;
   cached.node_draining = true;
