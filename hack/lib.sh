@@ -21,7 +21,11 @@ go_build_cached() {
   printf '%s\n' "${GO_MODULE_FILE}" > "${work}/go.mod"
   log "building ${pkg} (cached afterwards at ${dest})"
   local start=${SECONDS}
-  (cd "${work}" && GOFLAGS=-mod=mod go get "${pkg}" >/dev/null 2>"${work}/get.err") \
+  # `go get PKG` alone would upgrade to the newest release; the version is the one require
+  # line of GO_MODULE_FILE, so the cache's name and the binary agree.
+  local version; version="$(awk '$1 == "require" {print $3; exit}' <<<"${GO_MODULE_FILE}")"
+  [[ -n "${version}" ]] || die "no require line in the module file for ${pkg}"
+  (cd "${work}" && GOFLAGS=-mod=mod go get "${pkg}@${version}" >/dev/null 2>"${work}/get.err") \
     || { cat "${work}/get.err" >&2; die "go get ${pkg} failed"; }
   mkdir -p "$(dirname "${dest}")"
   (cd "${work}" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
