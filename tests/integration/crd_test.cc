@@ -313,9 +313,36 @@ TEST_F(CrdTest, NodeAgentsListOnlyTheirActors) {
   EXPECT_EQ(Names(r), std::vector<std::string>{"sel-node-x-gpu0"});
 }
 
+// The minor version of the API server under test (the pinned one, or the oldest supported).
+int ServerMinor() {
+  static const int minor = [] {
+    Result<json> v = ParseJson(Kubectl({"version", "-o", "json"}).out);
+    if (!v.ok() || !v->contains("serverVersion")) return 0;
+    return std::stoi((*v)["serverVersion"].value("minor", "0"));
+  }();
+  return minor;
+}
+
+// Messages as the API servers before 1.37 print them: where a CEL rule fails they show the
+// value's type ("object", "string") instead of the value, and an integer field's type error
+// names JSON's types ("integer", "number") instead of Go's ("int32", "float64"). The C++
+// validator speaks the pinned server's dialect; against an older server the field path and
+// the rule's message must still match, with the value and the type names left out.
+std::string WithoutValues(const std::string& message) {
+  static const std::regex kValue(R"(Invalid value: ("[^"]*"|null): )");
+  static const std::regex kType(R"(must be of type \w+: "\w+")");
+  return std::regex_replace(std::regex_replace(message, kValue, "Invalid value: "), kType,
+                            "must be of type T");
+}
+
+bool ServerSaid(const std::string& err, const std::string& expected) {
+  if (err.find(expected) != std::string::npos) return true;
+  return ServerMinor() < 37 && WithoutValues(err).find(WithoutValues(expected)) != std::string::npos;
+}
+
 void ExpectRefused(const CommandResult& r, const BadObject& bad) {
   EXPECT_NE(r.exit_code, 0) << bad.name << ": the API server accepted it";
-  EXPECT_NE(r.err.find(bad.expected), std::string::npos)
+  EXPECT_TRUE(ServerSaid(r.err, bad.expected))
       << bad.name << ": expected\n  " << bad.expected << "\nin\n  " << r.err;
 }
 
@@ -372,7 +399,7 @@ TEST_F(CrdTest, WorkerNodeNameIsImmutable) {
   CommandResult r = Kubectl({"patch", "worker", "immutable-worker", "--type=merge", "-p",
                              R"({"spec": {"nodeName": "node-b"}})"});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+  EXPECT_TRUE(ServerSaid(r.err, expected)) << r.err;
 }
 
 TEST_F(CrdTest, ActorRuntimeIsImmutable) {
@@ -385,7 +412,7 @@ TEST_F(CrdTest, ActorRuntimeIsImmutable) {
   CommandResult r = Kubectl({"patch", "actor", "immutable-runtime", "-n", kNs, "--type=merge",
                              "-p", R"({"spec": {"runtime": "gvisor"}})"});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+  EXPECT_TRUE(ServerSaid(r.err, expected)) << r.err;
 }
 
 // A newer stasis adds fields; this version's read-modify-write must keep them. The newer
