@@ -3,8 +3,9 @@
 # and runs every test — unit, integration (real kube-apiserver + etcd) and end-to-end (real
 # runsc sandboxes) — through ctest. Exits non-zero on any failure. Run as root (runsc).
 #
-#   hack/test.sh            everything
-#   hack/test.sh -L unit    only one label (ctest arguments pass through)
+#   hack/test.sh            everything, then the integration and end-to-end tests again against
+#                           the oldest supported Kubernetes (KUBERNETES_OLDEST_VERSION)
+#   hack/test.sh -L unit    only one label, against the pinned Kubernetes (ctest arguments pass through)
 source "$(dirname "$0")/lib.sh"
 start=${SECONDS}
 
@@ -15,6 +16,11 @@ start=${SECONDS}
 
 # The external programs, built once per machine and cached by version (slow only when cold).
 "${HACK_DIR}/build-control-plane.sh" >/dev/null
+# A full run also tests the oldest Kubernetes stasis supports (hack/versions.env, README).
+full_run=$(( $# == 0 ))
+if (( full_run )); then
+  STASIS_KUBERNETES_VERSION="${KUBERNETES_OLDEST_VERSION}" "${HACK_DIR}/build-control-plane.sh" >/dev/null
+fi
 "${HACK_DIR}/runsc.sh" >/dev/null
 "${HACK_DIR}/build-object-store.sh" >/dev/null
 export PATH="${PATH}:${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}"
@@ -31,6 +37,13 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=${REPO_ROOT}/tests/lsan.supp}"
 rc=0
 (cd "${build_dir}" && ctest --output-on-failure --timeout 1500 -j2 "$@") || rc=$?
+if (( full_run )); then
+  # Everything that talks to an API server, once more against the oldest supported one; the
+  # tests' control planes read STASIS_KUBERNETES_VERSION through hack/versions.env.
+  log "integration and end-to-end tests against Kubernetes ${KUBERNETES_OLDEST_VERSION}"
+  (cd "${build_dir}" && STASIS_KUBERNETES_VERSION="${KUBERNETES_OLDEST_VERSION}" \
+    ctest --output-on-failure --timeout 1500 -j2 -L 'integration|e2e') || rc=$?
+fi
 
 # Nothing may outlive the tests: no control plane, no sandbox, no QEMU (micro-VM tests' QEMUs
 # name their stasis-microvm-* or stasis-e2e-* directories on their command lines). (A control plane's owner
