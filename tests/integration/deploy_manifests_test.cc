@@ -219,7 +219,8 @@ class DeployManifestsTest : public ::testing::Test {
 };
 
 TEST_F(DeployManifestsTest, EveryOverlayPassesAServerSideDryRun) {
-  ASSERT_GE(Overlays().size(), 2u) << "expected at least manifests/overlays/{default,gpu}";
+  ASSERT_GE(Overlays().size(), 3u)
+      << "expected at least manifests/overlays/{default,gpu,cpu-and-gpu}";
   for (const Overlay& o : Overlays()) {
     SCOPED_TRACE(o.dir);
     ASSERT_EQ(o.dry_run.exit_code, 0) << Show(o.dry_run);
@@ -233,7 +234,7 @@ TEST_F(DeployManifestsTest, EveryOverlayPassesAServerSideDryRun) {
     EXPECT_EQ(kinds["ClusterRoleBinding"], 2);
     EXPECT_EQ(kinds["Role"], 2);
     EXPECT_EQ(kinds["RoleBinding"], 2);
-    EXPECT_EQ(kinds["DaemonSet"], 1);
+    EXPECT_GE(kinds["DaemonSet"], 1);  // cpu-and-gpu has two (deploy_overlays_test.cc)
     EXPECT_EQ(kinds["Deployment"], 1);
     EXPECT_EQ(kinds["Service"], 2);
     EXPECT_EQ(kinds["PodDisruptionBudget"], 1);
@@ -295,6 +296,48 @@ void CheckHealthProbes(const json& container, const std::map<std::string, json>&
   EXPECT_EQ(At(container, "/readinessProbe/httpGet/port"), "metrics");
 }
 
+// One node agent's DaemonSet (an overlay may hold several: stasis-node-cpu, stasis-node-gpu): its
+// flags, its node from the downward API, privileged, its probes, the runsc the image installs.
+void CheckNodeAgent(const json& ds, const std::set<std::string>& flags,
+                    const std::string& dockerfile) {
+  SCOPED_TRACE(Field(ds, "/metadata/name"));
+  const json pod = At(ds, "/spec/template/spec");
+  ASSERT_EQ(At(pod, "/containers").size(), 1u) << ds.dump();
+  const json node = At(pod, "/containers/0");
+  auto env = EnvOf(node);
+  for (const auto& [name, e] : env) {
+    if (name.rfind("STASIS_", 0) == 0) {
+      EXPECT_TRUE(flags.count(name)) << name << " is no flag of stasis node";
+    }
+  }
+  ASSERT_TRUE(env.count("STASIS_NODE_NAME"));
+  EXPECT_EQ(At(env["STASIS_NODE_NAME"], "/valueFrom/fieldRef/fieldPath"), "spec.nodeName");
+  EXPECT_EQ(At(env["STASIS_LEASE_NAMESPACE"], "/valueFrom/fieldRef/fieldPath"),
+            "metadata.namespace");
+  EXPECT_EQ(At(node, "/securityContext/privileged"), true);
+  EXPECT_EQ(At(pod, "/serviceAccountName"), "stasis-node");
+  CheckHealthProbes(node, env);
+  const json args = At(node, "/args");
+  const bool plain = args == json({"stasis", "node"});
+  const bool wrapped =
+      args.size() == 3 && args[0] == "sh" && args[1] == "-c" &&
+      std::regex_search(args[2].get<std::string>(), std::regex(R"(exec stasis node\s*$)"));
+  EXPECT_TRUE(plain || wrapped) << args.dump();
+  // The runsc the agent is told to run is the one the image installs.
+  const std::string runsc = Field(env["STASIS_RUNSC"], "/value");
+  EXPECT_NE(dockerfile.find(" " + runsc + "\n"), std::string::npos)
+      << "the Dockerfile does not install runsc at '" << runsc << "'";
+}
+
+// Whether a label selector (matchLabels or a Service's selector) picks pods labelled `labels`.
+bool Selects(const json& selector, const json& labels) {
+  if (!selector.is_object() || selector.empty() || !labels.is_object()) return false;
+  for (const auto& [k, v] : selector.items()) {
+    if (!labels.contains(k) || labels[k] != v) return false;
+  }
+  return true;
+}
+
 TEST_F(DeployManifestsTest, WorkloadsUseTheRealFlagsProbesAndOneImage) {
   const std::set<std::string> node_env = FlagEnvNames("node");
   const std::set<std::string> controller_env = FlagEnvNames("controller");
@@ -302,39 +345,16 @@ TEST_F(DeployManifestsTest, WorkloadsUseTheRealFlagsProbesAndOneImage) {
   for (const Overlay& o : Overlays()) {
     SCOPED_TRACE(o.dir);
     ASSERT_TRUE(o.objects.is_object());
-    const json ds = Find(o.objects, "DaemonSet", "stasis-node");
     const json deploy = Find(o.objects, "Deployment", "stasis-controller");
-    const json node_pod = At(ds, "/spec/template/spec");
     const json ctl_pod = At(deploy, "/spec/template/spec");
-    ASSERT_EQ(At(node_pod, "/containers").size(), 1u) << ds.dump();
     ASSERT_EQ(At(ctl_pod, "/containers").size(), 1u) << deploy.dump();
-    const json node = At(node_pod, "/containers/0");
     const json ctl = At(ctl_pod, "/containers/0");
-
-    // The node agent: its flags, its node from the downward API, privileged, its probes.
-    auto env = EnvOf(node);
-    for (const auto& [name, e] : env) {
-      if (name.rfind("STASIS_", 0) == 0) {
-        EXPECT_TRUE(node_env.count(name)) << name << " is no flag of stasis node";
-      }
+    std::vector<json> daemonsets;
+    for (const auto& item : At(o.objects, "/items")) {
+      if (item.value("kind", "") == "DaemonSet") daemonsets.push_back(item);
     }
-    ASSERT_TRUE(env.count("STASIS_NODE_NAME"));
-    EXPECT_EQ(At(env["STASIS_NODE_NAME"], "/valueFrom/fieldRef/fieldPath"), "spec.nodeName");
-    EXPECT_EQ(At(env["STASIS_LEASE_NAMESPACE"], "/valueFrom/fieldRef/fieldPath"),
-              "metadata.namespace");
-    EXPECT_EQ(At(node, "/securityContext/privileged"), true);
-    EXPECT_EQ(At(node_pod, "/serviceAccountName"), "stasis-node");
-    CheckHealthProbes(node, env);
-    const json args = At(node, "/args");
-    const bool plain = args == json({"stasis", "node"});
-    const bool wrapped =
-        args.size() == 3 && args[0] == "sh" && args[1] == "-c" &&
-        std::regex_search(args[2].get<std::string>(), std::regex(R"(exec stasis node\s*$)"));
-    EXPECT_TRUE(plain || wrapped) << args.dump();
-    // The runsc the agent is told to run is the one the image installs.
-    const std::string runsc = Field(env["STASIS_RUNSC"], "/value");
-    EXPECT_NE(dockerfile.find(" " + runsc + "\n"), std::string::npos)
-        << "the Dockerfile does not install runsc at '" << runsc << "'";
+    ASSERT_FALSE(daemonsets.empty());
+    for (const json& ds : daemonsets) CheckNodeAgent(ds, node_env, dockerfile);
 
     // The controller: its flags, leader election, two replicas, its probes.
     auto cenv = EnvOf(ctl);
@@ -352,20 +372,27 @@ TEST_F(DeployManifestsTest, WorkloadsUseTheRealFlagsProbesAndOneImage) {
 
     // One image for every container, init containers included.
     std::set<std::string> images;
-    for (const json* pod : {&node_pod, &ctl_pod}) {
+    std::vector<json> pods = {ctl_pod};
+    for (const json& ds : daemonsets) pods.push_back(At(ds, "/spec/template/spec"));
+    for (const json& pod : pods) {
       for (const char* list : {"containers", "initContainers"}) {
-        for (const auto& c : pod->value(list, json::array())) images.insert(c.value("image", ""));
+        for (const auto& c : pod.value(list, json::array())) images.insert(c.value("image", ""));
       }
     }
     EXPECT_EQ(images.size(), 1u) << json(images).dump();
 
-    // The PodDisruptionBudget and the metrics Services select the pods they are for.
+    // The PodDisruptionBudget and the metrics Services select the pods they are for: the
+    // node agents' Service every DaemonSet's pods, and never the controller's.
     const json pdb = Find(o.objects, "PodDisruptionBudget", "stasis-controller");
     const json ctl_labels = At(deploy, "/spec/selector/matchLabels");
-    const json node_labels = At(ds, "/spec/selector/matchLabels");
     EXPECT_FALSE(ctl_labels.is_null());
     EXPECT_EQ(At(pdb, "/spec/selector/matchLabels"), ctl_labels);
-    EXPECT_EQ(At(Find(o.objects, "Service", "stasis-node-metrics"), "/spec/selector"), node_labels);
+    const json node_service = At(Find(o.objects, "Service", "stasis-node-metrics"), "/spec/selector");
+    for (const json& ds : daemonsets) {
+      EXPECT_TRUE(Selects(node_service, At(ds, "/spec/template/metadata/labels")))
+          << Field(ds, "/metadata/name") << " " << node_service.dump();
+    }
+    EXPECT_FALSE(Selects(node_service, At(deploy, "/spec/template/metadata/labels")));
     EXPECT_EQ(At(Find(o.objects, "Service", "stasis-controller-metrics"), "/spec/selector"),
               ctl_labels);
   }
@@ -380,22 +407,29 @@ TEST_F(DeployManifestsTest, GpuOverlayDiscoversEveryGpuOrRefusesToStart) {
   }
   ASSERT_NE(gpu, nullptr);
   ASSERT_TRUE(gpu->objects.is_object());
-  const json ds = Find(gpu->objects, "DaemonSet", "stasis-node");
+  const json ds = Find(gpu->objects, "DaemonSet", "stasis-node-gpu");
   const json args = At(ds, "/spec/template/spec/containers/0/args");
   ASSERT_TRUE(args.is_array() && args.size() == 3 && args[2].is_string()) << args.dump();
   const std::string script = args[2];
-  EXPECT_EQ(At(ds, "/spec/template/spec/nodeSelector/nvidia.com~1gpu.present"), "true");
+  EXPECT_EQ(At(ds, "/spec/template/spec/nodeSelector"), json({{"stasis.dev/agent", "gpu"}}));
 
-  // Its CDI ConfigMap is manifests/cdi/'s spec, byte for byte.
-  bool cdi = false;
+  // Its CDI ConfigMap is manifests/cdi/'s spec, byte for byte, and it is the one the
+  // DaemonSet mounts (kustomize replaced the generated name in the volume).
+  std::string cdi;
   for (const auto& item : At(gpu->objects, "/items")) {
     if (item.value("kind", "") == "ConfigMap" &&
-        Field(item, "/metadata/name").rfind("stasis-cdi", 0) == 0) {
-      cdi = Field(item, "/data/stasis-cuda-checkpoint.yaml") ==
-            ReadFile(kSource + "/manifests/cdi/stasis-cuda-checkpoint.yaml");
+        Field(item, "/metadata/name").rfind("stasis-cdi", 0) == 0 &&
+        Field(item, "/data/stasis-cuda-checkpoint.yaml") ==
+            ReadFile(kSource + "/manifests/cdi/stasis-cuda-checkpoint.yaml")) {
+      cdi = Field(item, "/metadata/name");
     }
   }
-  EXPECT_TRUE(cdi) << "the gpu overlay lacks the stasis-cdi ConfigMap of manifests/cdi/";
+  EXPECT_FALSE(cdi.empty()) << "the gpu overlay lacks the stasis-cdi ConfigMap of manifests/cdi/";
+  std::string mounted;
+  for (const auto& v : At(ds, "/spec/template/spec/volumes")) {
+    if (v.value("name", "") == "cdi-spec") mounted = Field(v, "/configMap/name");
+  }
+  EXPECT_EQ(mounted, cdi);
 
   TempDir tmp;
   const fs::path bin = tmp.path() / "bin";
