@@ -1,6 +1,7 @@
 #include "api/conditions.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "api/names.h"
 
@@ -16,6 +17,16 @@ const char* ToString(ConditionStatus status) {
       return "Unknown";
   }
   return "Unknown";
+}
+
+std::string MetricReason(std::string_view condition_reason) {
+  std::string out;
+  for (char ch : condition_reason) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (std::isupper(u) && !out.empty()) out.push_back('_');
+    out.push_back(static_cast<char>(std::tolower(u)));
+  }
+  return out;
 }
 
 std::optional<ConditionStatus> ParseConditionStatus(std::string_view text) {

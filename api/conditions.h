@@ -29,8 +29,9 @@ inline constexpr char kConditionPaused[] = "Paused";
 inline constexpr char kConditionSuspended[] = "Suspended";
 
 // Condition reasons that say where an actor is or what happened to it. Failure reasons
-// derived from a runtime's failure class ("nvproxy_live_clients" → "NvproxyLiveClients") are
-// built by the node agent and are not listed here; docs/api.md lists them all.
+// derived from a failure class ("nvproxy_live_clients" → "NvproxyLiveClients") are built by the
+// node agent (ConditionReason); those its metrics pre-register are listed at the end, so that
+// every metric label value can be checked against this list; docs/api.md lists them all.
 inline constexpr char kReasonRunning[] = "Running";
 inline constexpr char kReasonPausing[] = "Pausing";
 inline constexpr char kReasonPaused[] = "Paused";
@@ -85,6 +86,28 @@ inline constexpr char kReasonInsufficientSpace[] = "InsufficientSpace";
 // this agent has none, or has one and the snapshot is not encrypted): nothing downloaded, the
 // actor rests where it was and the resume is retried with backoff — the right key restores it.
 inline constexpr char kReasonSnapshotKeyMismatch[] = "SnapshotKeyMismatch";
+// Derived from the failure classes a runtime driver names (runtime_driver.h), a Data
+// snapshot's (data_dirs.h) and the snapshot store's (snapshot_reasons.h): a checkpoint or a
+// restore that failed with one says it in CheckpointFailed / Ready.
+inline constexpr char kReasonNvproxyLiveClients[] = "NvproxyLiveClients";
+inline constexpr char kReasonContainerStopped[] = "ContainerStopped";
+inline constexpr char kReasonVersionMismatch[] = "VersionMismatch";
+inline constexpr char kReasonTimeout[] = "Timeout";
+inline constexpr char kReasonNotFound[] = "NotFound";
+inline constexpr char kReasonBadBundle[] = "BadBundle";
+inline constexpr char kReasonRuntimeError[] = "RuntimeError";
+inline constexpr char kReasonDataDirUnusable[] = "DataDirUnusable";
+inline constexpr char kReasonDataArchiveFailed[] = "DataArchiveFailed";
+inline constexpr char kReasonDataRestoreFailed[] = "DataRestoreFailed";
+inline constexpr char kReasonSnapshotNotFound[] = "SnapshotNotFound";
+
+// Metric label values. A `reason` label that says why an actor failed is the snake_case of the
+// condition reason the actor gets for it (MetricReason("DeadlineExceeded") ==
+// "deadline_exceeded"; the node agent's ConditionReason is the inverse), so that an alert's
+// label leads to the actors' conditions and back (docs/metrics.md). The one forced-cleanup
+// label that names no condition: an actor deleted mid-transition has no status left to carry one.
+std::string MetricReason(std::string_view condition_reason);
+inline constexpr char kMetricReasonDeleted[] = "deleted";
 
 enum class ConditionStatus { kTrue, kFalse, kUnknown };
 

@@ -1,5 +1,7 @@
 #include "reconcilers/cluster/cluster_metrics.h"
 
+#include "api/conditions.h"
+
 namespace stasis {
 namespace {
 constexpr const char* kStatuses[] = {"STATUS_UNSPECIFIED", "STATUS_RESUMING", "STATUS_RUNNING",
@@ -21,7 +23,12 @@ ClusterMetrics::ClusterMetrics(prometheus::Registry& registry)
                  .Name("stasis_actors_stuck")
                  .Help("Actors stuck in a status past its deadline or on a lost node")
                  .Register(registry)) {
-  for (const char* r : {"deadline", "node_lost", "deleted"}) forced_cleanups_.Add({{"reason", r}});
+  // The Stuck reasons (stuck_detector.h) in their metric spelling, and an actor deleted while its
+  // node is lost (no condition: the actor is gone).
+  for (const char* r : {api::kReasonDeadlineExceeded, api::kReasonNodeLost}) {
+    forced_cleanups_.Add({{"reason", api::MetricReason(r)}});
+  }
+  forced_cleanups_.Add({{"reason", api::kMetricReasonDeleted}});
   for (const char* r : {kDeletionRetention, kGcIncomplete, kGcActorGone, kGcOwnerReplaced, kGcMultipartUpload}) {
     deletions_.Add({{"reason", r}});
   }

@@ -16,12 +16,14 @@
 namespace stasis {
 
 // stasis_snapshot_store_deletions_total's reasons: a snapshot retention deleted, and garbage
-// collection's (object_store_gc.h's kGc*).
+// collection's (object_store_gc.h's kGc*). Causes of a deletion, not an actor's failure: no
+// condition carries them (docs/metrics.md).
 inline constexpr char kDeletionRetention[] = "retention";
 
 class ClusterMetrics {
  public:
   explicit ClusterMetrics(prometheus::Registry& registry);
+  // reason: api::MetricReason of the Stuck condition's reason, or api::kMetricReasonDeleted.
   void CountForcedCleanup(const std::string& reason);
   // Snapshots (or uploads) deleted from the store, `n` at once; reason: kDeletionRetention or a kGc*.
   void CountSnapshotDeletions(const std::string& reason, int n);

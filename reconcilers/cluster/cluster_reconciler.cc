@@ -183,7 +183,7 @@ Result<ReconcileOutcome> ClusterReconciler::Reconcile(const Request& request) {
       if (Status s = FreeWorkersOf(a); !s.ok()) return s;
       RemoveCommittedSnapshots(a);
       if (Status s = RemoveFinalizer(a); !s.ok()) return s;
-      metrics_.CountForcedCleanup("deleted");
+      metrics_.CountForcedCleanup(api::kMetricReasonDeleted);
       spdlog::info("actor deletion completed by controller actor={} node={} reason=node_lost",
                    request.Key(), node);
       return ReconcileOutcome{};
@@ -192,7 +192,7 @@ Result<ReconcileOutcome> ClusterReconciler::Reconcile(const Request& request) {
   }
 
   if (auto verdict = DetectStuck(a, Now(), options_.grace, alive)) {
-    if (verdict->reason != "node_lost" || NodeLossConfirmed(node)) {
+    if (verdict->reason != api::kReasonNodeLost || NodeLossConfirmed(node)) {
       return ForceClean(a, verdict->reason, verdict->message);
     }
     return ReconcileOutcome{options_.recheck};
@@ -240,20 +240,19 @@ Result<ReconcileOutcome> ClusterReconciler::ForceClean(api::Actor& a, const std:
   a.status.sandbox_id.clear();
   a.status.transition_start_time.reset();
   a.status.observed_generation = a.metadata.generation;
-  const std::string cond_reason = reason == "deadline" ? api::kReasonDeadlineExceeded : api::kReasonNodeLost;
   const Time now = Now();
   api::SetCondition(a.status.conditions,
                     api::Condition{api::kConditionStuck, api::ConditionStatus::kTrue, a.metadata.generation, {},
-                                   cond_reason, message},
+                                   reason, message},
                     now);
   api::SetCondition(a.status.conditions,
                     api::Condition{api::kConditionReady, api::ConditionStatus::kFalse, a.metadata.generation, {},
-                                   cond_reason,
+                                   reason,
                                    "cleaned by the cluster controller: " + message},
                     now);
   api::SetCondition(a.status.conditions,
                     api::Condition{api::kConditionProgressing, api::ConditionStatus::kFalse,
-                                   a.metadata.generation, {}, cond_reason, "cleaned up"},
+                                   a.metadata.generation, {}, reason, "cleaned up"},
                     now);
   api::SetStateConditions(a.status, a.metadata.generation, now);
   auto patch = api::ActorStatusMergePatch(before, a);
@@ -263,14 +262,14 @@ Result<ReconcileOutcome> ClusterReconciler::ForceClean(api::Actor& a, const std:
                            *patch, "status");
     if (!r.ok()) return r.status();
   }
-  metrics_.CountForcedCleanup(reason);
+  metrics_.CountForcedCleanup(api::MetricReason(reason));
   if (events_) {
     ObjectReference ref{api::kApiVersion, api::kActorKind, a.metadata.namespace_, a.metadata.name,
                         a.metadata.uid, "", ""};
     events_->Event(ref, EventType::kWarning, "ForcedCleanup", message);
   }
   spdlog::warn("actor force-cleaned by controller actor={}/{} reason={} was={} now={} message=\"{}\"",
-               a.metadata.namespace_, a.metadata.name, reason, api::ToString(was),
+               a.metadata.namespace_, a.metadata.name, api::MetricReason(reason), api::ToString(was),
                api::ToString(a.status.status), message);
   return ReconcileOutcome{};
 }

@@ -5,8 +5,9 @@
 //  - Stuck (DetectStuck: deadline overrun, or the node's heartbeat expired while the actor
 //    occupied it): free the worker first (a CAS on the Worker), then move the actor to
 //    STATUS_SUSPENDED with its last good snapshot (STATUS_FAILED without one), condition
-//    Stuck=True with the reason, an Event, stasis_forced_cleanups_total{reason}. The node agent,
-//    when it returns, removes the leftover sandbox of an actor it finds at rest.
+//    Stuck=True with the reason, an Event, stasis_forced_cleanups_total{reason} (the reason in
+//    snake_case: api::MetricReason). The node agent, when it returns, removes the leftover
+//    sandbox of an actor it finds at rest.
 //  - Deletion: when the actor's node is lost (or it never had one), the finalizer is removed
 //    here, after freeing the worker; the returning agent deletes what it finds of it.
 //  - Binding: an unpinned actor that wants Running and has no node (or a lost one, or waits
@@ -109,6 +110,7 @@ class ClusterReconciler : public Reconciler {
   std::optional<ReconcileOutcome> QuietOutcome(const api::Actor& cached);
   // Whether retention has still to run for this actor's latestSnapshot.
   bool PrunePending(const api::Actor& a);
+  // reason: the Stuck condition's (a StuckVerdict's).
   Result<ReconcileOutcome> ForceClean(api::Actor& a, const std::string& reason,
                                       const std::string& message);
   Result<ReconcileOutcome> Bind(api::Actor& a);

@@ -1,5 +1,7 @@
 #include "reconcilers/cluster/stuck_detector.h"
 
+#include "api/conditions.h"
+
 namespace stasis {
 
 std::optional<Time> TransitionDeadline(const api::Actor& a, std::chrono::seconds grace) {
@@ -17,12 +19,12 @@ std::optional<StuckVerdict> DetectStuck(const api::Actor& a, Time now,
   const bool occupies_node = s == api::ActorState::kRunning || api::IsTransitioning(s) ||
                              !a.status.worker_name.empty();
   if (occupies_node && node_alive.has_value() && !*node_alive) {
-    return StuckVerdict{"node_lost", "the node agent on " + a.status.node_name +
+    return StuckVerdict{api::kReasonNodeLost, "the node agent on " + a.status.node_name +
                                          " stopped renewing its heartbeat while the actor was " +
                                          api::ToString(s)};
   }
   if (auto deadline = TransitionDeadline(a, grace); deadline && now > *deadline) {
-    return StuckVerdict{"deadline", std::string(api::ToString(s)) + " since " +
+    return StuckVerdict{api::kReasonDeadlineExceeded, std::string(api::ToString(s)) + " since " +
                                         FormatTime(*a.status.transition_start_time) +
                                         ", past its deadline " + FormatTime(*deadline)};
   }

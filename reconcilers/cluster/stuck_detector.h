@@ -13,7 +13,9 @@
 namespace stasis {
 
 struct StuckVerdict {
-  std::string reason;   // "deadline" | "node_lost": the stasis_forced_cleanups_total label
+  // api::kReasonDeadlineExceeded | api::kReasonNodeLost: the Stuck condition's reason, and
+  // (api::MetricReason) the stasis_forced_cleanups_total label.
+  std::string reason;
   std::string message;  // for the Stuck condition and the Event
 };
 

@@ -275,10 +275,10 @@ Result<ReconcileOutcome> ActorReconciler::Act(Ctx& c, const Decision& d) {
     case Step::kForceCleanDeadSandbox: {
       const std::string state = ToString(c.observed.sandbox.value_or(SandboxState::kNotFound));
       if (!api::IsTransitioning(c.a.status.status)) {
-        return ForceClean(c, "sandbox_died", api::kReasonSandboxDied,
+        return ForceClean(c, api::kReasonSandboxDied,
                           "the sandbox is " + state + " while the actor should run");
       }
-      return ForceClean(c, "sandbox_died", api::kReasonSandboxDied,
+      return ForceClean(c, api::kReasonSandboxDied,
                         "the sandbox is " + state + " and no complete snapshot was left by the interrupted " +
                             api::ToString(c.a.status.status));
     }
@@ -365,7 +365,7 @@ Result<ReconcileOutcome> ActorReconciler::Delete(Ctx& c) {
     WarnIfFailed(snapshots_.RemoveCommitted(m.ns, m.name, m.id), "committed snapshot of a deleted actor not removed", c.key);
   }
   if (Status s = workers_.Free(c.actor_ref); !s.ok()) return s;
-  if (api::IsTransitioning(c.a.status.status)) metrics_.CountForcedCleanup("deleted");
+  if (api::IsTransitioning(c.a.status.status)) metrics_.CountForcedCleanup(api::kMetricReasonDeleted);
   if (Status s = SetFinalizer(c, false); !s.ok()) return s;
   spdlog::info("actor deleted actor={} was={} sandbox_removed={}", c.key,
                api::ToString(c.a.status.status), active);

@@ -242,9 +242,9 @@ class ActorReconciler : public Reconciler {
   Result<ReconcileOutcome> AdoptCommittedSnapshot(Ctx& c);
   [[nodiscard]] Status ListSnapshots(Ctx& c);
   [[nodiscard]] Status RemoveLeftoverSandbox(Ctx& c);
-  // The sandbox is gone or suspect: remove it, free the worker, SUSPENDED or FAILED.
-  Result<ReconcileOutcome> ForceClean(Ctx& c, const std::string& reason,
-                                      const std::string& condition_reason,
+  // The sandbox is gone or suspect: remove it, free the worker, SUSPENDED or FAILED; counted in
+  // stasis_forced_cleanups_total under the condition reason's metric spelling.
+  Result<ReconcileOutcome> ForceClean(Ctx& c, const std::string& condition_reason,
                                       const std::string& message);
   void RemoveLeftoverSandboxes();
   void RemoveSnapshotsOfDeletedActors();
@@ -252,6 +252,9 @@ class ActorReconciler : public Reconciler {
   // host_failures.cc: a failed transition's reason and its retries, host errors bounded.
   struct FailureVerdict;
   FailureVerdict JudgeFailure(Ctx& c, RetryOp op, const Status& failure);
+  // The condition reason of a failed transition: a Host* reason for an error of the node, else
+  // the failure class CamelCased. Its MetricReason is the failure's metric label.
+  std::string FailureReason(const Status& failure) const;
   // A reconcile cut short by an exception of the host: a Warning Event on the actor.
   void ReportHostException(const Request& request, const Status& failure);
   // Sets the failure's condition (its message with the verdict's note); returns whether it is

@@ -83,7 +83,7 @@ std::optional<Result<ReconcileOutcome>> ActorReconciler::PreflightOrKeepRunning(
     return std::nullopt;
   }
   if (s.reason() == "container_stopped" || s.reason() == "not_found") {
-    return ForceClean(c, "sandbox_died", api::kReasonSandboxDied,
+    return ForceClean(c, api::kReasonSandboxDied,
                       "the sandbox is gone before the checkpoint: " + s.message());
   }
   SetCondition(c, api::kConditionCudaCheckpointReady, false,
@@ -168,7 +168,8 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   ck.took = Seconds(clock_.Now() - start);
   const std::string trigger_name = api::ToString(trigger);
   metrics_.ObserveDuration("checkpoint", trigger_name, ck.gpu, result.ok() ? kSuccess : kError, ck.took);
-  metrics_.CountOperation("checkpoint", result.ok() ? kSuccess : kError, result.reason());
+  metrics_.CountOperation("checkpoint", result.ok() ? kSuccess : kError,
+                          result.ok() ? "" : api::MetricReason(FailureReason(result)));
   if (!result.ok()) {
     std::error_code ec;
     fs::remove_all(*dir, ec);
@@ -244,7 +245,6 @@ Result<ReconcileOutcome> ActorReconciler::RefusedBeforeFreeze(Ctx& c, const Stat
 }
 
 Result<ReconcileOutcome> ActorReconciler::CheckpointFailed(Ctx& c, const Status& failure) {
-  const std::string reason = failure.reason().empty() ? "runtime_error" : failure.reason();
   if (ClassifyCheckpointFailure(failure, c.driver->State(c.ref)) == CheckpointFailure::kSurvived) {
     // The workload survived (a refused save, -leave-running, an error before the save, a Data
     // archive that failed and was thawed, a full disk): it keeps running, retried with backoff
@@ -261,8 +261,7 @@ Result<ReconcileOutcome> ActorReconciler::CheckpointFailed(Ctx& c, const Status&
     return failure;
   }
   // The sandbox is dead or suspect (timeout): never retry, clean up.
-  return ForceClean(c, failure.code() == Code::kDeadlineExceeded ? "deadline" : "sandbox_died",
-                    ConditionReason(reason), "checkpoint failed: " + failure.message());
+  return ForceClean(c, FailureReason(failure), "checkpoint failed: " + failure.message());
 }
 
 Status ActorReconciler::CheckpointData(Ctx& c, const std::vector<DataDir>& dirs,
@@ -286,9 +285,8 @@ api::Snapshot ActorReconciler::CommitJustCompleted(const SnapshotManifest& m, ap
   const auto start = clock_.Now();
   auto committed = snapshots_.Commit(m.ns, m.name, m.id, /*just_completed=*/true);
   const double took = Seconds(clock_.Now() - start);
-  const std::string reason = committed.ok() ? ""
-                             : committed.status().reason().empty() ? "store_error"
-                                                                   : committed.status().reason();
+  // Labelled as its CommitFailed condition says (CompleteCheckpoint sets it).
+  const std::string reason = committed.ok() ? "" : api::MetricReason(CommitFailedReason(committed.status().reason()));
   metrics_.ObserveDuration("commit", m.trigger, m.cuda_checkpointed, committed.ok() ? kSuccess : kError, took);
   metrics_.CountOperation("commit", committed.ok() ? kSuccess : kError, reason);
   if (!committed.ok()) {
@@ -336,10 +334,10 @@ Result<SnapshotManifest> ActorReconciler::CompleteSnapshot(Ctx& c, const Checkpo
 Result<ReconcileOutcome> ActorReconciler::SnapshotNotCompleted(Ctx& c, const Checkpointed& ck, const Status& failure) {
   const std::string what = "the checkpoint succeeded but the snapshot could not be completed: " + failure.message();
   // A Direct checkpoint stopped the sandbox as it saved: nothing is left to run on.
-  if (!ck.live) return ForceClean(c, "sandbox_died", api::kReasonSnapshotIncomplete, what);
+  if (!ck.live) return ForceClean(c, api::kReasonSnapshotIncomplete, what);
   if (ck.frozen) {
     if (Status t = c.driver->Thaw(c.ref); !t.ok()) {
-      return ForceClean(c, "sandbox_died", api::kReasonSnapshotIncomplete, what + "; thaw failed: " + t.message());
+      return ForceClean(c, api::kReasonSnapshotIncomplete, what + "; thaw failed: " + t.message());
     }
   }
   // The sandbox was kept alive for exactly this: the actor runs on, with its last good snapshot
@@ -437,12 +435,13 @@ Result<ReconcileOutcome> ActorReconciler::CommitPaused(Ctx& c) {
   auto committed = snapshots_.Commit(c.a.metadata.namespace_, c.a.metadata.name, snap->id);
   metrics_.ObserveDuration("commit", "Suspend", gpu, committed.ok() ? kSuccess : kError,
                            Seconds(clock_.Now() - start));
-  metrics_.CountOperation("commit", committed.ok() ? kSuccess : kError, committed.ok() ? "" : "store_error");
+  if (committed.ok()) metrics_.CountOperation("commit", kSuccess, "");
   if (!committed.ok()) {
     FailureVerdict v = JudgeFailure(c, RetryOp::kCommit, committed.status());
     // Refused credentials and a missing bucket are named (a person must fix them); any other
     // failure of the store is StoreUnavailable. Said by the condition alone, as it always was.
     if (!v.host) v.reason = CommitFailedReason(committed.status().reason());
+    metrics_.CountOperation("commit", kError, api::MetricReason(v.reason));
     const bool news = SetFailureCondition(c, api::kConditionCommitFailed, true, v, committed.status().message()) && v.host;
     if (Status s = WriteStatus(c); !s.ok()) return s;
     if (news) Event(c, true, "CommitFailed", v.note + committed.status().message() + " (the snapshot stays on this node)");

@@ -16,12 +16,11 @@ ActorReconciler::FailureVerdict ActorReconciler::JudgeFailure(Ctx& c, RetryOp op
   FailureVerdict v;
   const int64_t generation = c.a.metadata.generation;
   const auto host = ClassifyHostError(failure, {options_.root, snapshots_.store_root()});
+  v.reason = FailureReason(failure);
   if (!host) {
-    v.reason = ConditionReason(failure.reason().empty() ? "runtime_error" : failure.reason());
     retries_.NoteFailure(c.key, op, generation);
     return v;
   }
-  v.reason = host->reason;
   v.host = true;
   v.permanent = host->permanent;
   const int attempts = retries_.NoteFailure(c.key, op, generation, /*host_error=*/true);
@@ -36,6 +35,11 @@ ActorReconciler::FailureVerdict ActorReconciler::JudgeFailure(Ctx& c, RetryOp op
   spdlog::warn("host error actor={} op={} reason={} permanent={} attempt={} gave_up={} error=\"{}\"", c.key,
                ToString(op), v.reason, v.permanent, attempts, v.gave_up, failure.message());
   return v;
+}
+
+std::string ActorReconciler::FailureReason(const Status& failure) const {
+  if (const auto host = ClassifyHostError(failure, {options_.root, snapshots_.store_root()})) return host->reason;
+  return ConditionReason(failure.reason().empty() ? "runtime_error" : failure.reason());
 }
 
 void ActorReconciler::ReportHostException(const Request& request, const Status& failure) {

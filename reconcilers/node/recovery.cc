@@ -139,9 +139,9 @@ Status ActorReconciler::RemoveLeftoverSandbox(Ctx& c) {
   return OkStatus();
 }
 
-Result<ReconcileOutcome> ActorReconciler::ForceClean(Ctx& c, const std::string& reason,
-                                                     const std::string& condition_reason,
+Result<ReconcileOutcome> ActorReconciler::ForceClean(Ctx& c, const std::string& condition_reason,
                                                      const std::string& message) {
+  const std::string reason = api::MetricReason(condition_reason);
   if (Status s = c.driver->Delete(c.ref); !s.ok()) return s;
   std::error_code ec;
   fs::remove_all(c.ref.root, ec);

@@ -128,7 +128,8 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   if (from_snapshot || from_data) {
     const bool gpu = c.a.spec.gpu.count > 0;
     metrics_.ObserveDuration("restore", api::ToString(snap->trigger), gpu, result.ok() ? "success" : "error", took);
-    metrics_.CountOperation("restore", result.ok() ? "success" : "error", result.reason());
+    metrics_.CountOperation("restore", result.ok() ? "success" : "error",
+                            result.ok() ? "" : api::MetricReason(FailureReason(result)));
   }
   if (!result.ok()) return ResumeFailed(c, resting, result);
   retries_.Clear(c.key, RetryOp::kResume);

@@ -1,5 +1,7 @@
 #include "reconcilers/node/snapshot_metrics.h"
 
+#include "api/conditions.h"
+
 namespace stasis {
 namespace {
 
@@ -32,16 +34,20 @@ prometheus::Histogram::BucketBoundaries DurationBuckets() {
 
 const char* Bool(bool b) { return b ? "true" : "false"; }
 
-// The failure classes a runtime driver names (runtime_driver.h's table), plus the node agent's
-// own for a scope it cannot take; and those of a commit (snapshot_store.cc's reasons, and the
-// agent's "store_error" for a store failure without one).
-constexpr const char* kDriverReasons[] = {"nvproxy_live_clients", "container_stopped",
-                                          "version_mismatch",     "timeout",
-                                          "not_found",            "bad_bundle",
-                                          "runtime_error"};
-constexpr const char* kCommitReasons[] = {"store_error",       "invalid_name",       "snapshot_not_found",
-                                          "snapshot_corrupt",  "store_not_writable", "no_store",
-                                          "io_error"};
+// Every `reason` label is the metric spelling of the condition reason the actor gets for the
+// failure (api::MetricReason; docs/metrics.md). The failure classes a runtime driver names
+// (runtime_driver.h's table): a failed checkpoint or restore, or a checkpoint that left a dead
+// or suspect sandbox to clean up, says them CamelCased.
+constexpr const char* kDriverReasons[] = {api::kReasonNvproxyLiveClients, api::kReasonContainerStopped,
+                                          api::kReasonVersionMismatch,    api::kReasonTimeout,
+                                          api::kReasonNotFound,           api::kReasonBadBundle,
+                                          api::kReasonRuntimeError};
+// Errors of the node itself (host_errors.h), whatever the operation.
+constexpr const char* kHostReasons[] = {api::kReasonHostPathTooLong, api::kReasonHostPathNotWritable,
+                                        api::kReasonHostDiskFull};
+// A commit's CommitFailed reasons (CommitFailedReason): named refusals, else StoreUnavailable.
+constexpr const char* kCommitReasons[] = {api::kReasonStoreUnavailable, api::kReasonStoreAuthFailed,
+                                          api::kReasonStoreBucketMissing};
 
 // The operations S3Client names (s3_client.cc, s3_multipart.cc), each retry counter at zero.
 constexpr const char* kStoreOperations[] = {"put",           "get",
@@ -119,22 +125,31 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
   for (const char* op : {"checkpoint", "restore", "commit"}) {
     operations_.Add({{"operation", op}, {"result", "success"}, {"reason", ""}});
   }
+  auto error = [this](const char* op, const char* condition_reason) {
+    operations_.Add({{"operation", op}, {"result", "error"}, {"reason", api::MetricReason(condition_reason)}});
+  };
+  for (const char* op : {"checkpoint", "restore", "commit"}) {
+    for (const char* r : kHostReasons) error(op, r);
+  }
   for (const char* op : {"checkpoint", "restore"}) {
-    for (const char* r : kDriverReasons) operations_.Add({{"operation", op}, {"result", "error"}, {"reason", r}});
+    for (const char* r : kDriverReasons) error(op, r);
   }
   // Data snapshots (data_dirs.h): refused, archive or restore failures, a bad image.
-  for (const char* r : {"data_dir_unusable", "data_archive_failed"}) {
-    operations_.Add({{"operation", "checkpoint"}, {"result", "error"}, {"reason", r}});
+  for (const char* r : {api::kReasonDataDirUnusable, api::kReasonDataArchiveFailed}) error("checkpoint", r);
+  for (const char* r : {api::kReasonDataDirUnusable, api::kReasonDataRestoreFailed, api::kReasonSnapshotCorrupt,
+                        api::kReasonSnapshotNotFound}) {
+    error("restore", r);
   }
-  for (const char* r : {"data_dir_unusable", "data_restore_failed", "snapshot_corrupt", "snapshot_not_found"}) {
-    operations_.Add({{"operation", "restore"}, {"result", "error"}, {"reason", r}});
+  for (const char* r : kCommitReasons) error("commit", r);
+  // A sandbox found dead, a snapshot that could not be completed after a Direct checkpoint, a
+  // checkpoint whose failure left the sandbox dead or suspect; and the one label that is no
+  // condition: an actor deleted mid-transition.
+  for (const char* r : {api::kReasonSandboxDied, api::kReasonSnapshotIncomplete}) {
+    forced_cleanups_.Add({{"reason", api::MetricReason(r)}});
   }
-  for (const char* r : kCommitReasons) {
-    operations_.Add({{"operation", "commit"}, {"result", "error"}, {"reason", r}});
-  }
-  for (const char* r : {"deadline", "sandbox_died", "node_lost", "deleted"}) {
-    forced_cleanups_.Add({{"reason", r}});
-  }
+  for (const char* r : kDriverReasons) forced_cleanups_.Add({{"reason", api::MetricReason(r)}});
+  for (const char* r : kHostReasons) forced_cleanups_.Add({{"reason", api::MetricReason(r)}});
+  forced_cleanups_.Add({{"reason", api::kMetricReasonDeleted}});
   AddSuccessSeries();
 }
 

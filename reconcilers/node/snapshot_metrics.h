@@ -5,8 +5,9 @@
 // counter or histogram series that first appears already at 1 hides its first increment from
 // rate() and increase(), so the first failure after an agent start would never reach the
 // failure-ratio alert. Pre-created are the success series of every operation, the error series
-// of every failure reason the runtime drivers and the snapshot store name, and every forced-
-// cleanup reason. docs/metrics.md is the reference (tests/unit/metrics_reference_test.cc keeps
+// of every failure reason the runtime drivers, the host and the snapshot store name, and every
+// forced-cleanup reason. Every `reason` label is the metric spelling of a condition reason
+// (api::MetricReason), so that an alert leads to the actors' conditions. docs/metrics.md is the reference (tests/unit/metrics_reference_test.cc keeps
 // it equal to what is registered here).
 #pragma once
 
@@ -43,10 +44,11 @@ class SnapshotMetrics final : public TransferObserver {
   // operation: "checkpoint"|"restore"|"commit"; result: "success"|"error".
   void ObserveDuration(const std::string& operation, const std::string& trigger, bool gpu,
                        const std::string& result, double seconds);
-  // reason: "" on success, else the failure class (a runtime driver's Status::reason()).
+  // reason: "" on success, else api::MetricReason of the condition reason the failure gets
+  // (a runtime driver's failure class, a Host* reason, a commit's CommitFailed reason).
   void CountOperation(const std::string& operation, const std::string& result,
                       const std::string& reason);
-  // reason: "deadline"|"sandbox_died"|"node_lost"|"deleted".
+  // reason: api::MetricReason of the condition reason the cleanup sets, or "deleted".
   void CountForcedCleanup(const std::string& reason);
   void SetWorkers(int free, int held);
 

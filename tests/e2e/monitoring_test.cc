@@ -1,7 +1,7 @@
 // The dashboard and the rules against what stasis really exports: a real Prometheus scrapes a
 // real `stasis controller` and two real `stasis node` agents (real runsc sandboxes) every
 // second while actors are paused, suspended and resumed, one checkpoint fails for real (the
-// sandbox is killed just before it: container_stopped, forced cleanup sandbox_died) and one
+// sandbox is killed just before it: container_stopped, a forced cleanup of that reason) and one
 // node agent is killed mid-SUSPENDING (forced cleanup node_lost by the controller, the agent
 // down for Prometheus). Then every dashboard query (with Grafana's variables expanded) and
 // every rule expression is evaluated over the run through Prometheus' HTTP API and must have

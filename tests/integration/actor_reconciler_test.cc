@@ -136,6 +136,18 @@ class ActorReconcilerTest : public ::testing::Test {
     return c ? c->message : "";
   }
   bool ConditionTrue(const char* type) { return api::IsConditionTrue(Get().status.conditions, type); }
+  // stasis_forced_cleanups_total{reason} (-1: no such series).
+  double ForcedCleanups(const std::string& reason) {
+    for (const auto& f : registry_.Collect()) {
+      if (f.name != "stasis_forced_cleanups_total") continue;
+      for (const auto& m : f.metric) {
+        for (const auto& l : m.label) {
+          if (l.name == "reason" && l.value == reason) return m.counter.value;
+        }
+      }
+    }
+    return -1;
+  }
 
   // A complete node-local snapshot of the actor, as a checkpoint leaves it; its id ("" on error).
   std::string CompleteLocalSnapshot(const std::string& trigger) {
@@ -226,6 +238,7 @@ TEST_F(ActorReconcilerTest, ACheckpointPastItsDeadlineIsCleanedUpThoughItRuns) {
   (void)Reconcile();
   EXPECT_EQ(StatusName(), "STATUS_FAILED") << "no earlier snapshot to rest on";
   EXPECT_EQ(Reason(api::kConditionReady), "Timeout");
+  EXPECT_EQ(ForcedCleanups("timeout"), 1) << "counted under the condition's reason (docs/metrics.md)";
   EXPECT_TRUE(ConditionTrue(api::kConditionCheckpointFailed));
   EXPECT_EQ(driver_.StateOf(SandboxId()), SandboxState::kNotFound) << "the suspect sandbox was deleted";
   EXPECT_EQ(Get().status.worker_name, "");
@@ -251,6 +264,7 @@ TEST_F(ActorReconcilerTest, NvproxyLiveClientsRestsOnThePreviousSnapshotWithItsR
   EXPECT_EQ(a.status.latest_snapshot->id, kept);
   EXPECT_EQ(Reason(api::kConditionCheckpointFailed), "NvproxyLiveClients");
   EXPECT_EQ(Reason(api::kConditionReady), "NvproxyLiveClients");
+  EXPECT_EQ(ForcedCleanups("nvproxy_live_clients"), 1);
   EXPECT_TRUE(ConditionTrue(api::kConditionCheckpointFailed));
   EXPECT_EQ(driver_.CountCalls("Checkpoint"), 2) << "never retried";
   EXPECT_FALSE(HoldsWorker());
@@ -263,6 +277,7 @@ TEST_F(ActorReconcilerTest, ASandboxThatDiesWhileRunningIsCleanedUp) {
   (void)Reconcile();
   EXPECT_EQ(StatusName(), "STATUS_FAILED");
   EXPECT_EQ(Reason(api::kConditionReady), api::kReasonSandboxDied);
+  EXPECT_EQ(ForcedCleanups("sandbox_died"), 1);
   EXPECT_FALSE(ConditionTrue(api::kConditionCheckpointFailed)) << "no checkpoint was asked";
   EXPECT_FALSE(HoldsWorker());
 }
@@ -357,6 +372,8 @@ TEST_F(ActorReconcilerTest, ASnapshotThatCannotBeCompletedIsCleanedUp) {
   ASSERT_TRUE(Reconcile().ok());
   EXPECT_EQ(StatusName(), "STATUS_FAILED") << "the sandbox was stopped by its checkpoint; nothing to rest on";
   EXPECT_EQ(Reason(api::kConditionReady), api::kReasonSnapshotIncomplete);
+  EXPECT_EQ(ForcedCleanups("snapshot_incomplete"), 1);
+  EXPECT_EQ(ForcedCleanups("sandbox_died"), 0);
   EXPECT_TRUE(ConditionTrue(api::kConditionCheckpointFailed));
   EXPECT_FALSE(Get().status.latest_snapshot.has_value());
   EXPECT_EQ(driver_.StateOf(SandboxId()), SandboxState::kNotFound);

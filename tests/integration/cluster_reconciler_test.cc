@@ -119,6 +119,19 @@ class ClusterReconcilerTest : public ::testing::Test {
     return "";
   }
 
+  // stasis_forced_cleanups_total{reason} (-1: no such series).
+  double ForcedCleanups(const std::string& reason) {
+    for (const auto& f : registry_.Collect()) {
+      if (f.name != "stasis_forced_cleanups_total") continue;
+      for (const auto& m : f.metric) {
+        for (const auto& l : m.label) {
+          if (l.name == "reason" && l.value == reason) return m.counter.value;
+        }
+      }
+    }
+    return -1;
+  }
+
   // A live node whose workers are in the cache (`held`: held by actors elsewhere).
   void NodeWithWorkers(const std::string& node, int free, int held, int gpus = 0) {
     ServerLease(node, clock_.WallNow());
@@ -217,6 +230,7 @@ TEST_F(ClusterReconcilerTest, AStaleCacheDoesNotCostALiveNodeItsActors) {
   Reconcile("a1");
   EXPECT_EQ(StatusOf("a1"), "STATUS_FAILED");
   EXPECT_EQ(StuckReason("a1"), "NodeLost");
+  EXPECT_EQ(ForcedCleanups("node_lost"), 1) << "counted under the Stuck reason (docs/metrics.md)";
 }
 
 TEST_F(ClusterReconcilerTest, ANewLeaderGivesEveryNodeALeaseDurationFirst) {

@@ -39,13 +39,15 @@ TEST(SnapshotMetricsTest, FailureAndSuccessSeriesExistAtZeroFromTheStart) {
            {{"operation", "checkpoint"}, {"result", "error"}, {"reason", "data_archive_failed"}},
            {{"operation", "restore"}, {"result", "error"}, {"reason", "data_restore_failed"}},
            {{"operation", "restore"}, {"result", "error"}, {"reason", "version_mismatch"}},
-           {{"operation", "commit"}, {"result", "error"}, {"reason", "store_error"}},
-           {{"operation", "commit"}, {"result", "error"}, {"reason", "store_not_writable"}}}) {
+           {{"operation", "checkpoint"}, {"result", "error"}, {"reason", "host_disk_full"}},
+           {{"operation", "commit"}, {"result", "error"}, {"reason", "store_unavailable"}},
+           {{"operation", "commit"}, {"result", "error"}, {"reason", "store_auth_failed"}},
+           {{"operation", "commit"}, {"result", "error"}, {"reason", "store_bucket_missing"}}}) {
     const auto* m = Find(families, "stasis_snapshot_operations_total", l);
     ASSERT_NE(m, nullptr) << l.at("operation") << " " << l.at("reason");
     EXPECT_EQ(m->counter.value, 0);
   }
-  for (const char* r : {"deadline", "sandbox_died", "node_lost", "deleted"}) {
+  for (const char* r : {"sandbox_died", "snapshot_incomplete", "timeout", "container_stopped", "deleted"}) {
     ASSERT_NE(Find(families, "stasis_forced_cleanups_total", {{"reason", r}}), nullptr) << r;
   }
   const auto* d = Find(families, "stasis_snapshot_duration_seconds",

@@ -33,7 +33,7 @@ TEST(StuckDetectorTest, TransitionPastTimeoutPlusGraceIsStuckOnDeadline) {
   auto a = InState(ActorState::kSuspending, 0);
   auto v = DetectStuck(a, T(91), 30s, true);
   ASSERT_TRUE(v);
-  EXPECT_EQ(v->reason, "deadline");
+  EXPECT_EQ(v->reason, api::kReasonDeadlineExceeded);
   EXPECT_NE(v->message.find("STATUS_SUSPENDING"), std::string::npos);
 }
 
@@ -56,7 +56,7 @@ TEST(StuckDetectorTest, LostNodeStrandsRunningAndTransitioningActors) {
   for (auto s : {ActorState::kRunning, ActorState::kResuming, ActorState::kSuspending}) {
     auto v = DetectStuck(InState(s, 0), T(1), 30s, false);
     ASSERT_TRUE(v) << api::ToString(s);
-    EXPECT_EQ(v->reason, "node_lost");
+    EXPECT_EQ(v->reason, api::kReasonNodeLost);
   }
   // At rest on a dead node: nothing to clean, the actor can resume elsewhere.
   EXPECT_FALSE(DetectStuck(InState(ActorState::kSuspended), T(1), 30s, false));
@@ -77,7 +77,7 @@ TEST(StuckDetectorTest, ATransitionWithoutAStartTimeIsStuckOnlyOnALostNode) {
     EXPECT_FALSE(DetectStuck(InState(s), T(100000), 30s, true)) << api::ToString(s);
     auto v = DetectStuck(InState(s), T(100000), 30s, false);
     ASSERT_TRUE(v) << api::ToString(s);
-    EXPECT_EQ(v->reason, "node_lost");
+    EXPECT_EQ(v->reason, api::kReasonNodeLost);
   }
 }
 
