@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <string_view>
 #include <utility>
 
 extern char** environ;
@@ -37,7 +38,14 @@ class ExecArgs {
   ExecArgs(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env) {
     for (const auto& a : argv) args_.push_back(const_cast<char*>(a.c_str()));
     args_.push_back(nullptr);
-    for (char** e = environ; *e; ++e) env_store_.emplace_back(*e);
+    // An extra variable replaces ours of the same name: with both in envp, which one a child
+    // reads depends on its libc (getenv takes the first), so ours is left out.
+    auto name_of = [](std::string_view e) { return e.substr(0, e.find('=')); };
+    for (char** e = environ; *e; ++e) {
+      const bool replaced = std::any_of(extra_env.begin(), extra_env.end(),
+                                        [&](const std::string& x) { return name_of(x) == name_of(*e); });
+      if (!replaced) env_store_.emplace_back(*e);
+    }
     for (const auto& e : extra_env) env_store_.push_back(e);
     for (auto& e : env_store_) envp_.push_back(e.data());
     envp_.push_back(nullptr);

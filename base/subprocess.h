@@ -15,7 +15,7 @@ namespace stasis {
 struct CommandOptions {
   std::string stdin_data;                  // written to the child's stdin, then closed
   std::optional<std::string> cwd;          // working directory; inherited when empty
-  std::vector<std::string> extra_env;      // "NAME=value", appended to the environment
+  std::vector<std::string> extra_env;      // "NAME=value", added to the environment (replacing NAME)
   // When set, the child's stdout and stderr go to this file (appended) instead of pipes, and
   // what it wrote there is returned in `err`. Needed for programs that leave daemons holding
   // their stdio (runsc run/restore -detach: the sandbox keeps the container's stdio), which

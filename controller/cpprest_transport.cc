@@ -54,6 +54,14 @@ std::string RetryAfter(const http::http_response& response) {
   return it == response.headers().end() ? "" : it->second;
 }
 
+// The status and headers of a response, its body not yet read.
+HttpResponse Head(const http::http_response& response) {
+  HttpResponse out;
+  out.status = response.status_code();
+  out.retry_after = RetryAfter(response);
+  return out;
+}
+
 Status TooLarge(const HttpRequest& request, const std::string& what, size_t limit) {
   return Status(Code::kResourceExhausted, request.method + " " + request.path + ": " + what +
                                               " is larger than the client accepts (" +
@@ -98,10 +106,10 @@ class CpprestTransport : public Transport {
   Result<HttpResponse> DoOnce(const HttpRequest& request) {
     pplx::cancellation_token_source cts;
     try {
-      auto response = ClientFor(request.timeout).request(Build(request), cts.get_token()).get();
-      HttpResponse out;
-      out.status = response.status_code();
-      out.retry_after = RetryAfter(response);
+      auto sent = Send(request, cts);
+      if (!sent.ok()) return sent.status();
+      auto& response = *sent;
+      HttpResponse out = Head(response);
       auto body = ReadBody(response, config_.max_response_bytes, request);
       if (!body.ok()) {
         cts.cancel();
@@ -138,10 +146,10 @@ class CpprestTransport : public Transport {
       return r;
     };
     try {
-      auto response = ClientFor(request.timeout).request(Build(request), cts.get_token()).get();
-      HttpResponse out;
-      out.status = response.status_code();
-      out.retry_after = RetryAfter(response);
+      auto sent = Send(request, cts);
+      if (!sent.ok()) return finish(sent.status());
+      auto& response = *sent;
+      HttpResponse out = Head(response);
       if (out.status != http::status_codes::OK) {
         auto body = ReadBody(response, config_.max_response_bytes, request);
         if (!body.ok()) {
@@ -198,7 +206,23 @@ class CpprestTransport : public Transport {
   }
 
  private:
-  http::http_request Build(const HttpRequest& request) {
+  // Sends the request and waits for the response's headers; throws what cpprest throws. After
+  // a 401 the credentials that were sent are stale: an exec plugin's cached token is dropped so
+  // that the next request runs the plugin again (client-go's exec round tripper).
+  Result<http::http_response> Send(const HttpRequest& request, pplx::cancellation_token_source& cts) {
+    std::string token;
+    auto built = Build(request, token);
+    if (!built.ok()) return built.status();
+    auto response = ClientFor(request.timeout).request(*built, cts.get_token()).get();
+    if (response.status_code() == http::status_codes::Unauthorized && config_.on_unauthorized) {
+      config_.on_unauthorized(token);
+    }
+    return response;
+  }
+
+  // The request with its headers; `token` is set to the bearer token it carries. Fails when
+  // the token cannot be had (an exec credential plugin that failed).
+  Result<http::http_request> Build(const HttpRequest& request, std::string& token) {
     http::http_request req(http::method(request.method));
     req.set_request_uri(web::uri(request.path));
     req.headers().add("Accept", "application/json");
@@ -214,9 +238,11 @@ class CpprestTransport : public Transport {
       }
     }
     if (config_.bearer_token) {
-      if (auto token = config_.bearer_token(); !token.empty()) {
-        req.headers().add("Authorization", "Bearer " + token);
-      }
+      auto bearer = config_.bearer_token();
+      if (!bearer.ok()) return Status(bearer.status().code(), request.method + " " + config_.server +
+                                                                  request.path + ": " + bearer.status().message());
+      token = *bearer;
+      if (!token.empty()) req.headers().add("Authorization", "Bearer " + token);
     }
     if (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
         request.method == "PATCH") {

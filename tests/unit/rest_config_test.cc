@@ -50,7 +50,7 @@ TEST_F(RestConfigTest, InlineDataAndToken) {
   EXPECT_EQ(c->client_cert_pem, kPem);
   EXPECT_EQ(c->client_key_pem, kPem);
   ASSERT_TRUE(c->bearer_token);
-  EXPECT_EQ(c->bearer_token(), "abc");
+  EXPECT_EQ(*c->bearer_token(), "abc");
 }
 
 TEST_F(RestConfigTest, FilesRelativeToKubeconfig) {
@@ -61,7 +61,7 @@ TEST_F(RestConfigTest, FilesRelativeToKubeconfig) {
   auto c = LoadKubeconfig(path);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->ca_pem, kPem);
-  EXPECT_EQ(c->bearer_token(), "tok");
+  EXPECT_EQ(*c->bearer_token(), "tok");
   EXPECT_TRUE(c->client_cert_pem.empty());
 }
 
@@ -95,10 +95,10 @@ TEST_F(RestConfigTest, MalformedFilesSayWhy) {
                            "clusters:\n- name: k\n  cluster:\n    server: https://h:1\n" + ca +
                            "users:\n- name: u\n  user:\n    client-certificate-data: " + kPemB64 + "\n",
        "without a key"},
-      {"exec plugin", "current-context: c\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n"
-                      "clusters:\n- name: k\n  cluster:\n    server: https://h:1\n" + ca +
-                      "users:\n- name: u\n  user:\n    exec: {command: foo}\n",
-       "exec or auth-provider"},
+      {"auth provider", "current-context: c\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n"
+                        "clusters:\n- name: k\n  cluster:\n    server: https://h:1\n" + ca +
+                        "users:\n- name: u\n  user:\n    auth-provider: {name: gcp}\n",
+       "auth-provider"},
       {"wrong type", "current-context: c\ncontexts: 5\n", "'contexts' must be a list"},
   };
   for (const auto& c : cases) {
@@ -122,11 +122,11 @@ TEST_F(RestConfigTest, InClusterReadsRotatedToken) {
   auto c = LoadInClusterConfig(dir_.string());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->server, "https://10.0.0.1:443");
-  EXPECT_EQ(c->bearer_token(), "first");
+  EXPECT_EQ(*c->bearer_token(), "first");
   // Rotation: a new file with a new modification time is picked up.
   Write("token", "second");
   fs::last_write_time(dir_ / "token", fs::file_time_type::clock::now() + std::chrono::seconds(5));
-  EXPECT_EQ(c->bearer_token(), "second");
+  EXPECT_EQ(*c->bearer_token(), "second");
   unsetenv("KUBERNETES_SERVICE_HOST");
   auto none = LoadInClusterConfig(dir_.string());
   EXPECT_EQ(none.status().code(), Code::kNotFound);

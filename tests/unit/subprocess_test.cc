@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -31,6 +32,21 @@ TEST(RunCommandTest, ArgumentsAreNeverInterpretedByAShell) {
   auto r = RunCommand({"/bin/echo", "$(id)", ";", "rm -rf /"}, 10s);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->out, "$(id) ; rm -rf /\n");
+}
+
+// An extra variable replaces ours of the same name rather than standing beside it: with both
+// in the environment, which one a child reads depends on its libc.
+TEST(RunCommandTest, ExtraEnvReplacesOurs) {
+  ::setenv("STASIS_SUBPROCESS_TEST_VAR", "ours", 1);
+  CommandOptions options;
+  options.extra_env = {"STASIS_SUBPROCESS_TEST_VAR=theirs", "STASIS_SUBPROCESS_TEST_NEW=x"};
+  auto r = RunCommand({"/usr/bin/env"}, 10s, options);
+  ::unsetenv("STASIS_SUBPROCESS_TEST_VAR");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NE(r->out.find("\nSTASIS_SUBPROCESS_TEST_VAR=theirs\n"), std::string::npos) << r->out;
+  EXPECT_EQ(r->out.find("STASIS_SUBPROCESS_TEST_VAR=ours"), std::string::npos) << r->out;
+  EXPECT_NE(r->out.find("\nSTASIS_SUBPROCESS_TEST_NEW=x\n"), std::string::npos);
+  EXPECT_NE(r->out.find("PATH="), std::string::npos) << "the rest of our environment is kept";
 }
 
 TEST(RunCommandTest, MissingProgramIsNotFound) {
