@@ -161,12 +161,12 @@ Result<json> MetricsAuthorizer::Create(const std::string& path, const json& revi
 
 Status MetricsAuthorizer::Review(const std::string& token) {
   auto tr = Create("/apis/authentication.k8s.io/v1/tokenreviews", TokenReviewFor(token));
-  if (!tr.ok()) return Status(Code::kUnavailable, "token review: " + tr.status().message());
+  if (!tr.ok()) return Status(tr.status().code(), "token review: " + tr.status().message());
   auto user = ParseTokenReview(*tr);
   if (!user.ok()) return user.status();
   auto sar = Create("/apis/authorization.k8s.io/v1/subjectaccessreviews",
                     SubjectAccessReviewFor(*user, options_.path, options_.verb));
-  if (!sar.ok()) return Status(Code::kUnavailable, "subject access review: " + sar.status().message());
+  if (!sar.ok()) return Status(sar.status().code(), "subject access review: " + sar.status().message());
   Status allowed = ParseSubjectAccessReview(*sar);
   if (!allowed.ok()) {
     spdlog::info("component=metrics_authorizer op=authorize user={} result=denied reason=\"{}\"",
