@@ -275,24 +275,36 @@ std::map<std::string, json> EnvOf(const json& container) {
   return env;
 }
 
+// The container port named `name`, or 0.
+int NamedPort(const json& container, const std::string& name) {
+  for (const auto& p : container.value("ports", json::array())) {
+    if (p.value("name", "") == name) return p.value("containerPort", 0);
+  }
+  return 0;
+}
+
+// /metrics over HTTPS on port `metrics`, authenticated and authorized (--metrics-secure); the
+// probes plain HTTP on port `health`, which the kubelet reaches without credentials.
 void CheckHealthProbes(const json& container, const std::map<std::string, json>& env) {
-  ASSERT_TRUE(env.count("STASIS_METRICS_ADDR"));
-  const std::string addr = env.at("STASIS_METRICS_ADDR").value("value", "");
-  const int port = std::stoi(addr.substr(addr.rfind(':') + 1));
-  // Bound to the pod's IP, not every interface (the binary's default is loopback, which the
-  // kubelet's probes could not reach).
-  EXPECT_EQ(addr.substr(0, addr.rfind(':')), "$(POD_IP)");
   ASSERT_TRUE(env.count("POD_IP"));
   EXPECT_EQ(At(env.at("POD_IP"), "/valueFrom/fieldRef/fieldPath"), "status.podIP");
-  bool named = false;
-  for (const auto& p : container.value("ports", json::array())) {
-    if (p.value("name", "") == "metrics") named = p.value("containerPort", 0) == port;
+  for (const auto& [var, port_name] : {std::pair<std::string, std::string>{"STASIS_METRICS_ADDR", "metrics"},
+                                       {"STASIS_HEALTH_PROBE_ADDR", "health"}}) {
+    ASSERT_TRUE(env.count(var)) << var;
+    const std::string addr = env.at(var).value("value", "");
+    // Bound to the pod's IP, not every interface (the binary's default is loopback, which the
+    // kubelet's probes could not reach).
+    EXPECT_EQ(addr.substr(0, addr.rfind(':')), "$(POD_IP)") << var;
+    EXPECT_EQ(NamedPort(container, port_name), std::stoi(addr.substr(addr.rfind(':') + 1)))
+        << "port '" << port_name << "' must be " << var << "'s";
   }
-  EXPECT_TRUE(named) << "port 'metrics' must be STASIS_METRICS_ADDR's " << port;
+  ASSERT_TRUE(env.count("STASIS_METRICS_SECURE"));
+  EXPECT_EQ(env.at("STASIS_METRICS_SECURE").value("value", ""), "true");
   EXPECT_EQ(At(container, "/livenessProbe/httpGet/path"), "/healthz");
-  EXPECT_EQ(At(container, "/livenessProbe/httpGet/port"), "metrics");
+  EXPECT_EQ(At(container, "/livenessProbe/httpGet/port"), "health");
   EXPECT_EQ(At(container, "/readinessProbe/httpGet/path"), "/readyz");
-  EXPECT_EQ(At(container, "/readinessProbe/httpGet/port"), "metrics");
+  EXPECT_EQ(At(container, "/readinessProbe/httpGet/port"), "health");
+  EXPECT_NE(At(container, "/livenessProbe/httpGet/scheme"), "HTTPS");
 }
 
 TEST_F(DeployManifestsTest, WorkloadsUseTheRealFlagsProbesAndOneImage) {
@@ -368,6 +380,12 @@ TEST_F(DeployManifestsTest, WorkloadsUseTheRealFlagsProbesAndOneImage) {
     EXPECT_EQ(At(Find(o.objects, "Service", "stasis-node-metrics"), "/spec/selector"), node_labels);
     EXPECT_EQ(At(Find(o.objects, "Service", "stasis-controller-metrics"), "/spec/selector"),
               ctl_labels);
+    for (const char* svc : {"stasis-node-metrics", "stasis-controller-metrics"}) {
+      EXPECT_EQ(At(Find(o.objects, "Service", svc), "/spec/ports/0/targetPort"), "metrics") << svc;
+    }
+    // What Prometheus is bound to: get on the non-resource URL /metrics, nothing else.
+    EXPECT_EQ(At(Find(o.objects, "ClusterRole", "stasis-metrics-reader"), "/rules"),
+              json::parse(R"([{"nonResourceURLs":["/metrics"],"verbs":["get"]}])"));
   }
 }
 
