@@ -229,7 +229,7 @@ TEST_F(DeployManifestsTest, EveryOverlayPassesAServerSideDryRun) {
     EXPECT_EQ(kinds["Namespace"], 1);
     EXPECT_EQ(kinds["CustomResourceDefinition"], 2);
     EXPECT_EQ(kinds["ServiceAccount"], 2);
-    EXPECT_EQ(kinds["ClusterRole"], 2);
+    EXPECT_EQ(kinds["ClusterRole"], 3);  // the roles' two and stasis-metrics-reader
     EXPECT_EQ(kinds["ClusterRoleBinding"], 2);
     EXPECT_EQ(kinds["Role"], 2);
     EXPECT_EQ(kinds["RoleBinding"], 2);
