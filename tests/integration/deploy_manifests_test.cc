@@ -734,7 +734,7 @@ TEST_F(DeployManifestsTest, ControllerWorksWithOnlyItsServiceAccount) {
   const std::string kubeconfig = ServiceAccountKubeconfig("controller", tmp.path());
   BackgroundProcess controller(
       {kStasis, "controller", "--kubeconfig=" + kubeconfig, "--metrics-addr=127.0.0.1:0",
-       "--namespace=" + kSystemNs, "--leader-elect=true", "--leader-elect-lease-duration=4s",
+       "--metrics-secure=true", "--health-probe-addr=127.0.0.1:0", "--namespace=" + kSystemNs, "--leader-elect=true", "--leader-elect-lease-duration=4s",
        "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s", "--grace=0"},
       (tmp.path() / "controller.log").string());
   auto fail = [&] { return "controller log:\n" + controller.LogTail(); };
@@ -757,6 +757,24 @@ TEST_F(DeployManifestsTest, ControllerWorksWithOnlyItsServiceAccount) {
       },
       30s, &controller))
       << fail();
+
+  // /metrics as the manifests serve it (--metrics-secure), the reviews made with only the
+  // ServiceAccount's RBAC: no token is 401; the controller's own token is authenticated but
+  // not bound to stasis-metrics-reader, 403 (a missing review verb would make both 503).
+  std::smatch listen;
+  const std::string log = controller.Log();
+  ASSERT_TRUE(std::regex_search(log, listen, std::regex(R"(op=listen address=\S+ port=(\d+) tls=true)")))
+      << fail();
+  const std::string metrics_url = "https://127.0.0.1:" + listen[1].str() + "/metrics";
+  auto scrape = [&](const std::string& token) {
+    std::vector<std::string> argv = {"curl", "-sk", "-m", "10", "-o", "/dev/null", "-w", "%{http_code}"};
+    if (!token.empty()) argv.insert(argv.end(), {"-H", "Authorization: Bearer " + token});
+    argv.push_back(metrics_url);
+    auto r = RunCommand(argv, 20s);
+    return r.ok() ? r->out : r.status().ToString();
+  };
+  EXPECT_EQ(scrape(""), "401") << fail();
+  EXPECT_EQ(scrape(UnboundToken("controller")), "403") << fail();
 
   // Binding: the label (patch) and status.nodeName (/status patch).
   json bound;
