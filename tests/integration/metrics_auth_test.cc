@@ -5,7 +5,8 @@
 // garbage token get 401; a ServiceAccount not bound to stasis-metrics-reader gets 403, and 200
 // with the metrics once a ClusterRoleBinding to the manifest's ClusterRole exists (403 again
 // once it is gone); plain HTTP to the TLS port gets no answer; the probes stay plain HTTP on
-// their own port. Requests by curl (argv, deadline).
+// their own port. Requests by curl (argv, deadline). And the binary refuses the flags'
+// contradictions before serving anything.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -23,6 +24,7 @@ namespace {
 using namespace std::chrono_literals;
 
 const std::string kSource = STASIS_SOURCE_DIR;
+const std::string kStasis = std::string(STASIS_BINARY_DIR) + "/stasis";
 
 struct CurlResult {
   int code = 0;  // 0: no HTTP answer
@@ -165,6 +167,37 @@ TEST_F(MetricsAuthTest, ProbesArePlainHttpOnTheirOwnPortAndOnlyThere) {
   const std::string secure = "https://127.0.0.1:" + std::to_string(manager_->port());
   EXPECT_EQ(Curl(secure + "/healthz").code, 404);
   EXPECT_EQ(Curl(secure + "/readyz").code, 404);
+}
+
+// Exit 2 (a usage error) and the reason, for both roles.
+TEST_F(MetricsAuthTest, TheBinaryRefusesContradictoryMetricsFlags) {
+  const std::string kubeconfig = "--kubeconfig=" + ControlPlane::Get().kubeconfig();
+  for (const std::string role : {"node", "controller"}) {
+    std::vector<std::string> node_flags;
+    if (role == "node") node_flags = {"--node-name=metrics-flags", "--root=" + dir_->path().string()};
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"--metrics-secure"}, "--metrics-secure needs --health-probe-addr"},
+        {{"--metrics-cert-dir=/etc/stasis"}, "--metrics-cert-dir needs --metrics-secure"},
+    };
+    for (const auto& [flags, want] : cases) {
+      std::vector<std::string> argv = {kStasis, role, kubeconfig};
+      argv.insert(argv.end(), node_flags.begin(), node_flags.end());
+      argv.insert(argv.end(), flags.begin(), flags.end());
+      auto r = RunCommand(argv, 60s);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ(r->exit_code, 2) << role << " " << want << "\n" << r->err;
+      EXPECT_NE(r->err.find(want), std::string::npos) << role << ": " << r->err;
+    }
+  }
+  // A certificate directory without a certificate ends the start-up (the controller: the
+  // node agent would first need runsc; both start the same manager).
+  auto r = RunCommand({kStasis, "controller", kubeconfig, "--leader-elect=false", "--metrics-secure",
+                       "--health-probe-addr=127.0.0.1:0", "--metrics-addr=127.0.0.1:0",
+                       "--metrics-cert-dir=" + (dir_->path() / "absent").string()},
+                      60s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 2) << r->err;
+  EXPECT_NE(r->err.find("tls.crt does not exist"), std::string::npos) << r->err;
 }
 
 }  // namespace
