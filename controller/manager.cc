@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "controller/rest_config.h"
@@ -130,22 +132,75 @@ Status Manager::Start() {
       return Status(s.code(), runnables_[i].name + ": " + s.message());
     }
   }
-  HttpEndpointsOptions ho;
-  ho.address = options_.metrics_addr;
-  ho.registry = metrics_->registry();
-  ho.readiness = [this] { return Ready(); };
-  auto endpoints = HttpEndpoints::Start(ho);
-  if (!endpoints.ok()) {
+  if (Status s = StartEndpoints(); !s.ok()) {
     StopRunnables(runnables_.size());
-    return endpoints.status();
+    return s;
   }
-  endpoints_ = std::move(*endpoints);
-  port_ = endpoints_->port();
-  spdlog::info("serving metrics and health addr={} port={}", options_.metrics_addr, port_.load());
   for (auto& informer : informers_) {
     informer_threads_.emplace_back([this, i = informer.get()] { i->Run(&informers_stop_); });
   }
   if (elector_) elector_->Start();
+  return OkStatus();
+}
+
+namespace {
+// The names a self-signed metrics certificate carries: the bound host (the pod's IP in the
+// manifests), this host's name, localhost.
+std::vector<std::string> CertificateHosts(const std::string& address) {
+  std::vector<std::string> hosts = {"localhost"};
+  std::string host = address.substr(0, address.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  if (!host.empty()) hosts.push_back(host);
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) == 0 && name[0] != 0) hosts.emplace_back(name);
+  return hosts;
+}
+}  // namespace
+
+// /metrics (HTTPS with the authorizer, or plain) and the probes, on one address or two.
+Status Manager::StartEndpoints() {
+  const SecureMetricsOptions& secure = options_.secure_metrics;
+  const bool separate_probes = !options_.probe_addr.empty();
+  if (secure.enabled && !separate_probes) {
+    return Status(Code::kInvalidArgument,
+                  "secure metrics need a probe address of their own (the kubelet's probes do not "
+                  "authenticate)");
+  }
+  HttpEndpointsOptions ho;
+  ho.address = options_.metrics_addr;
+  ho.registry = metrics_->registry();
+  ho.readiness = [this] { return Ready(); };
+  ho.serve_probes = !separate_probes;
+  if (secure.enabled) {
+    auto tls = secure.cert_dir.empty() ? TlsServerContext::SelfSigned(CertificateHosts(ho.address))
+                                       : TlsServerContext::FromDir(secure.cert_dir);
+    if (!tls.ok()) return tls.status();
+    ho.tls = *tls;
+    MetricsAuthorizerOptions ao;
+    ao.allow_ttl = secure.allow_ttl;
+    ao.deny_ttl = secure.deny_ttl;
+    authorizer_ = std::make_unique<MetricsAuthorizer>(&client_->transport(), ao);
+    ho.metrics_filter = [a = authorizer_.get()](const std::string& h) { return a->Admit(h); };
+  }
+  if (separate_probes) {
+    HttpEndpointsOptions po;
+    po.address = options_.probe_addr;
+    po.readiness = ho.readiness;
+    auto probes = HttpEndpoints::Start(po);
+    if (!probes.ok()) return probes.status();
+    probe_endpoints_ = std::move(*probes);
+  }
+  auto endpoints = HttpEndpoints::Start(ho);
+  if (!endpoints.ok()) {
+    if (probe_endpoints_) probe_endpoints_->Stop();
+    return endpoints.status();
+  }
+  endpoints_ = std::move(*endpoints);
+  port_ = endpoints_->port();
+  probe_port_ = probe_endpoints_ ? probe_endpoints_->port() : port_.load();
+  spdlog::info("serving metrics addr={} port={} secure={} cert={} probes_port={}",
+               options_.metrics_addr, port_.load(), secure.enabled,
+               !secure.enabled ? "none" : secure.cert_dir.empty() ? "self-signed" : secure.cert_dir, probe_port_.load());
   return OkStatus();
 }
 
@@ -181,6 +236,7 @@ void Manager::Shutdown() {
   StopRunnables(runnables_.size());
   events_->Shutdown(options_.events_grace);
   endpoints_->Stop();
+  if (probe_endpoints_) probe_endpoints_->Stop();
 }
 
 bool Manager::StopControllers() {

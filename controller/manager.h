@@ -32,6 +32,8 @@
 #include "controller/kube_client.h"
 #include "controller/leader_election.h"
 #include "controller/metrics.h"
+#include "controller/metrics_authorizer.h"
+#include "controller/secure_metrics.h"
 #include "controller/reconciler.h"
 
 namespace stasis {
@@ -44,6 +46,10 @@ struct ManagerOptions {
   Metrics* metrics = nullptr;  // not owned; nullptr = Metrics::Global()
   // Loopback unless told otherwise: the manifests bind the pod's own IP (probes, Prometheus).
   std::string metrics_addr = "127.0.0.1:8080";
+  // /healthz and /readyz on an address of their own, plain HTTP; "" = on metrics_addr (not
+  // allowed with secure_metrics: the kubelet's probes do not authenticate).
+  std::string probe_addr;
+  SecureMetricsOptions secure_metrics;
   double kube_api_qps = 50;  // client-side rate limit (client-go's default 5/10 is too low for an agent)
   int kube_api_burst = 100;
   // The /readyz body while some informer has not synced.
@@ -98,7 +104,8 @@ class Manager {
   // Thread-safe.
   bool started() const { return started_.load(); }  // the controllers run
   Status Ready() const;                              // what /readyz answers
-  int port() const { return port_.load(); }          // the endpoint's port; 0 until it serves
+  int port() const { return port_.load(); }          // the /metrics port; 0 until it serves
+  int probe_port() const { return probe_port_.load(); }  // the probes' port (= port() if shared)
   bool drained() const { return drained_.load(); }   // after Run: every reconcile finished
 
  private:
@@ -117,6 +124,7 @@ class Manager {
   explicit Manager(ManagerOptions options);
   Status BuildElector();
   Status Start();
+  Status StartEndpoints();
   bool Synced() const;
   void StartControllers();
   void RunDueTickers();
@@ -132,7 +140,9 @@ class Manager {
   std::unique_ptr<LeaderElector> elector_;
   std::vector<std::unique_ptr<Informer>> informers_;
   std::vector<std::unique_ptr<Controller>> controllers_;
+  std::unique_ptr<MetricsAuthorizer> authorizer_;
   std::unique_ptr<HttpEndpoints> endpoints_;
+  std::unique_ptr<HttpEndpoints> probe_endpoints_;  // only with a probe_addr of their own
 
   std::vector<Runnable> runnables_;
   std::vector<std::function<Status()>> readyz_checks_;
@@ -146,6 +156,7 @@ class Manager {
   std::atomic<bool> started_{false};
   std::atomic<bool> drained_{true};
   std::atomic<int> port_{0};
+  std::atomic<int> probe_port_{0};
 };
 
 }  // namespace stasis

@@ -61,6 +61,37 @@ int Fail(const std::string& role, const stasis::Status& s) {
   return s.code() == stasis::Code::kInvalidArgument ? 2 : 1;
 }
 
+// Both roles: where /metrics and the probes are served, and whether /metrics is protected.
+void DefineMetricsFlags(stasis::Flags& f) {
+  f.Define("metrics-addr", "127.0.0.1:8080",
+           "address for /metrics, and /healthz and /readyz unless --health-probe-addr (\":8080\" = every interface)");
+  f.Define("health-probe-addr", "",
+           "address for /healthz and /readyz alone, plain HTTP (default: on --metrics-addr; required with --metrics-secure)");
+  f.Define("metrics-secure", "false",
+           "serve /metrics over HTTPS, only to clients the API server authenticates (TokenReview) and allows "
+           "`get` on the non-resource URL /metrics (SubjectAccessReview); docs/security.md");
+  f.Define("metrics-cert-dir", "",
+           "with --metrics-secure: a directory of tls.crt and tls.key (a kubernetes.io/tls Secret); default a "
+           "self-signed certificate generated at start");
+}
+
+// --metrics-addr, --health-probe-addr, --metrics-secure and --metrics-cert-dir.
+stasis::Status MetricsServing(const stasis::Flags& f, std::string& metrics_addr,
+                              std::string& probe_addr, stasis::SecureMetricsOptions& secure) {
+  metrics_addr = f.Get("metrics-addr");
+  probe_addr = f.Get("health-probe-addr");
+  secure.enabled = f.GetBool("metrics-secure");
+  secure.cert_dir = f.Get("metrics-cert-dir");
+  if (secure.enabled && probe_addr.empty()) {
+    return stasis::Status(stasis::Code::kInvalidArgument,
+                          "--metrics-secure needs --health-probe-addr: the kubelet's probes do not authenticate");
+  }
+  if (!secure.enabled && !secure.cert_dir.empty()) {
+    return stasis::Status(stasis::Code::kInvalidArgument, "--metrics-cert-dir needs --metrics-secure");
+  }
+  return stasis::OkStatus();
+}
+
 void DefineNodeFlags(stasis::Flags& f) {
   f.Define("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, then in-cluster");
   f.Define("node-name", "", "this node's name (required; in a DaemonSet, from spec.nodeName)");
@@ -77,7 +108,7 @@ void DefineNodeFlags(stasis::Flags& f) {
   f.Define("gpus", "", "comma-separated GPU UUIDs, or \"auto\" (nvidia-smi -L): one worker per GPU");
   f.Define("cdi-spec-dirs", "/etc/cdi,/var/run/cdi", "CDI spec directories for GPU actors' devices (later wins)");
   f.Define("gpu-cdi-kind", "nvidia.com/gpu", "CDI kind of this node's GPUs; devices are named by UUID");
-  f.Define("metrics-addr", "127.0.0.1:8080", "address for /metrics, /healthz and /readyz (\":8080\" = every interface)");
+  DefineMetricsFlags(f);
   f.Define("kube-api-qps", "50", "requests a second to the API server (client-side limit)");
   f.Define("kube-api-burst", "100", "requests to the API server allowed at once before --kube-api-qps applies");
   f.Define("lease-namespace", "stasis-system", "namespace of the node heartbeat Lease");
@@ -176,7 +207,7 @@ stasis::Result<stasis::NodeAgentOptions> NodeOptions(const stasis::Flags& f) {
   if (!f.Get("bundle-readonly-source").empty()) {
     o.bundle_roots.readonly_sources = Split(f.Get("bundle-readonly-source"), ',');
   }
-  o.metrics_addr = f.Get("metrics-addr");
+  if (auto s = MetricsServing(f, o.metrics_addr, o.probe_addr, o.secure_metrics); !s.ok()) return s;
   if (auto s = ApiRate(f, o.kube_api_qps, o.kube_api_burst); !s.ok()) return s;
   o.lease_namespace = f.Get("lease-namespace");
   for (auto [flag, out, min, max] : {std::tuple{"concurrency", &o.concurrency, 1, 256},
@@ -224,7 +255,7 @@ int RunNode(const std::vector<std::string>& args) {
 
 void DefineControllerFlags(stasis::Flags& f) {
   f.Define("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, then in-cluster");
-  f.Define("metrics-addr", "127.0.0.1:8080", "address for /metrics, /healthz and /readyz (\":8080\" = every interface)");
+  DefineMetricsFlags(f);
   f.Define("kube-api-qps", "50", "requests a second to the API server (client-side limit)");
   f.Define("kube-api-burst", "100", "requests to the API server allowed at once before --kube-api-qps applies");
   f.Define("leader-elect", "true", "elect a leader among replicas through a Lease");
@@ -265,7 +296,7 @@ stasis::Status StoreDurations(const stasis::Flags& f, stasis::ClusterControllerO
 stasis::Result<stasis::ClusterControllerOptions> ControllerOptions(const stasis::Flags& f) {
   stasis::ClusterControllerOptions o;
   o.kubeconfig = f.Get("kubeconfig");
-  o.metrics_addr = f.Get("metrics-addr");
+  if (auto s = MetricsServing(f, o.metrics_addr, o.probe_addr, o.secure_metrics); !s.ok()) return s;
   if (auto s = ApiRate(f, o.kube_api_qps, o.kube_api_burst); !s.ok()) return s;
   o.leader_elect = f.GetBool("leader-elect");
   o.namespace_ = f.Get("namespace");

@@ -52,6 +52,8 @@ ManagerOptions ManagerOptionsFor(const ClusterControllerOptions& o) {
   mo.kubeconfig = o.kubeconfig;
   mo.user_agent = "stasis-controller";
   mo.metrics_addr = o.metrics_addr;
+  mo.probe_addr = o.probe_addr;
+  mo.secure_metrics = o.secure_metrics;
   mo.kube_api_qps = o.kube_api_qps;
   mo.kube_api_burst = o.kube_api_burst;
   mo.events.component = "stasis-controller";

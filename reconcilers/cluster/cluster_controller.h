@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "controller/secure_metrics.h"
 
 namespace stasis {
 
@@ -17,6 +18,8 @@ struct ClusterControllerOptions {
   std::string kubeconfig;
   // Loopback unless told otherwise: the manifests bind the pod's own IP (probes, Prometheus).
   std::string metrics_addr = "127.0.0.1:8080";
+  std::string probe_addr;               // ManagerOptions::probe_addr: "" = on metrics_addr
+  SecureMetricsOptions secure_metrics;  // /metrics over HTTPS, authenticated and authorized
   double kube_api_qps = 50;  // client-side rate limit (client-go's default 5/10 is too low for an agent)
   int kube_api_burst = 100;
   bool leader_elect = true;

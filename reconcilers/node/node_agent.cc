@@ -28,6 +28,8 @@ ManagerOptions ManagerOptionsFor(const NodeAgentOptions& o) {
   mo.kubeconfig = o.kubeconfig;
   mo.user_agent = "stasis-node/" + o.node;
   mo.metrics_addr = o.metrics_addr;
+  mo.probe_addr = o.probe_addr;
+  mo.secure_metrics = o.secure_metrics;
   mo.kube_api_qps = o.kube_api_qps;
   mo.kube_api_burst = o.kube_api_burst;
   mo.not_synced_message = "actor caches not synced";

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "controller/secure_metrics.h"
 #include "runtimes/bundle_confinement.h"
 #include "runtimes/runtime_driver.h"
 #include "snapshots/snapshot_store.h"
@@ -52,6 +53,8 @@ struct NodeAgentOptions {
   std::string gpu_cdi_kind = "nvidia.com/gpu";
   // Loopback unless told otherwise: the manifests bind the pod's own IP (probes, Prometheus).
   std::string metrics_addr = "127.0.0.1:8080";
+  std::string probe_addr;               // ManagerOptions::probe_addr: "" = on metrics_addr
+  SecureMetricsOptions secure_metrics;  // /metrics over HTTPS, authenticated and authorized
   double kube_api_qps = 50;  // client-side rate limit (client-go's default 5/10 is too low for an agent)
   int kube_api_burst = 100;
   std::string lease_namespace = "stasis-system";

@@ -230,7 +230,7 @@ TEST_F(DeployManifestsTest, EveryOverlayPassesAServerSideDryRun) {
     EXPECT_EQ(kinds["Namespace"], 1);
     EXPECT_EQ(kinds["CustomResourceDefinition"], 2);
     EXPECT_EQ(kinds["ServiceAccount"], 2);
-    EXPECT_EQ(kinds["ClusterRole"], 2);
+    EXPECT_EQ(kinds["ClusterRole"], 3);  // the roles' two and stasis-metrics-reader
     EXPECT_EQ(kinds["ClusterRoleBinding"], 2);
     EXPECT_EQ(kinds["Role"], 2);
     EXPECT_EQ(kinds["RoleBinding"], 2);
@@ -276,24 +276,36 @@ std::map<std::string, json> EnvOf(const json& container) {
   return env;
 }
 
+// The container port named `name`, or 0.
+int NamedPort(const json& container, const std::string& name) {
+  for (const auto& p : container.value("ports", json::array())) {
+    if (p.value("name", "") == name) return p.value("containerPort", 0);
+  }
+  return 0;
+}
+
+// /metrics over HTTPS on port `metrics`, authenticated and authorized (--metrics-secure); the
+// probes plain HTTP on port `health`, which the kubelet reaches without credentials.
 void CheckHealthProbes(const json& container, const std::map<std::string, json>& env) {
-  ASSERT_TRUE(env.count("STASIS_METRICS_ADDR"));
-  const std::string addr = env.at("STASIS_METRICS_ADDR").value("value", "");
-  const int port = std::stoi(addr.substr(addr.rfind(':') + 1));
-  // Bound to the pod's IP, not every interface (the binary's default is loopback, which the
-  // kubelet's probes could not reach).
-  EXPECT_EQ(addr.substr(0, addr.rfind(':')), "$(POD_IP)");
   ASSERT_TRUE(env.count("POD_IP"));
   EXPECT_EQ(At(env.at("POD_IP"), "/valueFrom/fieldRef/fieldPath"), "status.podIP");
-  bool named = false;
-  for (const auto& p : container.value("ports", json::array())) {
-    if (p.value("name", "") == "metrics") named = p.value("containerPort", 0) == port;
+  for (const auto& [var, port_name] : {std::pair<std::string, std::string>{"STASIS_METRICS_ADDR", "metrics"},
+                                       {"STASIS_HEALTH_PROBE_ADDR", "health"}}) {
+    ASSERT_TRUE(env.count(var)) << var;
+    const std::string addr = env.at(var).value("value", "");
+    // Bound to the pod's IP, not every interface (the binary's default is loopback, which the
+    // kubelet's probes could not reach).
+    EXPECT_EQ(addr.substr(0, addr.rfind(':')), "$(POD_IP)") << var;
+    EXPECT_EQ(NamedPort(container, port_name), std::stoi(addr.substr(addr.rfind(':') + 1)))
+        << "port '" << port_name << "' must be " << var << "'s";
   }
-  EXPECT_TRUE(named) << "port 'metrics' must be STASIS_METRICS_ADDR's " << port;
+  ASSERT_TRUE(env.count("STASIS_METRICS_SECURE"));
+  EXPECT_EQ(env.at("STASIS_METRICS_SECURE").value("value", ""), "true");
   EXPECT_EQ(At(container, "/livenessProbe/httpGet/path"), "/healthz");
-  EXPECT_EQ(At(container, "/livenessProbe/httpGet/port"), "metrics");
+  EXPECT_EQ(At(container, "/livenessProbe/httpGet/port"), "health");
   EXPECT_EQ(At(container, "/readinessProbe/httpGet/path"), "/readyz");
-  EXPECT_EQ(At(container, "/readinessProbe/httpGet/port"), "metrics");
+  EXPECT_EQ(At(container, "/readinessProbe/httpGet/port"), "health");
+  EXPECT_NE(At(container, "/livenessProbe/httpGet/scheme"), "HTTPS");
 }
 
 // One node agent's DaemonSet (an overlay may hold several: stasis-node-cpu, stasis-node-gpu): its
@@ -395,6 +407,12 @@ TEST_F(DeployManifestsTest, WorkloadsUseTheRealFlagsProbesAndOneImage) {
     EXPECT_FALSE(Selects(node_service, At(deploy, "/spec/template/metadata/labels")));
     EXPECT_EQ(At(Find(o.objects, "Service", "stasis-controller-metrics"), "/spec/selector"),
               ctl_labels);
+    for (const char* svc : {"stasis-node-metrics", "stasis-controller-metrics"}) {
+      EXPECT_EQ(At(Find(o.objects, "Service", svc), "/spec/ports/0/targetPort"), "metrics") << svc;
+    }
+    // What Prometheus is bound to: get on the non-resource URL /metrics, nothing else.
+    EXPECT_EQ(At(Find(o.objects, "ClusterRole", "stasis-metrics-reader"), "/rules"),
+              json::parse(R"([{"nonResourceURLs":["/metrics"],"verbs":["get"]}])"));
   }
 }
 
@@ -750,7 +768,7 @@ TEST_F(DeployManifestsTest, ControllerWorksWithOnlyItsServiceAccount) {
   const std::string kubeconfig = ServiceAccountKubeconfig("controller", tmp.path());
   BackgroundProcess controller(
       {kStasis, "controller", "--kubeconfig=" + kubeconfig, "--metrics-addr=127.0.0.1:0",
-       "--namespace=" + kSystemNs, "--leader-elect=true", "--leader-elect-lease-duration=4s",
+       "--metrics-secure=true", "--health-probe-addr=127.0.0.1:0", "--namespace=" + kSystemNs, "--leader-elect=true", "--leader-elect-lease-duration=4s",
        "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s", "--grace=0"},
       (tmp.path() / "controller.log").string());
   auto fail = [&] { return "controller log:\n" + controller.LogTail(); };
@@ -773,6 +791,24 @@ TEST_F(DeployManifestsTest, ControllerWorksWithOnlyItsServiceAccount) {
       },
       30s, &controller))
       << fail();
+
+  // /metrics as the manifests serve it (--metrics-secure), the reviews made with only the
+  // ServiceAccount's RBAC: no token is 401; the controller's own token is authenticated but
+  // not bound to stasis-metrics-reader, 403 (a missing review verb would make both 503).
+  std::smatch listen;
+  const std::string log = controller.Log();
+  ASSERT_TRUE(std::regex_search(log, listen, std::regex(R"(op=listen address=\S+ port=(\d+) tls=true)")))
+      << fail();
+  const std::string metrics_url = "https://127.0.0.1:" + listen[1].str() + "/metrics";
+  auto scrape = [&](const std::string& token) {
+    std::vector<std::string> argv = {"curl", "-sk", "-m", "10", "-o", "/dev/null", "-w", "%{http_code}"};
+    if (!token.empty()) argv.insert(argv.end(), {"-H", "Authorization: Bearer " + token});
+    argv.push_back(metrics_url);
+    auto r = RunCommand(argv, 20s);
+    return r.ok() ? r->out : r.status().ToString();
+  };
+  EXPECT_EQ(scrape(""), "401") << fail();
+  EXPECT_EQ(scrape(UnboundToken("controller")), "403") << fail();
 
   // Binding: the label (patch) and status.nodeName (/status patch).
   json bound;

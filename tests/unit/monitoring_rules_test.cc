@@ -187,6 +187,11 @@ TEST(MonitoringRulesTest, ServiceMonitorsSetTheJobAndNodeLabelsTheRulesUse) {
     }
     EXPECT_EQ(set["job"], name);
     if (component == "node") EXPECT_EQ(set["node"], "__meta_kubernetes_pod_node_name");
+    // The pods serve /metrics over HTTPS to authenticated scrapers (--metrics-secure).
+    const json& endpoint = spec["endpoints"][0];
+    EXPECT_EQ(endpoint["scheme"], "https");
+    EXPECT_EQ(endpoint["bearerTokenFile"], "/var/run/secrets/kubernetes.io/serviceaccount/token");
+    EXPECT_EQ(endpoint["tlsConfig"]["insecureSkipVerify"], "true");  // self-signed by default
   }
 }
 
