@@ -28,6 +28,7 @@
 #include "tests/support/control_plane.h"
 #include "tests/support/fake_runtime_driver.h"
 #include "tests/support/recorded_events.h"
+#include "tests/support/metric_samples.h"
 #include "reconcilers/node/sandbox_id.h"
 
 namespace stasis {
@@ -138,15 +139,7 @@ class ActorReconcilerTest : public ::testing::Test {
   bool ConditionTrue(const char* type) { return api::IsConditionTrue(Get().status.conditions, type); }
   // stasis_forced_cleanups_total{reason} (-1: no such series).
   double ForcedCleanups(const std::string& reason) {
-    for (const auto& f : registry_.Collect()) {
-      if (f.name != "stasis_forced_cleanups_total") continue;
-      for (const auto& m : f.metric) {
-        for (const auto& l : m.label) {
-          if (l.name == "reason" && l.value == reason) return m.counter.value;
-        }
-      }
-    }
-    return -1;
+    return testing::SampleValue(registry_, "stasis_forced_cleanups_total", "reason", reason);
   }
 
   // A complete node-local snapshot of the actor, as a checkpoint leaves it; its id ("" on error).

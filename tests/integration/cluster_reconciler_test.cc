@@ -24,6 +24,7 @@
 #include "reconcilers/node/node_heartbeat.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/fake_clock.h"
+#include "tests/support/metric_samples.h"
 
 namespace stasis {
 namespace {
@@ -121,15 +122,7 @@ class ClusterReconcilerTest : public ::testing::Test {
 
   // stasis_forced_cleanups_total{reason} (-1: no such series).
   double ForcedCleanups(const std::string& reason) {
-    for (const auto& f : registry_.Collect()) {
-      if (f.name != "stasis_forced_cleanups_total") continue;
-      for (const auto& m : f.metric) {
-        for (const auto& l : m.label) {
-          if (l.name == "reason" && l.value == reason) return m.counter.value;
-        }
-      }
-    }
-    return -1;
+    return testing::SampleValue(registry_, "stasis_forced_cleanups_total", "reason", reason);
   }
 
   // A live node whose workers are in the cache (`held`: held by actors elsewhere).

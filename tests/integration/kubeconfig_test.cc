@@ -16,6 +16,7 @@
 #include "controller/kube_client.h"
 #include "controller/rest_config.h"
 #include "tests/support/control_plane.h"
+#include "tests/support/sandbox.h"
 
 namespace stasis {
 namespace {
@@ -29,24 +30,10 @@ const ResourceType kReviews{"authentication.k8s.io", "v1", "selfsubjectreviews",
 
 class KubeconfigTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("stasis-kubeconfig-it-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string Write(const std::string& name, const std::string& content, bool executable = false) {
-    const fs::path p = dir_ / name;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << content;
-    if (executable) ::chmod(p.c_str(), 0755);
-    return p.string();
+    return tmp_.Write(name, content, executable);
   }
-  std::string Read(const std::string& name) const {
-    std::ifstream in(dir_ / name);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
+  std::string Read(const std::string& name) const { return tmp_.Read(name); }
   int Runs() const { return std::atoi(Read("count").c_str()); }
 
   // A ServiceAccount of its own in a namespace of the test's own, and a token for it.
@@ -99,7 +86,8 @@ class KubeconfigTest : public ::testing::Test {
     return client.Create(kReviews, "", review);
   }
 
-  fs::path dir_;
+  stasis::testing::TempDir tmp_{"stasis-kubeconfig-it-"};
+  const fs::path dir_ = tmp_.path();
 };
 
 // The cluster and its CA in one file, the user (admin certificate files) and the context in

@@ -20,6 +20,7 @@
 #include "reconcilers/node/node_workers.h"
 #include "reconcilers/node/snapshot_metrics.h"
 #include "tests/support/control_plane.h"
+#include "tests/support/metric_samples.h"
 
 namespace stasis {
 namespace {
@@ -51,15 +52,7 @@ class RequestCounter {
 };
 
 double Gauge(prometheus::Registry& registry, const std::string& state) {
-  for (const auto& f : registry.Collect()) {
-    if (f.name != "stasis_workers") continue;
-    for (const auto& m : f.metric) {
-      for (const auto& l : m.label) {
-        if (l.name == "state" && l.value == state) return m.gauge.value;
-      }
-    }
-  }
-  return -1;
+  return testing::SampleValue(registry, "stasis_workers", "state", state);
 }
 
 class NodeWorkersTest : public ::testing::Test {

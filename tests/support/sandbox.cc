@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -140,6 +141,20 @@ TempDir::TempDir(const std::string& prefix) : path_(MakeTemp(prefix)) {}
 TempDir::~TempDir() {
   std::error_code ec;
   fs::remove_all(path_, ec);
+}
+
+std::string TempDir::Write(const std::string& name, const std::string& content, bool executable) const {
+  const fs::path p = path_ / name;
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << content;
+  if (executable) fs::permissions(p, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                         fs::perms::others_read | fs::perms::others_exec);
+  return p.string();
+}
+
+std::string TempDir::Read(const std::string& name) const {
+  std::ifstream in(path_ / name);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 void PatchRunscVersion(const fs::path& checkpoint_img, const std::string& version) {

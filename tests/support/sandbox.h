@@ -60,6 +60,11 @@ class TempDir {
   explicit TempDir(const std::string& prefix = "stasis-test-");
   ~TempDir();
   const std::filesystem::path& path() const { return path_; }
+  // Writes `content` to `name` under the directory (parents made; mode 0755 when
+  // `executable`) and returns its path.
+  std::string Write(const std::string& name, const std::string& content, bool executable = false) const;
+  // The content of `name` under the directory ("" when missing).
+  std::string Read(const std::string& name) const;
 
  private:
   std::filesystem::path path_;

@@ -14,6 +14,7 @@
 
 #include "base/time.h"
 #include "controller/rest_config.h"
+#include "tests/support/sandbox.h"
 
 namespace stasis {
 namespace {
@@ -30,26 +31,15 @@ const std::string kV1beta1 = "client.authentication.k8s.io/v1beta1";
 
 class ExecCredentialTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("stasis-exec-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string Write(const std::string& name, const std::string& content, bool executable = false) {
-    auto p = dir_ / name;
-    std::ofstream(p) << content;
-    if (executable) ::chmod(p.c_str(), 0755);
-    return p.string();
+    return tmp_.Write(name, content, executable);
   }
-  std::string Read(const std::string& name) {
-    std::ifstream in(dir_ / name);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
+  std::string Read(const std::string& name) { return tmp_.Read(name); }
   Result<ExecConfig> Parse(const std::string& yaml) {
     return ParseExecConfig(YAML::Load(yaml), dir_, "kubeconfig f user 'u' exec");
   }
-  fs::path dir_;
+  stasis::testing::TempDir tmp_{"stasis-exec-"};
+  const fs::path dir_ = tmp_.path();
 };
 
 std::string Credential(const std::string& api_version, const json& status) {

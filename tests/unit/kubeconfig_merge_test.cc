@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "controller/rest_config.h"
+#include "tests/support/sandbox.h"
 
 namespace stasis {
 namespace {
@@ -22,19 +23,11 @@ const char* kPemB = "-----BEGIN CERTIFICATE-----\nBBBB\n-----END CERTIFICATE----
 
 class KubeconfigMergeTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("stasis-kcmerge-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string Write(const std::string& name, const std::string& content) {
-    auto p = dir_ / name;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << content;
-    return p.string();
+    return tmp_.Write(name, content);
   }
-  fs::path dir_;
+  stasis::testing::TempDir tmp_{"stasis-kcmerge-"};
+  const fs::path dir_ = tmp_.path();
 };
 
 TEST_F(KubeconfigMergeTest, SplitDropsEmptyAndRepeatedEntries) {
