@@ -171,7 +171,7 @@ class MicrovmActorTest : public ::testing::Test {
   // The agent's /metrics (its port from its log line "serving metrics … port=N").
   std::string Scrape() {
     const std::string log = agent_->Log();
-    const std::string key = "serving metrics and health addr=127.0.0.1:0 port=";
+    const std::string key = "serving metrics addr=127.0.0.1:0 port=";
     const auto at = log.rfind(key);
     if (at == std::string::npos) return "";
     const std::string port =
