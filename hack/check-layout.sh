@@ -3,8 +3,8 @@
 # table says what each folder is for):
 #   - a source file over 600 lines, a function over 80: each usually holds two responsibilities;
 #   - an #include "dir/..." that reaches up or sideways across the layers
-#       cmd/ → reconcilers/{node,cluster} → reconcilers/ → runtimes/ snapshots/ controller/ api/ → base/
-#     (runtimes/, snapshots/ and controller/ use only base/; api/ only base/; the two roles never
+#       cmd/ → reconcilers/{node,cluster} → reconcilers/ → runtimes/ snapshots/ images/ controller/ api/ → base/
+#     (runtimes/, snapshots/, images/ and controller/ use only base/; api/ only base/; the two roles never
 #     each other; nothing in production includes cmd/ or tests/);
 #   - <cpprest/...> outside controller/cpprest_transport.cc, the one HTTP transport.
 # Prints every violation as `path:line: what` and exits 1 if there is any.
@@ -22,7 +22,7 @@ cd "${root}"
 
 readonly max_file_lines=600 max_function_lines=80
 dirs=()
-for d in api base controller runtimes snapshots reconcilers cmd; do [[ -d "${d}" ]] && dirs+=("${d}"); done
+for d in api base controller runtimes snapshots images reconcilers cmd; do [[ -d "${d}" ]] && dirs+=("${d}"); done
 ((${#dirs[@]})) || { echo "check-layout: no production folders under ${root}" >&2; exit 2; }
 command -v ctags >/dev/null || { echo "check-layout: universal-ctags is required (hack/install-deps.sh)" >&2; exit 2; }
 command -v jq >/dev/null || { echo "check-layout: jq is required (hack/install-deps.sh)" >&2; exit 2; }
@@ -37,7 +37,7 @@ layer_of() {
   case "$1" in
     reconcilers/node/*) echo reconcilers/node ;;
     reconcilers/cluster/*) echo reconcilers/cluster ;;
-    api/* | base/* | controller/* | runtimes/* | snapshots/* | reconcilers/* | cmd/* | tests/*) echo "${1%%/*}" ;;
+    api/* | base/* | controller/* | runtimes/* | snapshots/* | images/* | reconcilers/* | cmd/* | tests/*) echo "${1%%/*}" ;;
     *) echo "" ;;
   esac
 }
@@ -48,7 +48,7 @@ may_include() {
   [[ "${from}" == "${to}" ]] && return 0
   case "${from}" in
     base) return 1 ;;
-    api | controller | runtimes | snapshots) [[ "${to}" == base ]] ;;
+    api | controller | runtimes | snapshots | images) [[ "${to}" == base ]] ;;
     reconcilers) [[ "${to}" != reconcilers/* && "${to}" != cmd && "${to}" != tests ]] ;;
     reconcilers/node) [[ "${to}" != reconcilers/cluster && "${to}" != cmd && "${to}" != tests ]] ;;
     reconcilers/cluster) [[ "${to}" != reconcilers/node && "${to}" != cmd && "${to}" != tests ]] ;;
