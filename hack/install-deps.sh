@@ -32,6 +32,10 @@ packages=(
   libcurl4-openssl-dev libexpat1-dev
   # object-store chunks compressed before upload (snapshots/chunk_codec.cc)
   libzstd-dev
+  # actors from OCI images: a real registry for the tests (hack/registry.sh, with htpasswd for
+  # its basic auth), skopeo to push the tests' images to it, and skopeo + umoci as the
+  # baseline the pull benchmark is measured against
+  docker-registry apache2-utils skopeo umoci
 )
 
 missing=()
