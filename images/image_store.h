@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "images/image_eviction.h"
 #include "images/image_observer.h"
 #include "images/image_reference.h"
 #include "images/layer_unpack.h"
@@ -56,6 +57,9 @@ struct LocalImage {
   ImageConfig config;
   int64_t bytes = 0;   // on disk
   bool cache_hit = false;  // nothing was fetched
+  // Keeps the image from eviction while any copy of this value lives: a start holds it from
+  // the lookup until its sandbox runs (and the actor's status names the digest).
+  std::shared_ptr<void> hold;
 };
 
 struct ImageStoreOptions {
@@ -86,17 +90,34 @@ class ImageStore {
   std::vector<std::string> Collect(const std::set<std::string>& in_use);
 
   std::string CacheDir() const;
+  // The bytes of every unpacked image (their records' sizes).
+  int64_t CachedBytes() const;
 
  private:
-  struct Pulling;
+  struct Holds;
+  // image_pull.cc: the registry's side — resolve the reference to one manifest, fetch and
+  // unpack its layers into tmp/, publish by rename.
   Result<LocalImage> Pull(const PullRequest& request);
-  // ... (implementation detail)
+  struct Resolved;
+  Result<Resolved> Resolve(const PullRequest& request);
+  Result<int64_t> FetchAndApplyLayers(const PullRequest& request, const Resolved& resolved,
+                                      const std::string& rootfs);
+  Status Publish(const Resolved& resolved, const std::string& tmp_dir, int64_t bytes);
+
+  std::shared_ptr<std::mutex> LockFor(const std::string& key);
+  std::shared_ptr<void> Hold(const std::string& digest);
+  std::set<std::string> Held() const;
+  std::vector<CachedImage> ListCached() const;
+  std::string TagFile(const ImageReference& image) const;
+  std::string KnownDigest(const ImageReference& image) const;
 
   ImageStoreOptions options_;
   RegistryClient& registry_;
   ImageObserver* observer_;
+  std::shared_ptr<Holds> holds_;
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<std::mutex>> per_image_;  // one pull per reference
+  // One pull per image (by digest, or by reference until it is resolved), one fetch per blob.
+  std::map<std::string, std::shared_ptr<std::mutex>> per_key_;
 };
 
 }  // namespace stasis::images

@@ -209,6 +209,16 @@ std::vector<std::string> RunscDriver::Argv(const std::string& root,
   return argv;
 }
 
+std::vector<std::string> RunscDriver::WithRootOverlay(const SandboxRef& ref, std::vector<std::string> args) {
+  if (!ref.shared_rootfs) return args;
+  // runsc's default root overlay ("root:self") keeps its upper layer in a file inside the
+  // rootfs directory: with one rootfs shared by every actor of an image, each sandbox would
+  // write its filestore into the shared cache. Here it goes to the sandbox's own root (runsc
+  // unlinks it at once; a checkpoint saves its contents), after the operator's flags so it wins.
+  args.insert(args.begin(), "-overlay2=root:dir=" + ref.root);
+  return args;
+}
+
 Result<CommandResult> RunscDriver::Call(const char* op, const std::string& sandbox,
                                         std::vector<std::string> argv,
                                         std::chrono::milliseconds deadline,
@@ -229,7 +239,8 @@ Status RunscDriver::Run(const SandboxRef& ref, std::chrono::milliseconds deadlin
   if (status.ok()) {
     CommandOptions options;
     options.output_path = log_path;  // the sandbox keeps the container's stdio
-    auto r = Call("run", ref.id, Argv(ref.root, {"run", "-detach", "-bundle", ref.bundle, ref.id}),
+    auto r = Call("run", ref.id,
+                  Argv(ref.root, WithRootOverlay(ref, {"run", "-detach", "-bundle", ref.bundle, ref.id})),
                   deadline, options);
     if (!r.ok())
       status = r.status();
@@ -298,8 +309,8 @@ Status RunscDriver::Restore(const SandboxRef& ref, const RestoreOptions& options
     CommandOptions command_options;
     command_options.output_path = log_path;  // the sandbox keeps the container's stdio
     auto r = Call("restore", ref.id,
-                  Argv(ref.root, {"restore", "-detach", "-image-path", options.image_dir, "-bundle",
-                                  ref.bundle, ref.id}),
+                  Argv(ref.root, WithRootOverlay(ref, {"restore", "-detach", "-image-path", options.image_dir,
+                                                       "-bundle", ref.bundle, ref.id})),
                   options.deadline, command_options);
     if (!r.ok())
       status = r.status();

@@ -66,6 +66,8 @@ class RunscDriver : public RuntimeDriver, public CudaCheckpointCapability {
   const std::string& runsc_path() const { return runsc_path_; }
 
  private:
+  // `args` with the root overlay a sandbox on a shared rootfs needs (SandboxRef::shared_rootfs).
+  static std::vector<std::string> WithRootOverlay(const SandboxRef& ref, std::vector<std::string> args);
   std::vector<std::string> Argv(const std::string& root,
                                 const std::vector<std::string>& args) const;
   // Runs one command and logs one line for it; `ok_exit` says which exit statuses count as

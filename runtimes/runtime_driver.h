@@ -29,6 +29,9 @@ struct SandboxRef {
   std::string root;    // the runtime's state directory for this actor (one per actor)
   std::string bundle;  // the OCI bundle directory (config.json + rootfs)
   std::string log_path;  // where the runtime's and the workload's output goes
+  // The bundle's root filesystem is shared with other sandboxes (an unpacked image): it must
+  // never be written, so the runtime keeps each sandbox's writes in its own upper layer.
+  bool shared_rootfs = false;
 };
 
 enum class SandboxState { kNotFound, kCreated, kRunning, kPaused, kStopped };

@@ -10,7 +10,7 @@
 
 #include "base/parallel.h"
 #include "snapshots/file_io.h"
-#include "snapshots/sha256.h"
+#include "base/sha256.h"
 #include "snapshots/snapshot_reasons.h"
 
 namespace stasis {

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <memory>
 
-#include "snapshots/sha256.h"
+#include "base/sha256.h"
 #include "snapshots/snapshot_reasons.h"
 
 namespace stasis {

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "snapshots/file_io.h"
-#include "snapshots/sha256.h"
+#include "base/sha256.h"
 #include "snapshots/snapshot_reasons.h"
 
 namespace stasis {

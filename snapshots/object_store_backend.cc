@@ -13,7 +13,7 @@
 #include "base/parallel.h"
 #include "snapshots/deferred_durability.h"
 #include "snapshots/file_io.h"
-#include "snapshots/sha256.h"
+#include "base/sha256.h"
 #include "snapshots/snapshot_dirs.h"
 #include "snapshots/snapshot_names.h"
 #include "snapshots/snapshot_reasons.h"

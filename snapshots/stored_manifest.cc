@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "snapshots/aes_gcm.h"
-#include "snapshots/sha256.h"
+#include "base/sha256.h"
 #include "snapshots/snapshot_reasons.h"
 
 namespace stasis {

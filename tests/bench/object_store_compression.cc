@@ -28,7 +28,7 @@
 #include "base/parallel.h"
 #include "snapshots/object_store_backend.h"
 #include "snapshots/encryption_key.h"
-#include "snapshots/sha256.h"
+#include "base/sha256.h"
 #include "snapshots/snapshot_store.h"
 #include "tests/bench/object_store_bench.h"
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "snapshots/sha256.h"
+#include "base/sha256.h"
 #include "snapshots/snapshot_reasons.h"
 #include "tests/support/sandbox.h"
 

@@ -209,6 +209,27 @@ TEST_F(ArgvTest, DeleteWithoutARootStartsNoRunsc) {
   EXPECT_THAT(LastArgv(), ElementsAre("-root", ref.root, "-network=none", "delete", "-force", "sb1"));
 }
 
+// An image's rootfs is shared by its actors: run and restore put the sandbox's writes in its
+// own root, after the operator's flags (the last -overlay2 wins), and nothing else changes.
+TEST_F(ArgvTest, ASharedRootfsGetsItsOverlayInTheSandboxRootOnRunAndRestore) {
+  RunscDriver driver(script_.string(), {"-network=none", "-overlay2=root:self"});
+  SandboxRef ref = Ref();
+  ref.shared_rootfs = true;
+  const std::string overlay = "-overlay2=root:dir=" + ref.root;
+  ASSERT_TRUE(driver.Run(ref, 10s).ok());
+  EXPECT_THAT(LastArgv(), ElementsAre("-root", ref.root, "-network=none", "-overlay2=root:self", overlay, "run",
+                                      "-detach", "-bundle", bundle_.string(), "sb1"));
+  ASSERT_TRUE(driver.Restore(ref, Rs("/img/1")).ok());
+  EXPECT_THAT(LastArgv(), ElementsAre("-root", ref.root, "-network=none", "-overlay2=root:self", overlay,
+                                      "restore", "-detach", "-image-path", "/img/1", "-bundle", bundle_.string(),
+                                      "sb1"));
+  CheckpointOptions ck;
+  ck.image_dir = "/img/2";
+  ASSERT_TRUE(driver.Checkpoint(ref, ck).ok());
+  EXPECT_THAT(LastArgv(), ElementsAre("-root", ref.root, "-network=none", "-overlay2=root:self", "checkpoint",
+                                      "-image-path", "/img/2", "sb1"));
+}
+
 TEST_F(ArgvTest, EveryCommandHasRootThenGlobalsThenTheSubcommand) {
   RunscDriver driver(script_.string(), {"-network=none", "-debug"});
   const SandboxRef ref = Ref();

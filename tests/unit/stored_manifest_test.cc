@@ -6,7 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "snapshots/sha256.h"
+#include "base/sha256.h"
 #include "snapshots/snapshot_reasons.h"
 
 namespace stasis {

@@ -1,5 +1,5 @@
 // An incremental SHA-256 (OpenSSL EVP: SHA-NI or AVX2 where the CPU has them) that counts the
-// bytes it was given, for the file and chunk digests of snapshots.
+// bytes it was given: snapshots' file and chunk digests, images' blob digests and diff IDs.
 #pragma once
 
 #include <openssl/evp.h>

@@ -1,6 +1,5 @@
-#include "snapshots/sha256.h"
+#include "base/sha256.h"
 
-#include "snapshots/snapshot_reasons.h"
 
 namespace stasis {
 
@@ -37,7 +36,7 @@ Sha256::Sha256() : ctx_(EVP_MD_CTX_new(), EVP_MD_CTX_free) {
 }
 
 Status Sha256::status() const {
-  return ok_ ? OkStatus() : Status(Code::kInternal, "EVP_DigestInit_ex failed", snapshot_reason::kIoError);
+  return ok_ ? OkStatus() : Status(Code::kInternal, "EVP_DigestInit_ex failed", "io_error");
 }
 
 void Sha256::Update(const void* data, size_t n) {
