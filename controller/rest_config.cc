@@ -9,6 +9,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "base/base64.h"
 #include "controller/exec_credential.h"
 #include "controller/kubeconfig_merge.h"
 
@@ -33,22 +34,9 @@ Result<std::string> ReadWholeFile(const std::string& path) {
 }
 
 Result<std::string> DecodeBase64(const std::string& in, const std::string& where) {
-  static const std::string kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  int val = 0, bits = -8;
-  for (char c : in) {
-    if (c == '=' || c == '\n' || c == '\r' || c == ' ') continue;
-    auto pos = kAlphabet.find(c);
-    if (pos == std::string::npos) return Invalid(where, "is not valid base64");
-    val = (val << 6) + static_cast<int>(pos);
-    bits += 6;
-    if (bits >= 0) {
-      out.push_back(static_cast<char>((val >> bits) & 0xFF));
-      bits -= 8;
-    }
-  }
-  return out;
+  auto decoded = stasis::DecodeBase64(in);
+  if (!decoded) return Invalid(where, "is not valid base64");
+  return *decoded;
 }
 
 // The entry named `name` of a merged list such as `clusters`, with its body a map.
