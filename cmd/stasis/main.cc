@@ -131,6 +131,11 @@ void DefineNodeFlags(stasis::Flags& f) {
   f.Define("snapshot-cache-bytes", "0",
            "an s3:// store only: the most bytes its download cache (<root>/store-cache) keeps, least recently used "
            "copies evicted after each download; K, M, G, T, Ki, Mi, Gi, Ti suffixes (\"50Gi\"); 0: unbounded");
+  f.Define("image-cache-bytes", "0",
+           "the most bytes of unpacked images (<root>/images) kept, least recently used images not in use removed "
+           "after each pull; K, M, G, T, Ki, Mi, Gi, Ti suffixes; 0: unbounded");
+  f.Define("registry-ca-file", "", "a PEM bundle of CAs trusted for image registries, besides the system's");
+  f.DefineRepeated("insecure-registry", "a registry host[:port] reached over plain HTTP (a test registry on loopback); repeatable");
   f.Define("snapshot-digest-threads", "0",
            "threads that hash, copy and verify snapshot chunks (0: every CPU the agent may use)");
   f.Define("log-level", "info", "debug, info, warn or error");
@@ -202,6 +207,11 @@ stasis::Result<stasis::NodeAgentOptions> NodeOptions(const stasis::Flags& f) {
   auto cache_bytes = f.GetBytes("snapshot-cache-bytes");
   if (!cache_bytes.ok()) return cache_bytes.status();
   o.snapshot_cache_bytes = *cache_bytes;
+  auto image_cache_bytes = f.GetBytes("image-cache-bytes");
+  if (!image_cache_bytes.ok()) return image_cache_bytes.status();
+  o.image_cache_bytes = *image_cache_bytes;
+  o.registry_ca_file = f.Get("registry-ca-file");
+  if (!f.Get("insecure-registry").empty()) o.insecure_registries = Split(f.Get("insecure-registry"), ',');
   if (!f.Get("bundle-root").empty()) o.bundle_roots.roots = Split(f.Get("bundle-root"), ',');
   o.bundle_roots.per_namespace = f.GetBool("bundle-root-per-namespace");
   if (!f.Get("bundle-readonly-source").empty()) {

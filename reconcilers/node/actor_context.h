@@ -32,6 +32,10 @@ struct ActorReconciler::Ctx {
   // What kListSnapshots found (Observation says only whether).
   std::optional<SnapshotManifest> newer_local;
   std::optional<SnapshotManifest> committed_by_transition;
+  // An actor from an image: the image its sandbox starts or restores on (actor_image.cc), held
+  // from eviction while this reconcile lives; and pull secrets it could not use.
+  std::optional<images::LocalImage> image;
+  std::vector<std::string> pull_secret_problems;
 };
 
 // How a failed transition is reported and whether it is tried again (host_failures.cc).

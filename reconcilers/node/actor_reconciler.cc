@@ -348,6 +348,7 @@ void ActorReconciler::RemoveSandboxFiles(const SandboxRef& ref) {
   fs::remove_all(ref.root, ec);
   fs::remove(ref.root + kOwnerSuffix, ec);
   fs::remove_all(GpuBundleDir(ref), ec);
+  fs::remove_all(ImageBundleDir(ref), ec);
 }
 
 Result<ReconcileOutcome> ActorReconciler::Delete(Ctx& c) {

@@ -46,6 +46,7 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,7 @@
 #include "controller/event_recorder.h"
 #include "controller/object_store.h"
 #include "controller/reconciler.h"
+#include "images/image_store.h"
 #include "snapshots/data_dirs.h"
 #include "reconcilers/node/node_workers.h"
 #include "runtimes/bundle_confinement.h"
@@ -71,6 +73,9 @@ namespace stasis {
 // operators' bundle directory (the DaemonSet's /var/lib/stasis/bundles is <root>/bundles): only
 // what the agent made there is removed.
 inline constexpr char kGpuBundlesDir[] = "gpu-bundles";
+// Under --root: the bundles of actors started from images (config.json only; the rootfs is the
+// image's, in the image cache), <root>/image-bundles/<sandbox id>/.
+inline constexpr char kImageBundlesDir[] = "image-bundles";
 
 struct ActorReconcilerOptions {
   std::string node;
@@ -107,6 +112,11 @@ struct ActorReconcilerOptions {
   std::vector<std::string> cdi_spec_dirs = {"/etc/cdi", "/var/run/cdi"};
   std::string gpu_cdi_kind = "nvidia.com/gpu";
   std::string cuda_checkpoint_cdi_device = "stasis.dev/cuda-checkpoint=helper";
+  // Actors from images (spec.image): the node's image cache, or nullptr (such actors are
+  // refused with BadImage); and the digests the node's actors and snapshots use, which the
+  // cache never evicts (asked after each pull).
+  images::ImageStore* image_store = nullptr;
+  std::function<std::set<std::string>()> images_in_use;
 };
 
 // The drivers of the runtimes this node runs (spec.runtime); nullptr where it runs none.
@@ -230,6 +240,16 @@ class ActorReconciler : public Reconciler {
   // directory is <root>/gpu-bundles/<sandbox id>.
   Result<std::string> PrepareGpuBundle(const Ctx& c, const api::Worker& worker);
   std::string GpuBundleDir(const SandboxRef& ref) const;
+
+  // actor_image.cc: an actor from an image — the image made present and its bundle written
+  // before a worker is claimed; nullopt when the resume may go ahead (or there is no image).
+  std::optional<Result<ReconcileOutcome>> PrepareImage(Ctx& c);
+  // The registry credentials of the actor's imagePullSecrets (unreadable ones noted in c).
+  std::vector<images::RegistryAuth> PullSecretAuths(Ctx& c);
+  [[nodiscard]] Status WriteImageBundle(Ctx& c, const images::LocalImage& image);
+  std::string ImageBundleDir(const SandboxRef& ref) const;
+  // A pull or bundle that failed: a condition and an Event; retried with backoff when `retry`.
+  Result<ReconcileOutcome> RefuseImage(Ctx& c, const char* reason, const std::string& message, bool retry);
 
   // recovery.cc: *ING statuses left by an agent that died, dead sandboxes, restart recovery.
   Result<ReconcileOutcome> RecoverResumed(Ctx& c);

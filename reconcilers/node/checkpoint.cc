@@ -316,6 +316,7 @@ Result<SnapshotManifest> ActorReconciler::CompleteSnapshot(Ctx& c, const Checkpo
   m.scope = api::ToString(ck.scope);
   m.trigger = api::ToString(ck.trigger);
   if (auto v = c.driver->Version(); v.ok()) m.runtime_version = *v;
+  m.image_digest = c.a.status.image_digest;  // what a restore must run on (actor_image.cc)
   m.cuda_checkpointed = ck.gpu;
   m.taken_at = FormatTime(clock_.WallNow());
   m.duration_seconds = ck.took;

@@ -3,12 +3,16 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <set>
 
 #include "api/names.h"
 #include "api/node_drain.h"
 #include "controller/manager.h"
 #include "reconcilers/api_resources.h"
+#include "images/image_store.h"
+#include "images/registry_client.h"
 #include "reconcilers/node/actor_reconciler.h"
+#include "reconcilers/node/image_metrics.h"
 #include "reconcilers/node/node_heartbeat.h"
 #include "reconcilers/node/node_workers.h"
 #include "reconcilers/node/snapshot_metrics.h"
@@ -185,6 +189,25 @@ void WatchNodeDrain(Manager& m, const std::string& node, ActorReconciler& reconc
                          [seen](const ObjectPtr& n) { seen(n, true); }});
 }
 
+// The digests the node's actors run on or have snapshots of (status.imageDigest,
+// status.latestSnapshot.imageDigest): what the image cache never evicts.
+std::function<std::set<std::string>()> ImagesInUse(std::vector<Informer*> actor_informers) {
+  return [actor_informers] {
+    std::set<std::string> in_use;
+    for (Informer* i : actor_informers) {
+      for (const auto& key : i->store().Keys()) {
+        ObjectPtr obj = i->store().Get(key);
+        if (!obj) continue;
+        const auto status = obj->value("status", nlohmann::json::object());
+        if (auto d = status.value("imageDigest", ""); !d.empty()) in_use.insert(d);
+        const auto snap = status.value("latestSnapshot", nlohmann::json::object());
+        if (auto d = snap.value("imageDigest", ""); !d.empty()) in_use.insert(d);
+      }
+    }
+    return in_use;
+  };
+}
+
 ActorReconcilerOptions ReconcilerOptionsFor(const NodeAgentOptions& o) {
   ActorReconcilerOptions ro;
   ro.node = o.node;
@@ -244,10 +267,18 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
     return OkStatus();  // not fatal: the agent runs its actors, and the renewals go on
   }, [&] { heartbeat.Stop(); });
 
+  ImageMetrics image_metrics(*m.metrics().registry());
+  images::RegistryClient registry(images::RegistryClientOptions{.ca_file = o.registry_ca_file,
+                                                                .insecure_hosts = o.insecure_registries});
+  images::ImageStore image_store({.root = o.root, .budget_bytes = o.image_cache_bytes}, registry, &image_metrics);
+  if (Status s = image_store.Open(); !s.ok()) return s;
+
   Informer *pinned, *bound;
   ActorLookup lookup = AddActorInformers(m, o.node, &pinned, &bound);
   ActorReconcilerOptions ro = ReconcilerOptionsFor(o);
   ro.bundle_roots = *bundle_roots;
+  ro.image_store = &image_store;
+  ro.images_in_use = ImagesInUse({pinned, bound});
   ActorReconciler reconciler(std::move(ro), m.client(), lookup,
                              RuntimeDrivers{&driver, &microvm}, snapshots, workers,
                              snapshot_metrics, &m.events());
@@ -260,6 +291,7 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
     if (Status s = reconciler.RecoverAtStartup(); !s.ok()) {
       spdlog::warn("startup recovery incomplete node={} error=\"{}\"", o.node, s.ToString());
     }
+    image_store.Collect(ImagesInUse({pinned, bound})());
   });
   m.OnControllersStarted([&] { spdlog::info("node agent ready node={}", o.node); });
   // The workers gauge follows this agent's own claims and frees as it writes them; a LIST now

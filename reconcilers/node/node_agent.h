@@ -41,6 +41,12 @@ struct NodeAgentOptions {
   // most this big, least recently used copies evicted after each download; 0 = unbounded.
   // Set with a directory store is refused: that directory is the store, not a cache.
   int64_t snapshot_cache_bytes = 0;
+  // Actors from images (docs/images.md): --image-cache-bytes bounds <root>/images (0 =
+  // unbounded); --registry-ca-file adds CAs for registries; --insecure-registry names
+  // registries reached over plain HTTP.
+  int64_t image_cache_bytes = 0;
+  std::string registry_ca_file;
+  std::vector<std::string> insecure_registries;
   // --bundle-root (repeatable) and --bundle-root-per-namespace: where actors' bundles may be
   // (bundle_confinement.h). No root given: <root>/bundles, created at startup (the DaemonSet's
   // /var/lib/stasis/bundles). Checked at startup: never a root that holds the agent's own

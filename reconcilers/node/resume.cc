@@ -67,6 +67,8 @@ std::optional<Result<ReconcileOutcome>> ActorReconciler::RefuseResume(Ctx& c) {
 }
 
 std::optional<Result<ReconcileOutcome>> ActorReconciler::RefuseBundle(Ctx& c) {
+  // An actor from an image runs the bundle the agent itself writes (actor_image.cc).
+  if (!c.a.spec.image.empty()) return std::nullopt;
   // Before a worker is claimed and before runsc or a Data restore touches anything: runsc's
   // gofer serves the bundle's mounts as root. A micro-VM bundle has no config.json: only its
   // directory is confined.
@@ -105,6 +107,7 @@ Result<ReconcileOutcome> ActorReconciler::ClaimFailed(Ctx& c, const Status& clai
 
 Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   if (auto refused = RefuseResume(c)) return std::move(*refused);
+  if (auto refused = PrepareImage(c)) return std::move(*refused);
   const ActorState resting = c.a.status.status;
   const auto& snap = c.a.status.latest_snapshot;
   const bool from_snapshot = FromFullSnapshot(c.a), from_data = FromDataSnapshot(c.a);
@@ -134,6 +137,7 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   if (!result.ok()) return ResumeFailed(c, resting, result);
   retries_.Clear(c.key, RetryOp::kResume);
   c.a.status.status = ActorState::kRunning;
+  if (c.image) c.a.status.image_digest = c.image->digest;
   SetCondition(c, api::kConditionProgressing, false, api::kReasonResumed, "");
   SetCondition(c, api::kConditionReady, true, api::kReasonRunning,
                from_snapshot ? "restored from snapshot " + snap->id
@@ -189,6 +193,16 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
   spdlog::debug("snapshot checked for restore actor={} snapshot={} committed={} duration_ms={}", c.key, snap->id,
                 snap->node_name.empty(),
                 std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - check_start).count());
+  if (c.image && source->manifest.image_digest != c.image->digest) {
+    // The manifest, not the status every agent may write, says what the image was: runsc
+    // restores onto the same root filesystem or not at all.
+    return Status(Code::kFailedPrecondition,
+                  "snapshot " + snap->id + " was taken on image " +
+                      (source->manifest.image_digest.empty() ? std::string("(none: a bundle)")
+                                                             : source->manifest.image_digest) +
+                      ", not " + c.image->digest,
+                  "snapshot_image_mismatch");
+  }
   if (snap->location != source->dir) {
     spdlog::warn("snapshot location ignored actor={} snapshot={} location=\"{}\" restoring_from=\"{}\"", c.key,
                  snap->id, snap->location, source->dir);
@@ -250,7 +264,7 @@ Result<std::string> ActorReconciler::PrepareGpuBundle(const Ctx& c, const api::W
   // Read at every start: a spec regenerated after a driver upgrade must not need a restart.
   auto cdi = CdiRegistry::Load(options_.cdi_spec_dirs);
   GpuBundleRequest request;
-  request.source_bundle = c.a.spec.bundle;
+  request.source_bundle = c.image ? ImageBundleDir(c.ref) : c.a.spec.bundle;
   request.out_dir = GpuBundleDir(c.ref);
   request.gpu_uuids.assign(devices.begin(), devices.begin() + count);
   request.gpu_kind = options_.gpu_cdi_kind;

@@ -108,6 +108,7 @@ api::Snapshot ActorReconciler::ToSnapshot(const SnapshotManifest& m, const std::
   s.duration_seconds = m.duration_seconds;
   s.cuda_checkpointed = m.cuda_checkpointed;
   s.runsc_version = m.runtime_version;
+  s.image_digest = m.image_digest;
   if (auto t = ParseTime(m.taken_at); t.ok()) s.taken_at = *t;
   return s;
 }
