@@ -2,14 +2,10 @@
 
 #include <string>
 
+#include "reconcilers/node/snapshot_metrics.h"
+
 namespace stasis {
 namespace {
-
-// A small image pulls in well under a second from a registry nearby; a large one over a slow
-// link takes minutes.
-prometheus::Histogram::BucketBoundaries PullBuckets() {
-  return {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
-}
 
 // Every result a pull can end with, created at zero.
 constexpr const char* kPullResults[] = {"success",          "image_not_found", "unauthorized",
@@ -27,7 +23,7 @@ ImageMetrics::ImageMetrics(prometheus::Registry& registry)
                         .Name("stasis_image_pull_seconds")
                         .Help("Duration of successful pulls: resolve, fetch, verify and unpack")
                         .Register(registry)
-                        .Add({}, PullBuckets())),
+                        .Add({}, DurationBuckets())),
       pull_bytes_(prometheus::BuildCounter()
                       .Name("stasis_image_pull_bytes_total")
                       .Help("Bytes of layers fetched from registries")
@@ -37,7 +33,7 @@ ImageMetrics::ImageMetrics(prometheus::Registry& registry)
                           .Name("stasis_image_unpack_seconds")
                           .Help("Seconds spent applying one image's layers")
                           .Register(registry)
-                          .Add({}, PullBuckets())),
+                          .Add({}, DurationBuckets())),
       unpacked_bytes_(prometheus::BuildCounter()
                           .Name("stasis_image_unpacked_bytes_total")
                           .Help("Bytes of regular files written by unpacking layers")

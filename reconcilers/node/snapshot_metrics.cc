@@ -22,16 +22,6 @@ prometheus::Histogram::BucketBoundaries ThroughputBuckets() {
   return b;
 }
 
-// 10 ms … 30 min, six bounds a decade (1, 1.5, 2, 3, 5, 7): no bucket is wider than 5/3 of
-// its lower bound, so histogram_quantile lands within ~1.7x of the truth where the measured
-// distributions lie (CPU pauses 40–200 ms, GPU checkpoints 1–15 s, large GPU suspends
-// minutes) instead of reporting bucket edges. Written out: decimal literals print as such in
-// `le` labels, products of a loop would not.
-prometheus::Histogram::BucketBoundaries DurationBuckets() {
-  return {0.01, 0.015, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.5,  0.7,  1,   1.5,  2,   3,   5,
-          7,    10,    15,   20,   30,   50,   70,  100,  150, 200, 300, 500, 700, 1000, 1500, 1800};
-}
-
 const char* Bool(bool b) { return b ? "true" : "false"; }
 
 // Every `reason` label is the metric spelling of the condition reason the actor gets for the
@@ -72,6 +62,16 @@ prometheus::Family<prometheus::Counter>& CacheEvictionsFamily(prometheus::Regist
 }
 
 }  // namespace
+
+// 10 ms … 30 min, six bounds a decade (1, 1.5, 2, 3, 5, 7): no bucket is wider than 5/3 of
+// its lower bound, so histogram_quantile lands within ~1.7x of the truth where the measured
+// distributions lie (CPU pauses 40–200 ms, GPU checkpoints 1–15 s, large GPU suspends
+// minutes) instead of reporting bucket edges. Written out: decimal literals print as such in
+// `le` labels, products of a loop would not.
+prometheus::Histogram::BucketBoundaries DurationBuckets() {
+  return {0.01, 0.015, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.5,  0.7,  1,   1.5,  2,   3,   5,
+          7,    10,    15,   20,   30,   50,   70,  100,  150, 200, 300, 500, 700, 1000, 1500, 1800};
+}
 
 SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
     : size_(prometheus::BuildHistogram()

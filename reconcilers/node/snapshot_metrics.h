@@ -30,6 +30,9 @@ namespace stasis {
 // stasis_object_store_retries_total{operation} and
 // stasis_object_store_compressed_bytes_total{form}; and of the download cache:
 // stasis_snapshot_cache_bytes and stasis_snapshot_cache_evictions_total.
+// docs/metrics.md's `duration` bucket set: snapshot operations, object-store transfers, pulls.
+prometheus::Histogram::BucketBoundaries DurationBuckets();
+
 class SnapshotMetrics final : public TransferObserver {
  public:
   explicit SnapshotMetrics(prometheus::Registry& registry);
