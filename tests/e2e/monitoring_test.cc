@@ -56,6 +56,9 @@ const std::string kDashboard = kSource + "/manifests/monitoring/dashboards/stasi
 // Queries that may legitimately have no data in this run, and why. Everything else must.
 constexpr char kNoObjectStore[] =
     "the run commits to a directory store: no object-store transfer, and a quantile of no observations is NaN";
+constexpr char kNoImage[] =
+    "the run's actors start from bundles: no image is pulled or looked up, and a quantile or ratio of nothing is NaN "
+    "(tests/e2e/node_images_test.cc covers the image metrics)";
 const std::map<std::string, std::string> kMayBeEmpty = {
     {"StasisActorStuck",
      "the controller cleans a stuck actor on its next look (within 5 s) and samples "
@@ -77,6 +80,14 @@ const std::map<std::string, std::string> kMayBeEmpty = {
     {"StasisCommitsFailing", "no commit fails in this run (promtool's unit test shows it firing)"},
     {"panel \"Store compression ratio\" A node=.*", kNoObjectStore},
     {"panel \"Store compression ratio\" A node=mon-a", kNoObjectStore},
+    {"panel \"Image pull p50 / p99\" A node=.*", kNoImage},
+    {"panel \"Image pull p50 / p99\" A node=mon-a", kNoImage},
+    {"panel \"Image pull p50 / p99\" B node=.*", kNoImage},
+    {"panel \"Image pull p50 / p99\" B node=mon-a", kNoImage},
+    {"panel \"Image pull p50 / p99\" C node=.*", kNoImage},
+    {"panel \"Image pull p50 / p99\" C node=mon-a", kNoImage},
+    {"panel \"Image cache hit ratio\" A node=.*", kNoImage},
+    {"panel \"Image cache hit ratio\" A node=mon-a", kNoImage},
 };
 
 std::string ReadFile(const fs::path& p) {
