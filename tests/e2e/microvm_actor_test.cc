@@ -27,6 +27,7 @@
 #include "tests/support/background_process.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/microvm.h"
+#include "tests/support/node_agent_fixture.h"
 #include "tests/support/sandbox.h"
 #include "reconcilers/node/sandbox_id.h"
 
@@ -169,16 +170,7 @@ class MicrovmActorTest : public ::testing::Test {
   }
 
   // The agent's /metrics (its port from its log line "serving metrics … port=N").
-  std::string Scrape() {
-    const std::string log = agent_->Log();
-    const std::string key = "serving metrics addr=127.0.0.1:0 port=";
-    const auto at = log.rfind(key);
-    if (at == std::string::npos) return "";
-    const std::string port =
-        log.substr(at + key.size(), log.find_first_of(" \n", at + key.size()) - (at + key.size()));
-    auto r = RunCommand({"curl", "-fsS", "http://127.0.0.1:" + port + "/metrics"}, 10s);
-    return r.ok() && r->success() ? r->out : "";
-  }
+  std::string Scrape() { return ScrapeMetrics(agent_->Log()); }
 
   static double Sample(const std::string& metrics, const std::string& name,
                        const std::vector<std::string>& labels) {

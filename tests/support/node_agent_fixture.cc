@@ -202,6 +202,16 @@ std::vector<json> NodeAgentTest::ListActors() {
   }
 }
 
+std::string ScrapeMetrics(const std::string& log) {
+  const std::string key = "serving metrics addr=127.0.0.1:0 port=";
+  const auto at = log.rfind(key);
+  if (at == std::string::npos) return "";
+  const auto from = at + key.size();
+  const std::string port = log.substr(from, log.find_first_of(" \n", from) - from);
+  auto r = RunCommand({"curl", "-fsS", "http://127.0.0.1:" + port + "/metrics"}, 10s);
+  return r.ok() && r->success() ? r->out : "";
+}
+
 Agent* NodeAgentTest::StartAgent(const std::string& node, const std::string& runsc,
                                  const std::vector<std::string>& env, int workers,
                                  const std::string& store, const std::vector<std::string>& extra_args) {

@@ -63,6 +63,9 @@ std::vector<std::string> Entries(const std::filesystem::path& dir);
 std::vector<std::string> ProcessesMentioning(const std::string& needle);
 // Whether process `pid` exists and is not a zombie.
 bool ProcessAlive(long pid);
+// The /metrics text of the stasis process whose log is `log` (it serves on the port its line
+// "serving metrics addr=127.0.0.1:0 port=N" names), or "" when it cannot be read.
+std::string ScrapeMetrics(const std::string& log);
 
 // One `stasis node` process.
 struct Agent {
