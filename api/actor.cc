@@ -22,6 +22,9 @@ constexpr Names<SnapshotScope, 2> kScopes{
     {{SnapshotScope::kFull, "Full"}, {SnapshotScope::kData, "Data"}}};
 constexpr Names<SnapshotTrigger, 2> kTriggers{
     {{SnapshotTrigger::kPause, "Pause"}, {SnapshotTrigger::kSuspend, "Suspend"}}};
+constexpr Names<PullPolicy, 3> kPullPolicies{{{PullPolicy::kAlways, "Always"},
+                                              {PullPolicy::kIfNotPresent, "IfNotPresent"},
+                                              {PullPolicy::kNever, "Never"}}};
 constexpr Names<ActorState, 8> kStates{{{ActorState::kUnspecified, "STATUS_UNSPECIFIED"},
                                         {ActorState::kResuming, "STATUS_RESUMING"},
                                         {ActorState::kRunning, "STATUS_RUNNING"},
@@ -67,6 +70,26 @@ std::optional<SnapshotTrigger> ParseSnapshotTrigger(std::string_view s) {
   return ValueOf(kTriggers, s);
 }
 std::optional<ActorState> ParseActorState(std::string_view s) { return ValueOf(kStates, s); }
+const char* ToString(PullPolicy v) { return NameOf(kPullPolicies, v); }
+std::optional<PullPolicy> ParsePullPolicy(std::string_view s) { return ValueOf(kPullPolicies, s); }
+
+std::string_view ImageTag(std::string_view image) {
+  const std::string_view name = image.substr(0, image.find('@'));
+  const size_t slash = name.rfind('/');
+  const std::string_view last = slash == std::string_view::npos ? name : name.substr(slash + 1);
+  const size_t colon = last.rfind(':');
+  return colon == std::string_view::npos ? std::string_view() : last.substr(colon + 1);
+}
+
+bool ImageHasDigest(std::string_view image) { return image.find('@') != std::string_view::npos; }
+
+PullPolicy EffectivePullPolicy(const ActorSpec& spec) {
+  if (spec.image.empty()) return PullPolicy::kNever;
+  if (spec.image_pull_policy) return *spec.image_pull_policy;
+  const std::string_view tag = ImageTag(spec.image);
+  if (tag == "latest" || (tag.empty() && !ImageHasDigest(spec.image))) return PullPolicy::kAlways;
+  return PullPolicy::kIfNotPresent;
+}
 
 bool IsTransitioning(ActorState s) {
   return s == ActorState::kResuming || s == ActorState::kSuspending || s == ActorState::kPausing;

@@ -25,6 +25,7 @@ enum class DesiredState { kRunning, kPaused, kSuspended };       // "Running" | 
 enum class CheckpointPolicy { kDirect, kLeaveRunningThenStop };  // "Direct" | …
 enum class SnapshotScope { kFull, kData };                       // "Full" | "Data"
 enum class SnapshotTrigger { kPause, kSuspend };                 // "Pause" | "Suspend"
+enum class PullPolicy { kAlways, kIfNotPresent, kNever };        // "Always" | …
 
 // status.status: the platform's enum, kept verbatim ("STATUS_RUNNING", …).
 enum class ActorState {
@@ -44,12 +45,14 @@ const char* ToString(CheckpointPolicy v);
 const char* ToString(SnapshotScope v);
 const char* ToString(SnapshotTrigger v);
 const char* ToString(ActorState v);
+const char* ToString(PullPolicy v);
 std::optional<Runtime> ParseRuntime(std::string_view s);
 std::optional<DesiredState> ParseDesiredState(std::string_view s);
 std::optional<CheckpointPolicy> ParseCheckpointPolicy(std::string_view s);
 std::optional<SnapshotScope> ParseSnapshotScope(std::string_view s);
 std::optional<SnapshotTrigger> ParseSnapshotTrigger(std::string_view s);
 std::optional<ActorState> ParseActorState(std::string_view s);
+std::optional<PullPolicy> ParsePullPolicy(std::string_view s);
 
 // RESUMING, SUSPENDING, PAUSING: the statuses that carry transitionStartTime and a deadline.
 bool IsTransitioning(ActorState s);
@@ -73,9 +76,32 @@ struct Timeouts {
   bool operator==(const Timeouts&) const = default;
 };
 
+// spec.imagePullSecrets[]: a Secret in the actor's namespace, as a Pod's LocalObjectReference.
+struct LocalObjectReference {
+  std::string name;
+  bool operator==(const LocalObjectReference&) const = default;
+};
+
+// spec.env[]: one environment variable of the image's process.
+struct EnvVar {
+  std::string name;
+  std::string value;
+  bool operator==(const EnvVar&) const = default;
+};
+
 struct ActorSpec {
   Runtime runtime = Runtime::kGvisor;
-  std::string bundle;     // required: the OCI bundle directory on the node
+  // Exactly one of bundle and image is set (non-empty).
+  std::string bundle;  // the OCI bundle directory on the node
+  std::string image;   // an image reference, by tag or digest (an actor from an OCI image)
+  // The fields below are only for an actor from an image. Absent pull policy: see
+  // EffectivePullPolicy().
+  std::optional<PullPolicy> image_pull_policy;
+  std::vector<LocalObjectReference> image_pull_secrets;
+  std::vector<std::string> command;  // replaces the image's Entrypoint when non-empty
+  std::vector<std::string> args;     // replaces the image's Cmd when non-empty
+  std::vector<EnvVar> env;           // added to (and overriding) the image's Env
+  std::string working_dir;           // replaces the image's WorkingDir when non-empty
   std::string node_name;  // optional pin
   GpuSpec gpu;
   DesiredState desired_state = DesiredState::kRunning;
@@ -96,6 +122,9 @@ struct Snapshot {
   double duration_seconds = 0;
   bool cuda_checkpointed = false;
   std::string runsc_version;
+  // An actor from an image: the manifest digest ("sha256:…") of the image the snapshot was
+  // taken on; a restore needs that same root filesystem. Empty for a bundle actor.
+  std::string image_digest;
   std::optional<Time> taken_at;
   bool operator==(const Snapshot&) const = default;
 };
@@ -106,6 +135,8 @@ struct ActorStatus {
   std::string node_name;    // set on binding, with the label kNodeLabel
   std::string worker_name;  // the Worker held
   std::string sandbox_id;
+  // An actor from an image: the manifest digest its sandbox was last booted from.
+  std::string image_digest;
   std::optional<Time> transition_start_time;  // set while IsTransitioning(status)
   std::optional<Snapshot> latest_snapshot;
   std::vector<Condition> conditions;
@@ -125,6 +156,18 @@ struct Actor {
     return metadata == o.metadata && spec == o.spec && status == o.status;
   }
 };
+
+// The pull policy the node agent applies to spec.image: spec.imagePullPolicy when set, else
+// Pods' rule: Always for the tag "latest" or a reference with neither tag nor digest,
+// IfNotPresent otherwise (a digest, or any other tag). kNever for an actor without an image
+// (nothing is pulled).
+PullPolicy EffectivePullPolicy(const ActorSpec& spec);
+
+// The tag of an image reference as written ("" when none; a digest is not a tag): the part
+// after the last ':' of the last '/'-separated component, before any '@'.
+std::string_view ImageTag(std::string_view image);
+// Whether the reference carries a digest ("…@sha256:…").
+bool ImageHasDigest(std::string_view image);
 
 // Before a status write: the Paused and Suspended conditions follow status.status (the table
 // in docs/api.md), and every condition carries `generation`, the generation this write

@@ -1,5 +1,6 @@
 #include "api/cel_rules.h"
 
+#include <regex>
 #include <string>
 #include <string_view>
 
@@ -36,7 +37,62 @@ bool IsEmptyOrDnsSubdomain(const json& self) {
   return s.empty() || IsDnsSubdomain(s);
 }
 
+// self.matches(pattern), the pattern compiled once (a const std::regex may be searched from
+// several threads at once).
+bool Matches(const json& self, const std::regex& re) {
+  return std::regex_search(self.get_ref<const std::string&>(), re);
+}
+
+bool IsData(const json& snapshots, const char* key) {
+  auto it = snapshots.find(key);
+  return it != snapshots.end() && *it == "Data";
+}
+
 }  // namespace
+
+openapi::Rule ImageOrBundle() {
+  return {[](const json& self) { return self.contains("image") != self.contains("bundle"); },
+          kMessageImageOrBundle, ""};
+}
+
+openapi::Rule NeedsImage(const char* field, const char* message) {
+  const std::string key = field;
+  return {[key](const json& self) { return self.contains("image") || !self.contains(key); },
+          message, key};
+}
+
+openapi::Rule ImageNotMicrovm() {
+  return {[](const json& self) {
+            return !self.contains("image") || self.value("runtime", "") != "microvm";
+          },
+          kMessageImageMicrovm, "runtime"};
+}
+
+openapi::Rule ImageNoDataSnapshots() {
+  return {[](const json& self) {
+            auto snapshots = self.find("snapshots");
+            return !self.contains("image") || snapshots == self.end() ||
+                   (!IsData(*snapshots, "onPause") && !IsData(*snapshots, "onCommit"));
+          },
+          kMessageImageDataSnapshots, "snapshots"};
+}
+
+openapi::Rule ImageReference() {
+  static const std::regex* const kRe = new std::regex(kImageReferencePattern);
+  return {[](const json& self) { return Matches(self, *kRe); }, kMessageImageReference, ""};
+}
+
+openapi::Rule EnvName() {
+  static const std::regex* const kRe = new std::regex(kEnvNamePattern);
+  return {[](const json& self) { return Matches(self, *kRe); }, kMessageEnvName, ""};
+}
+
+openapi::Rule PullSecretName() {
+  return {[](const json& self) { return IsDnsSubdomain(self.get_ref<const std::string&>()); },
+          kMessagePullSecretName, ""};
+}
+
+openapi::Rule WorkingDirAbsolute() { return {&StartsWithSlash, kMessageWorkingDirAbsolute, ""}; }
 
 std::vector<openapi::Rule> PathRules(const char* absolute_message, const char* dotdot_message) {
   return {{&StartsWithSlash, absolute_message, ""}, {&NoDotDotSegment, dotdot_message, ""}};

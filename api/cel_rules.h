@@ -23,6 +23,24 @@ openapi::Rule NodeName();
 openapi::Rule ScopeSubset();
 openapi::Rule DataScopeNeedsDirs();
 
+// spec, for actors from OCI images:
+//   has(self.image) != has(self.bundle)
+openapi::Rule ImageOrBundle();
+//   has(self.image) || !has(self.<field>), with fieldPath .<field> (command, args, env, …)
+openapi::Rule NeedsImage(const char* field, const char* message);
+//   !has(self.image) || !has(self.runtime) || self.runtime != 'microvm'  (fieldPath .runtime)
+openapi::Rule ImageNotMicrovm();
+//   !has(self.image) || !has(self.snapshots) || (onPause and onCommit are not 'Data')
+openapi::Rule ImageNoDataSnapshots();
+// spec.image: self.matches(kImageReferencePattern).
+openapi::Rule ImageReference();
+// spec.env[].name: self.matches(kEnvNamePattern).
+openapi::Rule EnvName();
+// spec.imagePullSecrets[].name: self.matches('^[a-z0-9]…$') (an RFC 1123 subdomain).
+openapi::Rule PullSecretName();
+// spec.workingDir: self.startsWith('/').
+openapi::Rule WorkingDirAbsolute();
+
 // Worker status: has(self.actorRef) == (self.phase == 'Held').
 openapi::Rule WorkerHeldRef();
 

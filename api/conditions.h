@@ -86,6 +86,22 @@ inline constexpr char kReasonInsufficientSpace[] = "InsufficientSpace";
 // this agent has none, or has one and the snapshot is not encrypted): nothing downloaded, the
 // actor rests where it was and the resume is retried with backoff — the right key restores it.
 inline constexpr char kReasonSnapshotKeyMismatch[] = "SnapshotKeyMismatch";
+// Actors from OCI images (spec.image). A pull that fails sets Ready=False with ImagePullFailed
+// (the registry unreachable, or it answered with an error: retried with backoff), ImageNotFound
+// (the registry has no such repository, tag or digest) or Unauthorized (the registry refused the
+// credentials of spec.imagePullSecrets, or has none it accepts); Progressing=True PullingImage
+// while layers download. ImageNotPresent: imagePullPolicy Never and the node has no such image
+// cached. SnapshotImageUnavailable: a resume needs the image the snapshot was taken on
+// (latestSnapshot.imageDigest) and it cannot be pulled by that digest. BadImage: the image
+// has a layer or config this node refuses (a media type it does not know, a digest mismatch, a
+// path that escapes the root filesystem, a platform other than the node's).
+inline constexpr char kReasonImagePullFailed[] = "ImagePullFailed";
+inline constexpr char kReasonImageNotFound[] = "ImageNotFound";
+inline constexpr char kReasonUnauthorized[] = "Unauthorized";
+inline constexpr char kReasonPullingImage[] = "PullingImage";
+inline constexpr char kReasonImageNotPresent[] = "ImageNotPresent";
+inline constexpr char kReasonSnapshotImageUnavailable[] = "SnapshotImageUnavailable";
+inline constexpr char kReasonBadImage[] = "BadImage";
 // Derived from the failure classes a runtime driver names (runtime_driver.h), a Data
 // snapshot's (data_dirs.h) and the snapshot store's (snapshot_reasons.h): a checkpoint or a
 // restore that failed with one says it in CheckpointFailed / Ready.

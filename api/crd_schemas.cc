@@ -53,16 +53,35 @@ Schema ActorSpecSchema() {
   Schema runtime = Enum({"gvisor", "microvm"});
   // A sandbox and its snapshots belong to one runtime: a runsc image cannot restore as a VM.
   runtime.transition_rules = {cel::Immutable(kMessageImmutableRuntime)};
+  Schema pull_secret = Object(
+      {{"name", String(kMaxNodeNameLength, {cel::PullSecretName()})}}, {"name"});
+  Schema env_var = Object({{"name", String(kMaxEnvNameLength, {cel::EnvName()})},
+                           {"value", String(kMaxEnvValueLength)}},
+                          {"name"});
   return Object(
       {{"runtime", runtime},
        {"bundle", String(kMaxPathLength, cel::PathRules(kMessageBundleAbsolute, kMessageBundleDotDot))},
+       {"image", String(kMaxImageLength, {cel::ImageReference()})},
+       {"imagePullPolicy", Enum({"Always", "IfNotPresent", "Never"})},
+       {"imagePullSecrets", Array(pull_secret, kMaxImagePullSecrets, ListType::kMap, "name")},
+       {"command", Array(String(kMaxArgLength), kMaxCommandItems, ListType::kAtomic)},
+       {"args", Array(String(kMaxArgLength), kMaxCommandItems, ListType::kAtomic)},
+       {"env", Array(env_var, kMaxEnvVars, ListType::kMap, "name")},
+       {"workingDir", String(kMaxPathLength, {cel::WorkingDirAbsolute()})},
        {"nodeName", String(kMaxNodeNameLength, {cel::NodeNameOrEmpty()})},
        {"desiredState", Enum({"Running", "Paused", "Suspended"})},
        {"checkpointPolicy", Enum({"Direct", "LeaveRunningThenStop"})},
        {"gpu", gpu},
        {"snapshots", snapshots},
        {"timeouts", timeouts}},
-      {"bundle"});
+      {},
+      {cel::ImageOrBundle(), cel::NeedsImage("imagePullPolicy", kMessagePullPolicyNeedsImage),
+       cel::NeedsImage("imagePullSecrets", kMessagePullSecretsNeedsImage),
+       cel::NeedsImage("command", kMessageCommandNeedsImage),
+       cel::NeedsImage("args", kMessageArgsNeedsImage),
+       cel::NeedsImage("env", kMessageEnvNeedsImage),
+       cel::NeedsImage("workingDir", kMessageWorkingDirNeedsImage), cel::ImageNotMicrovm(),
+       cel::ImageNoDataSnapshots()});
 }
 
 Schema ActorStatusSchema() {
@@ -77,6 +96,7 @@ Schema ActorStatusSchema() {
                           {"durationSeconds", duration},
                           {"cudaCheckpointed", Scalar(Type::kBoolean)},
                           {"runscVersion", String(256)},
+                          {"imageDigest", String(kMaxImageDigestLength)},
                           {"takenAt", DateTime()}});
   return Object({{"status", Enum({"STATUS_UNSPECIFIED", "STATUS_RESUMING", "STATUS_RUNNING",
                                   "STATUS_SUSPENDING", "STATUS_SUSPENDED", "STATUS_PAUSING",
@@ -85,6 +105,7 @@ Schema ActorStatusSchema() {
                  {"nodeName", String(kMaxNodeNameLength)},
                  {"workerName", String(kMaxNodeNameLength)},
                  {"sandboxID", String(512)},
+                 {"imageDigest", String(kMaxImageDigestLength)},
                  {"transitionStartTime", DateTime()},
                  {"latestSnapshot", latest},
                  {"conditions", Array(ConditionSchema(), kMaxConditions, ListType::kMap, "type")}});

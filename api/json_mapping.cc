@@ -213,11 +213,46 @@ json ConditionsToJson(const std::vector<Condition>& conditions) {
   return list;
 }
 
+// A list of objects at obj[key]: `read` is called with each item and its path.
+template <typename T, typename F>
+void ReadObjectList(Reader& r, const json& obj, const char* key, const std::string& path,
+                    std::vector<T>& out, F read) {
+  const json* list = r.Array(obj, key, path);
+  if (list == nullptr) return;
+  out.clear();
+  for (size_t i = 0; i < list->size(); ++i) {
+    const std::string item_path = path + "[" + std::to_string(i) + "]";
+    const json& item = (*list)[i];
+    if (!item.is_object()) return (void)r.Fail(item_path, "an object");
+    T t;
+    read(item, item_path, t);
+    out.push_back(std::move(t));
+  }
+}
+
 void ReadActorSpec(Reader& r, const json& obj, ActorSpec& s) {
   const json* spec = r.Object(obj, "spec", "spec");
   if (spec == nullptr) return;
   r.Enum(*spec, "runtime", "spec.runtime", &ParseRuntime, s.runtime);
   r.String(*spec, "bundle", "spec.bundle", s.bundle);
+  r.String(*spec, "image", "spec.image", s.image);
+  if (auto p = spec->find("imagePullPolicy"); p != spec->end() && !p->is_null()) {
+    PullPolicy policy = PullPolicy::kIfNotPresent;
+    r.Enum(*spec, "imagePullPolicy", "spec.imagePullPolicy", &ParsePullPolicy, policy);
+    s.image_pull_policy = policy;
+  }
+  ReadObjectList(r, *spec, "imagePullSecrets", "spec.imagePullSecrets", s.image_pull_secrets,
+                 [&r](const json& item, const std::string& path, LocalObjectReference& ref) {
+                   r.String(item, "name", path + ".name", ref.name);
+                 });
+  r.StringList(*spec, "command", "spec.command", s.command);
+  r.StringList(*spec, "args", "spec.args", s.args);
+  ReadObjectList(r, *spec, "env", "spec.env", s.env,
+                 [&r](const json& item, const std::string& path, EnvVar& e) {
+                   r.String(item, "name", path + ".name", e.name);
+                   r.String(item, "value", path + ".value", e.value);
+                 });
+  r.String(*spec, "workingDir", "spec.workingDir", s.working_dir);
   r.String(*spec, "nodeName", "spec.nodeName", s.node_name);
   if (const json* gpu = r.Object(*spec, "gpu", "spec.gpu")) {
     r.Integer(*gpu, "count", "spec.gpu.count", s.gpu.count);
@@ -242,7 +277,28 @@ void ReadActorSpec(Reader& r, const json& obj, ActorSpec& s) {
 json ActorSpecToJson(const ActorSpec& s) {
   json j = json::object();
   j["runtime"] = ToString(s.runtime);
-  j["bundle"] = s.bundle;
+  if (!s.bundle.empty()) j["bundle"] = s.bundle;
+  if (!s.image.empty()) j["image"] = s.image;
+  if (s.image_pull_policy) j["imagePullPolicy"] = ToString(*s.image_pull_policy);
+  if (!s.image_pull_secrets.empty()) {
+    json secrets = json::array();
+    for (const LocalObjectReference& ref : s.image_pull_secrets) {
+      secrets.push_back({{"name", ref.name}});
+    }
+    j["imagePullSecrets"] = std::move(secrets);
+  }
+  if (!s.command.empty()) j["command"] = s.command;
+  if (!s.args.empty()) j["args"] = s.args;
+  if (!s.env.empty()) {
+    json env = json::array();
+    for (const EnvVar& e : s.env) {
+      json var = {{"name", e.name}};
+      if (!e.value.empty()) var["value"] = e.value;
+      env.push_back(std::move(var));
+    }
+    j["env"] = std::move(env);
+  }
+  if (!s.working_dir.empty()) j["workingDir"] = s.working_dir;
   if (!s.node_name.empty()) j["nodeName"] = s.node_name;
   j["gpu"] = {{"count", s.gpu.count}, {"cudaCheckpointPath", s.gpu.cuda_checkpoint_path}};
   j["desiredState"] = ToString(s.desired_state);
@@ -263,6 +319,7 @@ void ReadActorStatus(Reader& r, const json& obj, ActorStatus& s) {
   r.String(*st, "nodeName", "status.nodeName", s.node_name);
   r.String(*st, "workerName", "status.workerName", s.worker_name);
   r.String(*st, "sandboxID", "status.sandboxID", s.sandbox_id);
+  r.String(*st, "imageDigest", "status.imageDigest", s.image_digest);
   r.OptionalTime(*st, "transitionStartTime", "status.transitionStartTime", s.transition_start_time);
   if (const json* ls = r.Object(*st, "latestSnapshot", "status.latestSnapshot")) {
     const std::string p = "status.latestSnapshot.";
@@ -276,6 +333,7 @@ void ReadActorStatus(Reader& r, const json& obj, ActorStatus& s) {
     r.Number(*ls, "durationSeconds", p + "durationSeconds", snap.duration_seconds);
     r.Bool(*ls, "cudaCheckpointed", p + "cudaCheckpointed", snap.cuda_checkpointed);
     r.String(*ls, "runscVersion", p + "runscVersion", snap.runsc_version);
+    r.String(*ls, "imageDigest", p + "imageDigest", snap.image_digest);
     r.OptionalTime(*ls, "takenAt", p + "takenAt", snap.taken_at);
     s.latest_snapshot = std::move(snap);
   }
@@ -289,6 +347,7 @@ json ActorStatusToJson(const ActorStatus& s) {
   if (!s.node_name.empty()) j["nodeName"] = s.node_name;
   if (!s.worker_name.empty()) j["workerName"] = s.worker_name;
   if (!s.sandbox_id.empty()) j["sandboxID"] = s.sandbox_id;
+  if (!s.image_digest.empty()) j["imageDigest"] = s.image_digest;
   if (s.transition_start_time) j["transitionStartTime"] = FormatTime(*s.transition_start_time);
   if (s.latest_snapshot) {
     const Snapshot& snap = *s.latest_snapshot;
@@ -301,6 +360,7 @@ json ActorStatusToJson(const ActorStatus& s) {
                {"cudaCheckpointed", snap.cuda_checkpointed}};
     if (!snap.node_name.empty()) ls["nodeName"] = snap.node_name;
     if (!snap.runsc_version.empty()) ls["runscVersion"] = snap.runsc_version;
+    if (!snap.image_digest.empty()) ls["imageDigest"] = snap.image_digest;
     if (snap.taken_at) ls["takenAt"] = FormatTime(*snap.taken_at);
     j["latestSnapshot"] = std::move(ls);
   }

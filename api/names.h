@@ -58,5 +58,14 @@ inline constexpr int kMaxDevices = 16;
 inline constexpr int kMaxDeviceLength = 256;
 inline constexpr int kMaxConditions = 32;
 inline constexpr int kMaxConditionMessageBytes = 32768;
+// Actors from OCI images (spec.image and the fields that go with it).
+inline constexpr int kMaxImageLength = 255;
+inline constexpr int kMaxImagePullSecrets = 16;
+inline constexpr int kMaxCommandItems = 256;  // spec.command and spec.args, each
+inline constexpr int kMaxArgLength = 4096;    // one item of command or args
+inline constexpr int kMaxEnvVars = 256;
+inline constexpr int kMaxEnvNameLength = 253;
+inline constexpr int kMaxEnvValueLength = 32768;
+inline constexpr int kMaxImageDigestLength = 256;  // status.imageDigest, latestSnapshot.imageDigest
 
 }  // namespace stasis::api

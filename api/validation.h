@@ -43,6 +43,35 @@ inline constexpr char kMessageDataScopeNeedsDirs[] =
 inline constexpr char kMessageWorkerHeldRef[] = "actorRef must be set exactly when phase is Held";
 inline constexpr char kMessageImmutableNodeName[] = "nodeName is immutable";
 inline constexpr char kMessageImmutableRuntime[] = "runtime is immutable";
+// Actors from OCI images.
+inline constexpr char kMessageImageOrBundle[] =
+    "exactly one of image and bundle must be set: an actor runs an OCI image or an OCI bundle "
+    "on the node";
+inline constexpr char kMessageImageReference[] =
+    "image must be an image reference such as registry.example.com/team/app:v1 or "
+    "registry.example.com/team/app@sha256:<64 hex digits>: no whitespace, no uppercase letters "
+    "in the repository";
+inline constexpr char kMessageImageMicrovm[] =
+    "runtime microvm cannot run an image: micro-VM bundles are not OCI images; use spec.bundle";
+inline constexpr char kMessageImageDataSnapshots[] =
+    "an actor from an image cannot take Data snapshots: the image's root filesystem is shared "
+    "read-only between actors, so there is no per-actor directory to archive; use Full";
+inline constexpr char kMessageCommandNeedsImage[] =
+    "command is only for an actor from an image (spec.image)";
+inline constexpr char kMessageArgsNeedsImage[] =
+    "args is only for an actor from an image (spec.image)";
+inline constexpr char kMessageEnvNeedsImage[] = "env is only for an actor from an image (spec.image)";
+inline constexpr char kMessageWorkingDirNeedsImage[] =
+    "workingDir is only for an actor from an image (spec.image)";
+inline constexpr char kMessagePullPolicyNeedsImage[] =
+    "imagePullPolicy is only for an actor from an image (spec.image)";
+inline constexpr char kMessagePullSecretsNeedsImage[] =
+    "imagePullSecrets is only for an actor from an image (spec.image)";
+inline constexpr char kMessageWorkingDirAbsolute[] = "workingDir must be an absolute path";
+inline constexpr char kMessageEnvName[] =
+    "env names must consist of letters, digits, '_', '-' or '.' and must not start with a digit";
+inline constexpr char kMessagePullSecretName[] =
+    "imagePullSecrets names must be lowercase RFC 1123 subdomains (the names of Secrets)";
 // Added by the server (and here) when CEL rules were skipped because of a blocking error.
 inline constexpr char kCelSkippedNotice[] =
     "some validation rules were not checked because the object was invalid; correct the "
@@ -52,6 +81,18 @@ inline constexpr char kCelSkippedNotice[] =
 inline constexpr char kConditionTypePattern[] =
     R"(^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$)";
 inline constexpr char kConditionReasonPattern[] = R"(^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$)";
+
+// The CEL regular expressions of spec.image and spec.env[].name, verbatim from the CRD (RE2 and
+// ECMAScript read them alike: no escapes, no lookaround). An image reference: an optional
+// registry host (one with a '.' or a port, or localhost; it may have uppercase letters), then
+// lowercase '/'-separated path components, an optional tag, an optional sha256 digest. A light
+// check: images/image_reference.h parses it in full on the node.
+inline constexpr char kImageReferencePattern[] =
+    "^((localhost|[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?([.][a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)+)"
+    "(:[0-9]+)?/|[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?:[0-9]+/)?"
+    "[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*"
+    "(:[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$";
+inline constexpr char kEnvNamePattern[] = "^[-._a-zA-Z][-._a-zA-Z0-9]*$";
 
 // An Actor as sent to the API server (create or update of the main resource): the whole
 // object, status included.

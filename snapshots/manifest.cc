@@ -48,6 +48,7 @@ nlohmann::json ManifestToJson(const SnapshotManifest& m) {
     if (!m.checksums_pending) j["chunkListSha256"] = m.chunk_list_sha256;
   }
   if (!m.owner_uid.empty()) j["ownerUid"] = m.owner_uid;
+  if (!m.image_digest.empty()) j["imageDigest"] = m.image_digest;
   if (!m.deferred_sync_boot_id.empty()) j["deferredSyncBootId"] = m.deferred_sync_boot_id;
   if (m.checksums_pending) j["checksumsPending"] = true;
   // Written only when set: a manifest of an untransformed snapshot reads as it always did.
@@ -98,6 +99,7 @@ SnapshotManifest ManifestFromJson(const nlohmann::json& j) {
   m.scope = j.value("scope", "");
   m.trigger = j.value("trigger", "");
   m.runtime_version = j.value("runtimeVersion", "");
+  m.image_digest = j.value("imageDigest", "");
   m.cuda_checkpointed = j.value("cudaCheckpointed", false);
   m.taken_at = j.value("takenAt", "");
   m.duration_seconds = j.value("durationSeconds", 0.0);

@@ -52,6 +52,10 @@ struct SnapshotManifest {
   std::string scope;     // "Full" | "Data"
   std::string trigger;   // "Pause" | "Suspend"
   std::string runtime_version;
+  // An actor from an OCI image: the manifest digest ("sha256:…") of the image whose root
+  // filesystem the snapshot was taken on (a restore needs that same root filesystem). Empty for
+  // a bundle actor, and in manifests written before it was recorded; written only when set.
+  std::string image_digest;
   bool cuda_checkpointed = false;
   std::string taken_at;  // RFC 3339
   double duration_seconds = 0;  // of the checkpoint that made it

@@ -150,7 +150,8 @@ TEST_F(CrdTest, KubectlExplainDescribesTheFields) {
 }
 
 TEST_F(CrdTest, SamplesAreAcceptedAndReadByTheCppTypes) {
-  for (const char* sample : {"actor-cpu.yaml", "actor-gpu.yaml", "actor-microvm.yaml"}) {
+  for (const char* sample :
+       {"actor-cpu.yaml", "actor-gpu.yaml", "actor-microvm.yaml", "actor-image.yaml"}) {
     SCOPED_TRACE(sample);
     CommandResult r = Kubectl({"apply", "-n", kNs, "-f", kSampleDir + sample});
     ASSERT_EQ(r.exit_code, 0) << Show(r);
@@ -158,7 +159,7 @@ TEST_F(CrdTest, SamplesAreAcceptedAndReadByTheCppTypes) {
   CommandResult r = Kubectl({"apply", "-f", kSampleDir + "worker.yaml"});
   ASSERT_EQ(r.exit_code, 0) << Show(r);
 
-  for (const char* name : {"counter", "cuda-counter", "counter-vm"}) {
+  for (const char* name : {"counter", "cuda-counter", "counter-vm", "counter-image"}) {
     json stored = GetActor(name);
     EXPECT_TRUE(ValidateActor(stored).empty()) << name;
     Result<Actor> a = ActorFromJson(stored);
@@ -175,6 +176,11 @@ TEST_F(CrdTest, SamplesAreAcceptedAndReadByTheCppTypes) {
   EXPECT_EQ(gpu.spec.checkpoint_policy, CheckpointPolicy::kLeaveRunningThenStop);
   EXPECT_EQ(gpu.spec.snapshots.on_commit, SnapshotScope::kData);
   EXPECT_EQ(gpu.spec.snapshots.data_dirs, (std::vector<std::string>{"/data", "/models"}));
+  Actor image = *ActorFromJson(GetActor("counter-image"));
+  EXPECT_EQ(image.spec.image, "127.0.0.1:5000/stasis/counter:v1");
+  EXPECT_TRUE(image.spec.bundle.empty());
+  EXPECT_EQ(EffectivePullPolicy(image.spec), PullPolicy::kIfNotPresent);
+  EXPECT_EQ(image.spec.env, (std::vector<EnvVar>{{"COUNTER_START", "0"}}));
 
   Result<Worker> w = WorkerFromJson(GetJson({"get", "worker", "node-a-gpu0"}));
   ASSERT_TRUE(w.ok()) << w.status().ToString();
@@ -364,6 +370,68 @@ void SendBadObject(const BadObject& bad, const char* resource, bool namespaced) 
                                    json{{"status", bad.object["status"]}}.dump()};
   if (namespaced) args.insert(args.end(), {"-n", kNs});
   ExpectRefused(Kubectl(args), bad);
+}
+
+// An actor from an image, with every field an image actor may have, is accepted, defaulted like
+// the C++ types, read back field for field, and its status (the image digests) written through
+// /status; the agent's pull policy for it follows Pods' rule.
+TEST_F(CrdTest, AnImageActorIsAcceptedAndReadBack) {
+  const json good = stasis::testing::GoodImageActor("image-actor");
+  ASSERT_TRUE(ValidateActor(good).empty());
+  Create(good);
+  json stored = GetActor("image-actor");
+  Result<Actor> typed = ActorFromJson(good);
+  ASSERT_TRUE(typed.ok()) << typed.status().ToString();
+  EXPECT_EQ(stored["spec"], ActorTypedJson(*typed)["spec"]) << stored["spec"].dump(2);
+  Result<Actor> read = ActorFromJson(stored);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->spec, typed->spec);
+  EXPECT_EQ(read->spec.image, "127.0.0.1:5000/stasis/counter:v1");
+  EXPECT_EQ(read->spec.image_pull_policy, PullPolicy::kAlways);
+  EXPECT_EQ(read->spec.image_pull_secrets.size(), 2u);
+  EXPECT_EQ(read->spec.env[1].name, "log.level");
+  EXPECT_EQ(read->spec.env[1].value, "");
+
+  // The status fields, through /status, as the agent writes them.
+  const json with_status = stasis::testing::GoodImageActor("image-actor", true);
+  PatchStatus("actor", "image-actor", {{"status", with_status["status"]}});
+  stored = GetActor("image-actor");
+  read = ActorFromJson(stored);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->status.image_digest, stasis::testing::kGoodImageDigest);
+  ASSERT_TRUE(read->status.latest_snapshot.has_value());
+  EXPECT_EQ(read->status.latest_snapshot->image_digest, stasis::testing::kGoodImageDigest);
+  EXPECT_TRUE(ValidateActor(stored).empty());
+
+  // The smallest image actor: the server's defaults equal the C++ ones; no pull policy is
+  // stored (the agent applies Pods' rule: no tag is Always).
+  json minimal = MinimalActor("image-minimal");
+  minimal["spec"] = {{"image", "busybox"}};
+  Create(minimal);
+  stored = GetActor("image-minimal");
+  EXPECT_EQ(stored["spec"], ActorTypedJson(*ActorFromJson(minimal))["spec"]) << stored["spec"].dump(2);
+  EXPECT_FALSE(stored["spec"].contains("imagePullPolicy"));
+  EXPECT_EQ(EffectivePullPolicy(ActorFromJson(stored)->spec), PullPolicy::kAlways);
+
+  // Switching an image actor to a bundle must drop the image (and its fields) in the same write.
+  CommandResult r = Kubectl({"patch", "actor", "image-minimal", "-n", kNs, "--type=merge", "-p",
+                             R"({"spec": {"bundle": "/var/lib/stasis/bundles/counter"}})"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(ServerSaid(r.err, "spec: Invalid value: " + std::string(kMessageImageOrBundle))) << r.err;
+  r = Kubectl({"patch", "actor", "image-minimal", "-n", kNs, "--type=merge", "-p",
+               R"({"spec": {"bundle": "/var/lib/stasis/bundles/counter", "image": null}})"});
+  EXPECT_EQ(r.exit_code, 0) << Show(r);
+}
+
+// has() of a list that is present but empty: the server counts it as set, as the C++ rule does.
+TEST_F(CrdTest, AnEmptyImageOnlyListStillNeedsAnImage) {
+  json actor = MinimalActor("empty-command");
+  actor["spec"]["command"] = json::array();
+  const FieldErrors errors = ValidateActor(actor);
+  ASSERT_EQ(errors.size(), 1u);
+  CommandResult r = Kubectl({"create", "-f", "-"}, actor.dump());
+  EXPECT_NE(r.exit_code, 0) << "the API server accepted it";
+  EXPECT_TRUE(ServerSaid(r.err, errors[0].ToString())) << r.err;
 }
 
 TEST_F(CrdTest, EveryBadActorIsRefusedWithTheValidatorsMessage) {

@@ -230,7 +230,8 @@ TEST_F(DeployManifestsTest, EveryOverlayPassesAServerSideDryRun) {
     EXPECT_EQ(kinds["Namespace"], 1);
     EXPECT_EQ(kinds["CustomResourceDefinition"], 2);
     EXPECT_EQ(kinds["ServiceAccount"], 2);
-    EXPECT_EQ(kinds["ClusterRole"], 3);  // the roles' two and stasis-metrics-reader
+    // The roles' two, stasis-metrics-reader and stasis-image-pull-secrets (both bound to nothing).
+    EXPECT_EQ(kinds["ClusterRole"], 4);
     EXPECT_EQ(kinds["ClusterRoleBinding"], 2);
     EXPECT_EQ(kinds["Role"], 2);
     EXPECT_EQ(kinds["RoleBinding"], 2);
@@ -576,6 +577,64 @@ TEST_F(DeployManifestsTest, RbacGrantsNothingBeyondTheAuditTable) {
     EXPECT_TRUE(audited.count(k)) << "granted but not in the audit table: " << k;
   for (const auto& k : audited)
     EXPECT_TRUE(granted.count(k)) << "in the audit table but not granted: " << k;
+}
+
+// The text between <!-- MARKER:begin --> and <!-- MARKER:end --> of a doc, inside its ``` fence.
+std::string DocBlock(const std::string& doc, const std::string& marker) {
+  const std::string text = ReadFile(kSource + "/docs/" + doc);
+  const size_t begin = text.find("<!-- " + marker + ":begin -->");
+  const size_t end = text.find("<!-- " + marker + ":end -->");
+  if (begin == std::string::npos || end == std::string::npos) return "";
+  const std::string block = text.substr(begin, end - begin);
+  const size_t open = block.find("```yaml\n");
+  const size_t close = block.rfind("```");
+  if (open == std::string::npos || close <= open) return "";
+  return block.substr(open + 8, close - open - 8);
+}
+
+// Pull secrets (spec.imagePullSecrets): the ClusterRole grants `get` on Secrets and nothing
+// else, no overlay binds it, and the RoleBinding docs/security.md gives (applied as written, its
+// namespace replaced) lets the node agents read Secrets in that namespace only, by name.
+TEST_F(DeployManifestsTest, ImagePullSecretsRoleIsGetOnlyAndBoundOnlyWhereANamespaceOptsIn) {
+  for (const Overlay& o : Overlays()) {
+    SCOPED_TRACE(o.dir);
+    ASSERT_TRUE(o.objects.is_object());
+    EXPECT_EQ(At(Find(o.objects, "ClusterRole", "stasis-image-pull-secrets"), "/rules"),
+              json::parse(R"([{"apiGroups":[""],"resources":["secrets"],"verbs":["get"]}])"));
+    for (const auto& item : At(o.objects, "/items")) {
+      const std::string kind = item.value("kind", "");
+      if (kind != "ClusterRoleBinding" && kind != "RoleBinding") continue;
+      EXPECT_NE(Field(item, "/roleRef/name"), "stasis-image-pull-secrets")
+          << "the base must not bind it: " << item["metadata"].dump();
+    }
+  }
+  const RbacRow get{"node", "get", "secrets", "", "", ""};
+  const RbacRow list{"node", "list", "secrets", "", "", ""};
+  const RbacRow watch{"node", "watch", "secrets", "", "", ""};
+  const RbacRow controller_get{"controller", "get", "secrets", "", "", ""};
+  EXPECT_EQ(CanI(get, kActorNs), "no") << "before the namespace opts in";
+
+  std::string binding = DocBlock("security.md", "image-pull-secrets-binding");
+  ASSERT_NE(binding.find("kind: RoleBinding"), std::string::npos) << binding;
+  const std::string ns_line = "namespace: team-a";
+  const size_t at = binding.find(ns_line);
+  ASSERT_NE(at, std::string::npos) << binding;
+  binding.replace(at, ns_line.size(), "namespace: " + kActorNs);
+  CommandResult r = Kubectl({"apply", "-f", "-"}, binding);
+  ASSERT_EQ(r.exit_code, 0) << Show(r) << "\n" << binding;
+  struct Unbind {
+    ~Unbind() {
+      Kubectl({"delete", "rolebinding", "stasis-image-pull-secrets", "-n", kActorNs, "--wait"});
+    }
+  } unbind;
+
+  EXPECT_EQ(CanI(get, kActorNs), "yes");
+  EXPECT_EQ(CanI(list, kActorNs), "no");
+  EXPECT_EQ(CanI(watch, kActorNs), "no");
+  for (const std::string& other : {std::string("default"), kSystemNs, std::string("")}) {
+    EXPECT_EQ(CanI(get, other), "no") << "asked in '" << other << "'";
+  }
+  EXPECT_EQ(CanI(controller_get, kActorNs), "no");
 }
 
 // ---- the real binaries, authenticated as their ServiceAccounts -----------------------------

@@ -20,6 +20,12 @@ BadObject Actor(std::string name, std::string what, BadWrite write, const json& 
   return {std::move(name), std::move(what), write, std::move(object), std::move(expected)};
 }
 
+BadObject ImageActor(std::string name, std::string what, BadWrite write, const json& patch,
+                     std::string expected) {
+  json object = Patched(GoodImageActor(name, write == BadWrite::kStatus), patch);
+  return {std::move(name), std::move(what), write, std::move(object), std::move(expected)};
+}
+
 BadObject Worker(std::string name, std::string what, BadWrite write, const json& patch,
                  std::string expected) {
   json object = Patched(GoodWorker(name, write == BadWrite::kStatus), patch);
@@ -30,6 +36,17 @@ std::vector<json> ManyDirs(int n) {
   std::vector<json> dirs;
   for (int i = 0; i < n; ++i) dirs.push_back("/data/" + std::to_string(i));
   return dirs;
+}
+
+// n objects {"name": "<prefix><i>"} (plus a value for env).
+json ManyNamed(int n, const std::string& prefix, bool with_value) {
+  json list = json::array();
+  for (int i = 0; i < n; ++i) {
+    json item = {{"name", prefix + std::to_string(i)}};
+    if (with_value) item["value"] = "v";
+    list.push_back(std::move(item));
+  }
+  return list;
 }
 
 }  // namespace
@@ -79,6 +96,48 @@ json GoodActor(const std::string& name, bool with_status) {
                           {"lastTransitionTime", "2026-12-02T09:00:00Z"},
                           {"reason", "PreflightPassed"},
                           {"message", ""}}}}};
+  }
+  return actor;
+}
+
+json GoodImageActor(const std::string& name, bool with_status) {
+  json actor = {{"apiVersion", "stasis.dev/v1alpha1"},
+                {"kind", "Actor"},
+                {"metadata", {{"name", name}, {"namespace", kBadObjectNamespace}}},
+                {"spec",
+                 {{"runtime", "gvisor"},
+                  {"image", "127.0.0.1:5000/stasis/counter:v1"},
+                  {"imagePullPolicy", "Always"},
+                  {"imagePullSecrets", {{{"name", "regcred"}}, {{"name", "mirror.example.com"}}}},
+                  {"command", {"/bin/counter"}},
+                  {"args", {"--interval", "1s"}},
+                  {"env", {{{"name", "COUNTER_START"}, {"value", "7"}}, {{"name", "log.level"}}}},
+                  {"workingDir", "/srv/counter"},
+                  {"nodeName", "node-a"},
+                  {"gpu", {{"count", 1}, {"cudaCheckpointPath", "/opt/nvidia/cuda-checkpoint"}}},
+                  {"desiredState", "Paused"},
+                  {"checkpointPolicy", "LeaveRunningThenStop"},
+                  {"snapshots", {{"onPause", "Full"}, {"onCommit", "Full"}}},
+                  {"timeouts", {{"checkpointSeconds", 900}, {"restoreSeconds", 120}}}}}};
+  if (with_status) {
+    actor["status"] = {{"status", "STATUS_PAUSED"},
+                       {"observedGeneration", 2},
+                       {"nodeName", "node-a"},
+                       {"workerName", "node-a-gpu0"},
+                       {"sandboxID", "stasis-counter-7f3a"},
+                       {"imageDigest", kGoodImageDigest},
+                       {"latestSnapshot",
+                        {{"id", "counter-20261202-100000"},
+                         {"trigger", "Pause"},
+                         {"scope", "Full"},
+                         {"location", "/var/lib/stasis/snapshots/counter-20261202-100000"},
+                         {"nodeName", "node-a"},
+                         {"sizeBytes", 123456789},
+                         {"durationSeconds", 4.5},
+                         {"cudaCheckpointed", false},
+                         {"runscVersion", "release-20260622.0"},
+                         {"imageDigest", kGoodImageDigest},
+                         {"takenAt", "2026-12-02T10:00:04Z"}}}};
   }
   return actor;
 }
@@ -168,8 +227,10 @@ const std::vector<BadObject>& BadActors() {
         Actor("bad-bundle-long", "bundle longer than 4096", kCreate,
               {{"spec", {{"bundle", long_bundle}}}},
               "spec.bundle: Too long: may not be more than 4096 bytes"),
-        Actor("bad-bundle-missing", "bundle missing", kCreate, {{"spec", {{"bundle", nullptr}}}},
-              "spec.bundle: Required value"),
+        Actor("bad-bundle-missing", "neither bundle nor image", kCreate,
+              {{"spec", {{"bundle", nullptr}}}},
+              "spec: Invalid value: exactly one of image and bundle must be set: an actor runs "
+              "an OCI image or an OCI bundle on the node"),
         Actor("bad-spec-missing", "spec missing", kCreate, {{"spec", nullptr}},
               "spec: Required value"),
         Actor("bad-gpu-count-high", "gpu.count above 8", kCreate,
@@ -206,6 +267,111 @@ const std::vector<BadObject>& BadActors() {
             "bad-node-name", "nodeName not a DNS subdomain", kCreate,
             {{"spec", {{"nodeName", "Node_A"}}}},
             R"(spec.nodeName: Invalid value: "Node_A": nodeName must be a lowercase RFC 1123 subdomain, such as node-a)"),
+        // Actors from OCI images.
+        ImageActor("bad-image-and-bundle", "both image and bundle", kCreate,
+                   {{"spec", {{"bundle", "/var/lib/stasis/bundles/counter"}}}},
+                   "spec: Invalid value: exactly one of image and bundle must be set: an actor "
+                   "runs an OCI image or an OCI bundle on the node"),
+        ImageActor("bad-image-data-on-pause", "image with onPause Data", kCreate,
+                   {{"spec",
+                     {{"snapshots",
+                       {{"onPause", "Data"}, {"onCommit", "Data"}, {"dataDirs", {"/data"}}}}}}},
+                   "spec.snapshots: Invalid value: an actor from an image cannot take Data "
+                   "snapshots: the image's root filesystem is shared read-only between actors, so "
+                   "there is no per-actor directory to archive; use Full"),
+        ImageActor("bad-image-data-on-commit", "image with onCommit Data", kCreate,
+                   {{"spec", {{"snapshots", {{"onCommit", "Data"}, {"dataDirs", {"/data"}}}}}}},
+                   "spec.snapshots: Invalid value: an actor from an image cannot take Data "
+                   "snapshots: the image's root filesystem is shared read-only between actors, so "
+                   "there is no per-actor directory to archive; use Full"),
+        ImageActor("bad-image-microvm", "image with runtime microvm", kCreate,
+                   {{"spec", {{"runtime", "microvm"}}}},
+                   "spec.runtime: Invalid value: runtime microvm cannot run an image: micro-VM "
+                   "bundles are not OCI images; use spec.bundle"),
+        Actor("bad-command-without-image", "command on a bundle actor", kCreate,
+              {{"spec", {{"command", {"/bin/sh"}}}}},
+              "spec.command: Invalid value: command is only for an actor from an image "
+              "(spec.image)"),
+        Actor("bad-args-without-image", "args on a bundle actor", kCreate,
+              {{"spec", {{"args", {"-c", "true"}}}}},
+              "spec.args: Invalid value: args is only for an actor from an image (spec.image)"),
+        Actor("bad-env-without-image", "env on a bundle actor", kCreate,
+              {{"spec", {{"env", {{{"name", "A"}, {"value", "1"}}}}}}},
+              "spec.env: Invalid value: env is only for an actor from an image (spec.image)"),
+        Actor("bad-working-dir-without-image", "workingDir on a bundle actor", kCreate,
+              {{"spec", {{"workingDir", "/srv"}}}},
+              "spec.workingDir: Invalid value: workingDir is only for an actor from an image "
+              "(spec.image)"),
+        Actor("bad-pull-policy-without-image", "imagePullPolicy on a bundle actor", kCreate,
+              {{"spec", {{"imagePullPolicy", "Never"}}}},
+              "spec.imagePullPolicy: Invalid value: imagePullPolicy is only for an actor from "
+              "an image (spec.image)"),
+        Actor("bad-pull-secrets-without-image", "imagePullSecrets on a bundle actor", kCreate,
+              {{"spec", {{"imagePullSecrets", {{{"name", "regcred"}}}}}}},
+              "spec.imagePullSecrets: Invalid value: imagePullSecrets is only for an actor from "
+              "an image (spec.image)"),
+        ImageActor(
+            "bad-image-uppercase", "uppercase in the image's repository", kCreate,
+            {{"spec", {{"image", "registry.example.com/Team/app:v1"}}}},
+            std::string(R"(spec.image: Invalid value: "registry.example.com/Team/app:v1": )") +
+                "image must be an image reference such as registry.example.com/team/app:v1 or "
+                "registry.example.com/team/app@sha256:<64 hex digits>: no whitespace, no "
+                "uppercase letters in the repository"),
+        ImageActor("bad-image-whitespace", "whitespace in the image", kCreate,
+                   {{"spec", {{"image", "counter :v1"}}}},
+                   std::string(R"(spec.image: Invalid value: "counter :v1": )") +
+                       "image must be an image reference such as registry.example.com/team/app:v1 "
+                       "or registry.example.com/team/app@sha256:<64 hex digits>: no whitespace, "
+                       "no uppercase letters in the repository"),
+        ImageActor("bad-image-short-digest", "a digest that is not 64 hex digits", kCreate,
+                   {{"spec", {{"image", "counter@sha256:abc"}}}},
+                   std::string(R"(spec.image: Invalid value: "counter@sha256:abc": )") +
+                       "image must be an image reference such as registry.example.com/team/app:v1 "
+                       "or registry.example.com/team/app@sha256:<64 hex digits>: no whitespace, "
+                       "no uppercase letters in the repository"),
+        ImageActor("bad-image-long", "image longer than 255", kCreate,
+                   {{"spec", {{"image", "r.example.com/" + std::string(250, 'a')}}}},
+                   "spec.image: Too long: may not be more than 255 bytes"),
+        ImageActor(
+            "bad-pull-policy", "imagePullPolicy outside the enum", kCreate,
+            {{"spec", {{"imagePullPolicy", "Sometimes"}}}},
+            R"(spec.imagePullPolicy: Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never")"),
+        ImageActor(
+            "bad-pull-secret-name", "an imagePullSecrets name that is no Secret name", kCreate,
+            {{"spec", {{"imagePullSecrets", {{{"name", "Reg_Cred"}}}}}}},
+            R"(spec.imagePullSecrets[0].name: Invalid value: "Reg_Cred": imagePullSecrets names must be lowercase RFC 1123 subdomains (the names of Secrets))"),
+        ImageActor("bad-pull-secret-no-name", "an imagePullSecrets entry without a name",
+                   kCreate, {{"spec", {{"imagePullSecrets", {json::object()}}}}},
+                   "spec.imagePullSecrets[0].name: Required value"),
+        ImageActor("bad-pull-secrets-many", "17 imagePullSecrets", kCreate,
+                   {{"spec", {{"imagePullSecrets", ManyNamed(17, "regcred-", false)}}}},
+                   "spec.imagePullSecrets: Too many: 17: must have at most 16 items"),
+        ImageActor("bad-pull-secret-duplicate", "an imagePullSecrets name twice", kCreate,
+                   {{"spec", {{"imagePullSecrets", {{{"name", "regcred"}}, {{"name", "regcred"}}}}}}},
+                   R"(spec.imagePullSecrets[1]: Duplicate value: {"name":"regcred"})"),
+        ImageActor(
+            "bad-env-name", "an env name starting with a digit", kCreate,
+            {{"spec", {{"env", {{{"name", "1ST"}, {"value", "x"}}}}}}},
+            R"(spec.env[0].name: Invalid value: "1ST": env names must consist of letters, digits, '_', '-' or '.' and must not start with a digit)"),
+        ImageActor("bad-env-duplicate", "an env name twice", kCreate,
+                   {{"spec", {{"env", {{{"name", "A"}, {"value", "1"}}, {{"name", "A"}}}}}}},
+                   R"(spec.env[1]: Duplicate value: {"name":"A"})"),
+        ImageActor("bad-env-many", "257 env entries", kCreate,
+                   {{"spec", {{"env", ManyNamed(257, "VAR_", true)}}}},
+                   "spec.env: Too many: 257: must have at most 256 items"),
+        ImageActor("bad-command-many", "257 command items", kCreate,
+                   {{"spec", {{"command", json(std::vector<std::string>(257, "x"))}}}},
+                   "spec.command: Too many: 257: must have at most 256 items"),
+        ImageActor("bad-arg-long", "an argument longer than 4096", kCreate,
+                   {{"spec", {{"args", {std::string(4097, 'a')}}}}},
+                   "spec.args[0]: Too long: may not be more than 4096 bytes"),
+        ImageActor(
+            "bad-working-dir-relative", "workingDir not absolute", kCreate,
+            {{"spec", {{"workingDir", "srv"}}}},
+            R"(spec.workingDir: Invalid value: "srv": workingDir must be an absolute path)"),
+        ImageActor("bad-image-digest-long", "status.imageDigest longer than 256", kStatus,
+                   {{"status", {{"imageDigest", std::string(257, 'd')}}}},
+                   "status.imageDigest: Too long: may not be more than 256 bytes"),
         Actor(
             "bad-status", "status.status outside the STATUS_* enum", kStatus,
             {{"status", {{"status", "RUNNING"}}}},

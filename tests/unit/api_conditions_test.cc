@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <string>
+#include <vector>
 
 #include "api/actor.h"
 #include "api/conditions.h"
@@ -129,6 +131,23 @@ TEST(ApiConditionsTest, StateConditionsFollowTheStatusAndEveryConditionTheWrites
   ActorStatus never;  // never started: no state to describe
   SetStateConditions(never, 1, At(1));
   EXPECT_EQ(FindCondition(never.conditions, kConditionPaused), nullptr);
+}
+
+// The reasons of actors from images are CamelCase (the CRD's reason pattern) and distinct.
+TEST(ApiConditionsTest, ImageReasonsAreConditionReasons) {
+  const std::vector<std::string> reasons = {kReasonImagePullFailed,   kReasonImageNotFound,
+                                            kReasonUnauthorized,      kReasonPullingImage,
+                                            kReasonImageNotPresent,   kReasonSnapshotImageUnavailable,
+                                            kReasonBadImage};
+  const std::vector<std::string> spelled = {"ImagePullFailed", "ImageNotFound", "Unauthorized",
+                                            "PullingImage", "ImageNotPresent",
+                                            "SnapshotImageUnavailable", "BadImage"};
+  EXPECT_EQ(reasons, spelled);
+  std::vector<Condition> cs;
+  for (const std::string& r : reasons) {
+    EXPECT_TRUE(SetCondition(cs, Ready(ConditionStatus::kFalse, r.c_str()), At(1)));
+    EXPECT_EQ(cs[0].reason, r);
+  }
 }
 
 }  // namespace

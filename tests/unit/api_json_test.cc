@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <optional>
+#include <string>
 
 #include "api/actor.h"
 #include "api/defaults.h"
@@ -131,6 +133,154 @@ TEST(ApiJsonTest, JsonWithEveryFieldReadsAndWritesBackIdentically) {
   EXPECT_EQ(WorkerTypedJson(*w), worker);
 }
 
+// An Actor from an image with every image field set.
+Actor FullImageActor() {
+  Actor a;
+  a.metadata.name = "counter";
+  a.metadata.namespace_ = "team-a";
+  a.spec.image = "127.0.0.1:5000/stasis/counter:v1";
+  a.spec.image_pull_policy = PullPolicy::kIfNotPresent;
+  a.spec.image_pull_secrets = {{"regcred"}, {"mirror"}};
+  a.spec.command = {"/bin/counter", "--serve"};
+  a.spec.args = {"--interval", "1s"};
+  a.spec.env = {{"COUNTER_START", "7"}, {"EMPTY", ""}};
+  a.spec.working_dir = "/srv";
+  a.status.image_digest = stasis::testing::kGoodImageDigest;
+  Snapshot s;
+  s.id = "counter-1";
+  s.image_digest = "sha256:" + std::string(64, 'e');
+  a.status.latest_snapshot = s;
+  return a;
+}
+
+TEST(ApiJsonTest, ImageActorRoundTripsEveryField) {
+  const Actor a = FullImageActor();
+  const json j = ActorToJson(a);
+  EXPECT_FALSE(j["spec"].contains("bundle"));  // an empty bundle is not written
+  EXPECT_EQ(j["spec"]["image"], "127.0.0.1:5000/stasis/counter:v1");
+  EXPECT_EQ(j["spec"]["imagePullPolicy"], "IfNotPresent");
+  EXPECT_EQ(j["spec"]["imagePullSecrets"], json::parse(R"([{"name": "regcred"}, {"name": "mirror"}])"));
+  EXPECT_EQ(j["spec"]["command"], json::array({"/bin/counter", "--serve"}));
+  EXPECT_EQ(j["spec"]["args"], json::array({"--interval", "1s"}));
+  // An empty value is not written (absent reads as empty, as in a Pod).
+  EXPECT_EQ(j["spec"]["env"], json::parse(R"([{"name": "COUNTER_START", "value": "7"}, {"name": "EMPTY"}])"));
+  EXPECT_EQ(j["spec"]["workingDir"], "/srv");
+  EXPECT_EQ(j["status"]["imageDigest"], stasis::testing::kGoodImageDigest);
+  EXPECT_EQ(j["status"]["latestSnapshot"]["imageDigest"], "sha256:" + std::string(64, 'e'));
+  Result<Actor> back = ActorFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, a);
+
+  // Absent image fields are absent on the wire and empty in C++; a bundle actor writes none.
+  const json bundle = ActorToJson(FullActor());
+  for (const char* f : {"image", "imagePullPolicy", "imagePullSecrets", "command", "args", "env", "workingDir"}) {
+    EXPECT_FALSE(bundle["spec"].contains(f)) << f;
+  }
+  EXPECT_FALSE(bundle["status"].contains("imageDigest"));
+  EXPECT_FALSE(bundle["status"]["latestSnapshot"].contains("imageDigest"));
+  Actor empty = *ActorFromJson(json::parse(R"({"spec": {"image": "busybox"}})"));
+  EXPECT_FALSE(empty.spec.image_pull_policy.has_value());
+  EXPECT_TRUE(empty.spec.image_pull_secrets.empty());
+  EXPECT_TRUE(empty.spec.env.empty());
+  EXPECT_TRUE(empty.spec.bundle.empty());
+
+  // The shared good image actor reads and writes back identically.
+  const json good = stasis::testing::GoodImageActor("counter", /*with_status=*/true);
+  Result<Actor> g = ActorFromJson(good);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(ActorTypedJson(*g), good) << ActorTypedJson(*g).dump(2);
+}
+
+TEST(ApiJsonTest, ImageFieldsOfTheWrongTypeAreErrorsWithThePath) {
+  struct Case {
+    const char* json;
+    const char* message;
+  } cases[] = {
+      {R"({"spec": {"image": 5}})", "spec.image: must be a string"},
+      {R"({"spec": {"imagePullPolicy": "Sometimes"}})", "spec.imagePullPolicy: unsupported value \"Sometimes\""},
+      {R"({"spec": {"imagePullSecrets": {"name": "x"}}})", "spec.imagePullSecrets: must be a list"},
+      {R"({"spec": {"imagePullSecrets": ["regcred"]}})", "spec.imagePullSecrets[0]: must be an object"},
+      {R"({"spec": {"imagePullSecrets": [{"name": 1}]}})", "spec.imagePullSecrets[0].name: must be a string"},
+      {R"({"spec": {"command": "/bin/sh"}})", "spec.command: must be a list of strings"},
+      {R"({"spec": {"args": [1]}})", "spec.args: must be a list of strings"},
+      {R"({"spec": {"env": [{"name": "A", "value": 1}]}})", "spec.env[0].value: must be a string"},
+      {R"({"spec": {"env": ["A=1"]}})", "spec.env[0]: must be an object"},
+      {R"({"spec": {"workingDir": false}})", "spec.workingDir: must be a string"},
+      {R"({"status": {"imageDigest": 1}})", "status.imageDigest: must be a string"},
+      {R"({"status": {"latestSnapshot": {"imageDigest": []}}})", "status.latestSnapshot.imageDigest: must be a string"},
+  };
+  for (const Case& c : cases) {
+    Result<Actor> a = ActorFromJson(json::parse(c.json));
+    ASSERT_FALSE(a.ok()) << c.json;
+    EXPECT_EQ(a.status().message(), c.message);
+  }
+  // null is absent.
+  Result<Actor> a = ActorFromJson(json::parse(R"({"spec": {"image": "x", "imagePullPolicy": null, "env": null}})"));
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_FALSE(a->spec.image_pull_policy.has_value());
+}
+
+TEST(ApiJsonTest, ImageActorUnknownFieldsSurviveReadModifyWrite) {
+  json stored = stasis::testing::GoodImageActor("counter", /*with_status=*/true);
+  stored["spec"]["env"][0]["valueFrom"] = {{"secretKeyRef", {{"name", "s"}, {"key", "k"}}}};
+  stored["spec"]["imagePullSecrets"][0]["futureField"] = 1;
+  stored["spec"]["futureImageField"] = "kept";
+  Actor a = *ActorFromJson(stored);
+  a.spec.desired_state = DesiredState::kRunning;
+  a.status.image_digest = "sha256:" + std::string(64, 'f');
+  const json written = ActorToJson(a);
+  EXPECT_EQ(written["spec"]["desiredState"], "Running");
+  EXPECT_EQ(written["status"]["imageDigest"], "sha256:" + std::string(64, 'f'));
+  EXPECT_EQ(written["spec"]["env"], stored["spec"]["env"]);  // untouched lists are kept whole
+  EXPECT_EQ(written["spec"]["imagePullSecrets"], stored["spec"]["imagePullSecrets"]);
+  EXPECT_EQ(written["spec"]["futureImageField"], "kept");
+  EXPECT_EQ(ActorToJson(*ActorFromJson(stored)), stored);
+  // A spec merge patch names only the image field that changed.
+  Actor after = a;
+  after.spec.image = "127.0.0.1:5000/stasis/counter:v2";
+  std::optional<json> patch = ActorMergePatch(a, after);
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ((*patch)["spec"], json({{"image", "127.0.0.1:5000/stasis/counter:v2"}}));
+}
+
+TEST(ApiJsonTest, EffectivePullPolicyFollowsPods) {
+  struct Case {
+    const char* image;
+    std::optional<PullPolicy> set;
+    PullPolicy want;
+  } cases[] = {
+      {"busybox", std::nullopt, PullPolicy::kAlways},                    // no tag
+      {"busybox:latest", std::nullopt, PullPolicy::kAlways},
+      {"127.0.0.1:5000/stasis/counter", std::nullopt, PullPolicy::kAlways},  // a port is no tag
+      {"localhost:5000/counter:latest", std::nullopt, PullPolicy::kAlways},
+      {"127.0.0.1:5000/stasis/counter:v1", std::nullopt, PullPolicy::kIfNotPresent},
+      {"busybox:1.36", std::nullopt, PullPolicy::kIfNotPresent},
+      {"busybox:Latest", std::nullopt, PullPolicy::kIfNotPresent},  // tags are case-sensitive
+      {"ghcr.io/o/r@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+       std::nullopt, PullPolicy::kIfNotPresent},  // a digest, no tag
+      {"ghcr.io/o/r:latest@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+       std::nullopt, PullPolicy::kAlways},  // the tag latest, even with a digest (as Pods)
+      {"busybox", PullPolicy::kNever, PullPolicy::kNever},  // set: always wins
+      {"busybox:1.36", PullPolicy::kAlways, PullPolicy::kAlways},
+      {"busybox:latest", PullPolicy::kIfNotPresent, PullPolicy::kIfNotPresent},
+  };
+  for (const Case& c : cases) {
+    ActorSpec spec;
+    spec.image = c.image;
+    spec.image_pull_policy = c.set;
+    EXPECT_EQ(EffectivePullPolicy(spec), c.want) << c.image;
+  }
+  EXPECT_EQ(EffectivePullPolicy(ActorSpec{}), PullPolicy::kNever);  // no image: nothing to pull
+  EXPECT_EQ(ImageTag("127.0.0.1:5000/a/b:v1@sha256:00"), "v1");
+  EXPECT_EQ(ImageTag("127.0.0.1:5000/a/b"), "");
+  EXPECT_FALSE(ImageHasDigest("a:v1"));
+  for (PullPolicy p : {PullPolicy::kAlways, PullPolicy::kIfNotPresent, PullPolicy::kNever}) {
+    EXPECT_EQ(ParsePullPolicy(ToString(p)), p);
+  }
+  EXPECT_STREQ(ToString(PullPolicy::kIfNotPresent), "IfNotPresent");
+  EXPECT_FALSE(ParsePullPolicy("always").has_value());
+}
+
 TEST(ApiJsonTest, DefaultsAreAppliedOnRead) {
   Result<Actor> a = ActorFromJson(json::parse(R"({"spec": {"bundle": "/b"}})"));
   ASSERT_TRUE(a.ok());
@@ -154,7 +304,9 @@ TEST(ApiJsonTest, JsonDefaultsEqualTypedDefaults) {
   for (const char* text :
        {R"({"spec": {"bundle": "/b"}})", R"({"spec": {"bundle": "/b", "gpu": {"count": 1}}})",
         R"({"spec": {"bundle": "/b", "snapshots": {"onCommit": "Data"}}})",
-        R"({"spec": {"bundle": "/b", "timeouts": {"restoreSeconds": 5}}})"}) {
+        R"({"spec": {"bundle": "/b", "timeouts": {"restoreSeconds": 5}}})",
+        R"({"spec": {"image": "busybox"}})",
+        R"({"spec": {"image": "busybox", "env": [{"name": "A", "value": "1"}], "command": ["/x"]}})"}) {
     json defaulted = json::parse(text);
     ApplyActorDefaults(defaulted);
     EXPECT_EQ(ActorTypedJson(*ActorFromJson(json::parse(text)))["spec"], defaulted["spec"]) << text;

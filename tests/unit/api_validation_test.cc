@@ -18,6 +18,7 @@ using stasis::testing::BadActors;
 using stasis::testing::BadObject;
 using stasis::testing::BadWorkers;
 using stasis::testing::GoodActor;
+using stasis::testing::GoodImageActor;
 using stasis::testing::GoodWorker;
 
 std::string Render(const FieldErrors& errors) {
@@ -55,6 +56,25 @@ TEST(ApiValidationTest, GoodObjectsPass) {
   Actor typed;
   typed.spec.bundle = "/var/lib/stasis/bundles/x";
   EXPECT_TRUE(ValidateActor(typed).empty());
+  // Actors from images: every field, and the smallest.
+  EXPECT_TRUE(ValidateActor(GoodImageActor("i")).empty()) << Render(ValidateActor(GoodImageActor("i")));
+  EXPECT_TRUE(ValidateActor(GoodImageActor("i", true)).empty())
+      << Render(ValidateActor(GoodImageActor("i", true)));
+  EXPECT_TRUE(ValidateActorStatus(GoodImageActor("i", true)).empty());
+  EXPECT_TRUE(ValidateActor(json::parse(R"({"spec": {"image": "busybox"}})")).empty());
+  Actor from_image;
+  from_image.spec.image = "127.0.0.1:5000/stasis/counter:v1";
+  from_image.spec.image_pull_policy = PullPolicy::kNever;
+  from_image.spec.image_pull_secrets = {{"regcred"}};
+  from_image.spec.command = {"/bin/counter"};
+  from_image.spec.args = {"--interval", "1s"};
+  from_image.spec.env = {{"A", "1"}, {"B", ""}};
+  from_image.spec.working_dir = "/srv";
+  from_image.status.image_digest = stasis::testing::kGoodImageDigest;
+  EXPECT_TRUE(ValidateActor(from_image).empty()) << Render(ValidateActor(from_image));
+  // A typed actor with neither is refused (nothing is written for an empty bundle or image).
+  EXPECT_EQ(Render(ValidateActor(Actor{})),
+            "\n  spec: Invalid value: " + std::string(kMessageImageOrBundle));
   Worker worker;
   worker.spec.node_name = "node-a";
   EXPECT_TRUE(ValidateWorker(worker).empty());
@@ -120,8 +140,7 @@ TEST(ApiValidationTest, ValuesAreRenderedTheWayGoRendersThem) {
   EXPECT_EQ(ToStatus({}).ok(), true);
   Status s = ToStatus(ValidateActor(json::parse(R"({"spec": {}})")));
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_EQ(s.message(), "spec.bundle: Required value; <nil>: Invalid value: null: " +
-                             std::string(kCelSkippedNotice));
+  EXPECT_EQ(s.message(), "spec: Invalid value: " + std::string(kMessageImageOrBundle));
 }
 
 TEST(ApiValidationTest, ConditionsAreValidatedLikeMetav1Condition) {
@@ -200,12 +219,24 @@ TEST(ApiValidationTest, EveryMessageAndPatternIsInTheCrds) {
       ReadFile(std::string(STASIS_SOURCE_DIR) + "/manifests/crd/workers.stasis.dev.yaml");
   ASSERT_FALSE(actors.empty());
   ASSERT_FALSE(workers.empty());
-  for (const char* m : {kMessageBundleAbsolute, kMessageBundleDotDot, kMessageCudaPathAbsolute,
-                        kMessageCudaPathDotDot, kMessageDataDirAbsolute, kMessageDataDirDotDot,
-                        kMessageNodeName, kMessageScopeSubset, kMessageDataScopeNeedsDirs,
-                        kMessageImmutableRuntime}) {
+  for (const char* m :
+       {kMessageBundleAbsolute, kMessageBundleDotDot, kMessageCudaPathAbsolute,
+        kMessageCudaPathDotDot, kMessageDataDirAbsolute, kMessageDataDirDotDot, kMessageNodeName,
+        kMessageScopeSubset, kMessageDataScopeNeedsDirs, kMessageImmutableRuntime,
+        kMessageImageOrBundle, kMessageImageReference, kMessageImageMicrovm,
+        kMessageImageDataSnapshots, kMessageCommandNeedsImage, kMessageArgsNeedsImage,
+        kMessageEnvNeedsImage, kMessageWorkingDirNeedsImage, kMessagePullPolicyNeedsImage,
+        kMessagePullSecretsNeedsImage, kMessageWorkingDirAbsolute, kMessageEnvName,
+        kMessagePullSecretName}) {
     EXPECT_NE(actors.find("message: \"" + std::string(m) + "\""), std::string::npos) << m;
   }
+  // The CEL regular expressions, verbatim.
+  for (const char* p : {kImageReferencePattern, kEnvNamePattern}) {
+    EXPECT_NE(actors.find("rule: \"self.matches('" + std::string(p) + "')\""), std::string::npos)
+        << p;
+  }
+  // spec.bundle is no longer required: the rule "exactly one of image and bundle" replaces it.
+  EXPECT_EQ(actors.find("required: [bundle]"), std::string::npos);
   for (const char* m : {kMessageNodeName, kMessageWorkerHeldRef, kMessageImmutableNodeName}) {
     EXPECT_NE(workers.find("message: \"" + std::string(m) + "\""), std::string::npos) << m;
   }
@@ -214,8 +245,113 @@ TEST(ApiValidationTest, EveryMessageAndPatternIsInTheCrds) {
   }
   for (const char* d : {"default: /usr/local/bin/cuda-checkpoint", "default: 600",
                         "default: gvisor", "default: Running", "default: Direct", "default: Full",
-                        "maxItems: 16", "maximum: 86400", "maximum: 8", "maxLength: 4096"}) {
+                        "maxItems: 16", "maximum: 86400", "maximum: 8", "maxLength: 4096",
+                        "maxLength: 255", "maxItems: 256", "maxLength: 32768",
+                        "enum: [Always, IfNotPresent, Never]"}) {
     EXPECT_NE(actors.find(d), std::string::npos) << d;
+  }
+}
+
+// Every field that only an actor from an image may have is reported on a bundle actor, each
+// at its own path, in schema order.
+TEST(ApiValidationTest, ImageOnlyFieldsNeedAnImage) {
+  json actor = GoodActor("a");
+  const json image = GoodImageActor("a");
+  for (const char* f : {"imagePullPolicy", "imagePullSecrets", "command", "args", "env", "workingDir"}) {
+    actor["spec"][f] = image["spec"][f];
+  }
+  FieldErrors errors = ValidateActor(actor);
+  ASSERT_EQ(errors.size(), 6u) << Render(errors);
+  EXPECT_EQ(errors[0].ToString(), "spec.imagePullPolicy: Invalid value: " + std::string(kMessagePullPolicyNeedsImage));
+  EXPECT_EQ(errors[1].ToString(), "spec.imagePullSecrets: Invalid value: " + std::string(kMessagePullSecretsNeedsImage));
+  EXPECT_EQ(errors[2].ToString(), "spec.command: Invalid value: " + std::string(kMessageCommandNeedsImage));
+  EXPECT_EQ(errors[3].ToString(), "spec.args: Invalid value: " + std::string(kMessageArgsNeedsImage));
+  EXPECT_EQ(errors[4].ToString(), "spec.env: Invalid value: " + std::string(kMessageEnvNeedsImage));
+  EXPECT_EQ(errors[5].ToString(), "spec.workingDir: Invalid value: " + std::string(kMessageWorkingDirNeedsImage));
+  // With the image (and without the bundle, and a runtime and scopes an image allows) they pass.
+  actor["spec"]["image"] = "counter:v1";
+  actor["spec"].erase("bundle");
+  actor["spec"]["runtime"] = "gvisor";
+  actor["spec"]["snapshots"] = {{"onPause", "Full"}, {"onCommit", "Full"}};
+  EXPECT_TRUE(ValidateActor(actor).empty()) << Render(ValidateActor(actor));
+  // Empty lists are still set: the rule is about presence, as CEL's has() is.
+  json empty = GoodActor("a");
+  empty["spec"]["command"] = json::array();
+  ASSERT_EQ(ValidateActor(empty).size(), 1u);
+}
+
+TEST(ApiValidationTest, ImageActorsRefuseDataSnapshotsAndMicrovm) {
+  json actor = GoodImageActor("a");
+  actor["spec"]["snapshots"] = {{"onPause", "Data"}, {"onCommit", "Data"}, {"dataDirs", {"/data"}}};
+  actor["spec"]["runtime"] = "microvm";
+  FieldErrors errors = ValidateActor(actor);
+  ASSERT_EQ(errors.size(), 2u) << Render(errors);
+  EXPECT_EQ(errors[0].ToString(), "spec.runtime: Invalid value: " + std::string(kMessageImageMicrovm));
+  EXPECT_EQ(errors[1].ToString(), "spec.snapshots: Invalid value: " + std::string(kMessageImageDataSnapshots));
+  EXPECT_NE(errors[1].detail.find("shared read-only between actors"), std::string::npos);
+  // The same scopes on a bundle actor are fine, and so is Full on an image actor.
+  json bundle = GoodActor("a");
+  bundle["spec"]["snapshots"] = actor["spec"]["snapshots"];
+  EXPECT_TRUE(ValidateActor(bundle).empty()) << Render(ValidateActor(bundle));
+  actor["spec"]["runtime"] = "gvisor";
+  actor["spec"]["snapshots"] = {{"onPause", "Full"}};  // onCommit defaults to Full
+  EXPECT_TRUE(ValidateActor(actor).empty()) << Render(ValidateActor(actor));
+  // Both image and bundle, and neither.
+  actor["spec"]["bundle"] = "/b";
+  EXPECT_EQ(Render(ValidateActor(actor)), "\n  spec: Invalid value: " + std::string(kMessageImageOrBundle));
+  actor["spec"].erase("bundle");
+  actor["spec"].erase("image");
+  for (const char* f : {"imagePullPolicy", "imagePullSecrets", "command", "args", "env", "workingDir"}) {
+    actor["spec"].erase(f);
+  }
+  EXPECT_EQ(Render(ValidateActor(actor)), "\n  spec: Invalid value: " + std::string(kMessageImageOrBundle));
+}
+
+// The light check of spec.image (the CRD's CEL pattern, run by std::regex here): what users
+// write is accepted; whitespace, uppercase in the repository, a bad tag or digest is not.
+TEST(ApiValidationTest, ImageReferencesAreCheckedLightly) {
+  const std::string hex64(64, 'a');
+  for (const std::string& ok :
+       {std::string("busybox"), std::string("busybox:1.36"), std::string("library/busybox"),
+        std::string("docker.io/library/busybox:latest"),
+        std::string("127.0.0.1:5000/stasis/counter:v1"), std::string("localhost:5000/a/b"),
+        std::string("localhost/a"), std::string("Registry.Example.COM/team/app:V1.2-rc_3"),
+        std::string("ghcr.io/o/r@sha256:") + hex64, std::string("ghcr.io/o/r:v1@sha256:") + hex64,
+        std::string("a/b__c/d-e.f/g--h"), std::string("registry:5000/app"),
+        std::string("app:") + std::string(128, 't')}) {
+    json actor = GoodImageActor("a");
+    actor["spec"]["image"] = ok;
+    EXPECT_TRUE(ValidateActor(actor).empty()) << ok << Render(ValidateActor(actor));
+  }
+  for (const std::string& bad :
+       {std::string(""), std::string(" busybox"), std::string("busybox "), std::string("busy box"),
+        std::string("busy\tbox"), std::string("Busybox"), std::string("Team/app"),
+        std::string("ghcr.io/O/r"), std::string("r:"), std::string("r:-tag"),
+        std::string("r@sha256:abc"), std::string("r@md5:") + hex64,
+        std::string("r@sha256:") + std::string(64, 'A'), std::string("a//b"), std::string("/a"),
+        std::string("a/"), std::string("a..b"), std::string("a_"), std::string("app:") + std::string(129, 't'),
+        std::string("r:v1@") }) {
+    json actor = GoodImageActor("a");
+    actor["spec"]["image"] = bad;
+    FieldErrors errors = ValidateActor(actor);
+    ASSERT_EQ(errors.size(), 1u) << bad << Render(errors);
+    EXPECT_EQ(errors[0].detail, kMessageImageReference) << bad;
+    EXPECT_EQ(errors[0].field, "spec.image");
+  }
+}
+
+TEST(ApiValidationTest, EnvNamesFollowKubernetesRule) {
+  for (const char* ok : {"A", "_a", "a.b-c_D9", ".x", "-x"}) {
+    json actor = GoodImageActor("a");
+    actor["spec"]["env"] = {{{"name", ok}}};
+    EXPECT_TRUE(ValidateActor(actor).empty()) << ok << Render(ValidateActor(actor));
+  }
+  for (const char* bad : {"", "9A", "A=B", "A B", "A$"}) {
+    json actor = GoodImageActor("a");
+    actor["spec"]["env"] = {{{"name", bad}}};
+    FieldErrors errors = ValidateActor(actor);
+    ASSERT_EQ(errors.size(), 1u) << bad << Render(errors);
+    EXPECT_EQ(errors[0].detail, kMessageEnvName) << bad;
   }
 }
 

@@ -83,6 +83,11 @@ TEST(MetricReasonsTest, TheHeaderIsRead) {
   EXPECT_GT(reasons.size(), 40u);
   EXPECT_TRUE(reasons.contains(api::kReasonDeadlineExceeded));
   EXPECT_TRUE(reasons.contains(api::kReasonNvproxyLiveClients));
+  for (const char* r : {api::kReasonImagePullFailed, api::kReasonImageNotFound, api::kReasonUnauthorized,
+                        api::kReasonPullingImage, api::kReasonImageNotPresent,
+                        api::kReasonSnapshotImageUnavailable, api::kReasonBadImage}) {
+    EXPECT_TRUE(reasons.contains(r)) << r;
+  }
 }
 
 TEST(MetricReasonsTest, MetricReasonIsTheInverseOfConditionReason) {
@@ -90,6 +95,14 @@ TEST(MetricReasonsTest, MetricReasonIsTheInverseOfConditionReason) {
   EXPECT_EQ(api::MetricReason(api::kReasonNodeLost), "node_lost");
   EXPECT_EQ(api::MetricReason(api::kReasonStoreAuthFailed), "store_auth_failed");
   EXPECT_EQ(api::MetricReason(""), "");
+  // The reasons of actors from images, as their metric labels would read.
+  EXPECT_EQ(api::MetricReason(api::kReasonImagePullFailed), "image_pull_failed");
+  EXPECT_EQ(api::MetricReason(api::kReasonImageNotFound), "image_not_found");
+  EXPECT_EQ(api::MetricReason(api::kReasonUnauthorized), "unauthorized");
+  EXPECT_EQ(api::MetricReason(api::kReasonPullingImage), "pulling_image");
+  EXPECT_EQ(api::MetricReason(api::kReasonImageNotPresent), "image_not_present");
+  EXPECT_EQ(api::MetricReason(api::kReasonSnapshotImageUnavailable), "snapshot_image_unavailable");
+  EXPECT_EQ(api::MetricReason(api::kReasonBadImage), "bad_image");
   for (const std::string& r : ConditionReasons()) EXPECT_EQ(ConditionReason(api::MetricReason(r)), r);
 }
 

@@ -229,6 +229,36 @@ TEST_F(SnapshotStoreTest, TruncatedAndMissingFilesAreDetected) {
   EXPECT_TRUE(store_.ListLocal("default", "counter").empty());
 }
 
+// An actor from an image records the image digest its snapshot was taken on: written when set,
+// read back, and "" from a manifest written before (or for a bundle actor), whose text is
+// unchanged.
+TEST_F(SnapshotStoreTest, ManifestRecordsTheImageDigest) {
+  const std::string digest = "sha256:" + std::string(64, 'c');
+  SnapshotManifest with = Manifest("s1");
+  with.image_digest = digest;
+  auto store_dir = store_.BeginLocal("default", "counter", "s1");
+  ASSERT_TRUE(store_dir.ok()) << store_dir.status().ToString();
+  WriteFile(fs::path(*store_dir) / "checkpoint.img", "abc");
+  auto m = store_.CompleteLocal(with);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const fs::path complete = store_.LocalPath("default", "counter", "s1");
+  auto j = nlohmann::json::parse(ReadFile(complete / "manifest.json"));
+  EXPECT_EQ(j["imageDigest"], digest);
+  auto verified = store_.VerifyLocal("default", "counter", "s1");
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  EXPECT_EQ(verified->image_digest, digest);
+
+  const SnapshotManifest without = Manifest("s2");
+  const std::string text = ManifestText(without);
+  EXPECT_EQ(text.find("imageDigest"), std::string::npos);
+  auto parsed = ParseManifest(text, "s2");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->image_digest, "");
+  auto round = ParseManifest(ManifestText(with), "s1");
+  ASSERT_TRUE(round.ok()) << round.status().ToString();
+  EXPECT_EQ(round->image_digest, digest);
+}
+
 TEST_F(SnapshotStoreTest, ManifestPathsThatEscapeAreCorrupt) {
   MakeComplete("s1");
   const fs::path manifest =
