@@ -89,6 +89,8 @@ TEST(LayerRefusalTest, HardlinksOutOfTheRoot) {
   ExpectRefused(LowerWithSymlinks(), {TarHardlink("h", "up/outside/sentinel")}, "h");
   ExpectRefused(LowerWithSymlinks(), {TarHardlink("h", "etc/passwd")}, "h");
   ExpectRefused({}, {TarHardlink("h", "missing")}, "h");
+  ExpectRefused({}, {TarDir("d"), TarHardlink("h", "d")}, "h");
+  ExpectRefused({TarFile("h", "lower")}, {TarHardlink("h", "h")}, "h");
 }
 
 TEST(LayerRefusalTest, DevicesAndFifosUnlessTheNodeAllowsThem) {

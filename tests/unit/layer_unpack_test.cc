@@ -178,6 +178,17 @@ TEST(LayerReplaceTest, MembersReplaceLowerFilesDirectoriesAndSymlinks) {
   EXPECT_EQ(ws.Escapes(), "");
 }
 
+// The store's root may lie under a symlink (/var/lib → /data/var/lib): only the members'
+// own paths are checked for symlinks, not the root's.
+TEST(LayerUnpackPathTest, TheRootMayBeNamedThroughASymlink) {
+  LayerWorkspace ws;
+  const fs::path link = ws.rootfs().parent_path() / "layers/root-link";
+  fs::create_directory_symlink(ws.rootfs(), link);
+  auto layer = ApplyLayer(ws.Blob({TarFile("d/f", "x")}), link.string());
+  ASSERT_TRUE(layer.ok()) << layer.status().ToString();
+  EXPECT_EQ(Slurp(ws.rootfs() / "d/f"), "x");
+}
+
 TEST(LayerReplaceTest, ADirectoryMemberMergesIntoALowerDirectory) {
   LayerWorkspace ws;
   ASSERT_TRUE(ws.Apply({TarDir("d", 0755), TarFile("d/lower", "l")}).ok());
