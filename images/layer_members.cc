@@ -4,7 +4,6 @@ namespace stasis::images::layer {
 namespace {
 
 constexpr char kWhiteoutPrefix[] = ".wh.";
-constexpr char kMetaPrefix[] = ".wh..wh.";
 constexpr char kOpaqueMarker[] = ".wh..wh..opq";
 
 bool StartsWith(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
@@ -49,9 +48,9 @@ MemberName ClassifyMember(const std::string& name) {
   if (base == kOpaqueMarker) {
     m.kind = MemberKind::kOpaque;
     m.parts.pop_back();
-  } else if (StartsWith(base, kMetaPrefix)) {
-    m.kind = MemberKind::kSkipped;
   } else if (StartsWith(base, kWhiteoutPrefix)) {
+    // Other ".wh..wh." names (AUFS metadata such as .wh..wh.plnk) fall here too: whiteouts of
+    // ".wh."-prefixed names, which no layer writes, they remove nothing.
     m.kind = MemberKind::kWhiteout;
     const std::string target = base.substr(sizeof(kWhiteoutPrefix) - 1);
     // ".wh." alone, ".wh.." and ".wh..." would remove nothing, the directory itself, or its

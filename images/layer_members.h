@@ -16,7 +16,6 @@ enum class MemberKind {
   kEntry,     // a file, directory, link or node to write
   kWhiteout,  // ".wh.<name>": `parts` names what it removes
   kOpaque,    // ".wh..wh..opq": `parts` names the directory it empties (empty: the root)
-  kSkipped,   // other ".wh..wh." names (AUFS metadata): nothing to apply
 };
 
 struct MemberName {

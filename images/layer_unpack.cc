@@ -130,7 +130,7 @@ class Applier {
   Status RemoveLower(const std::string& rel);
   Status EmptyOfLower(const std::string& dir_rel);
   Status Replace(const std::string& rel, bool is_dir);
-  Status Write(archive* in, archive_entry* entry, const std::string& rel);
+  Status Write(archive* in, archive_entry* entry, const std::string& name, const std::string& rel);
 
   std::string root_;
   std::string blob_;
@@ -213,8 +213,7 @@ Status Applier::Replace(const std::string& rel, bool is_dir) {
   return ec ? HostFailure(blob_, "replacing " + rel + ": " + ec.message()) : OkStatus();
 }
 
-Status Applier::Write(archive* in, archive_entry* entry, const std::string& rel) {
-  const std::string name = archive_entry_pathname(entry);
+Status Applier::Write(archive* in, archive_entry* entry, const std::string& name, const std::string& rel) {
   archive_entry_set_pathname(entry, Abs(rel).c_str());
   if (const char* hard = archive_entry_hardlink(entry)) {
     const auto parts = layer::SplitPath(hard);
@@ -249,8 +248,6 @@ Status Applier::Apply(archive* in, archive_entry* entry) {
   const std::string rel = JoinPath(parts, parts.size());
   ++result_.entries;
   switch (member.kind) {
-    case MemberKind::kSkipped:
-      return OkStatus();
     case MemberKind::kOpaque:
       if (std::string why = ParentRefusal(parts, parts.size()); !why.empty()) return Refuse(name, why);
       return EmptyOfLower(rel);
@@ -273,7 +270,7 @@ Status Applier::Apply(archive* in, archive_entry* entry) {
     if (std::string why = HardlinkRefusal(hard, rel); !why.empty()) return Refuse(name, why);
   }
   if (Status s = Replace(rel, type == AE_IFDIR); !s.ok()) return s;
-  return Write(in, entry, rel);
+  return Write(in, entry, name, rel);
 }
 
 }  // namespace

@@ -37,8 +37,9 @@ std::vector<TarMember> LowerWithSymlinks() {
 
 // Applies `lower` then `upper` on a fresh root; expects `upper` refused naming `member`, and
 // nothing written outside the root.
+// `why`, when given, is part of the reason the refusal must give.
 void ExpectRefused(const std::vector<TarMember>& lower, const std::vector<TarMember>& upper,
-                   const std::string& member, const UnpackOptions& options = {}) {
+                   const std::string& member, const std::string& why = "", const UnpackOptions& options = {}) {
   SCOPED_TRACE("member " + member);
   LayerWorkspace ws;
   if (!lower.empty()) {
@@ -50,6 +51,7 @@ void ExpectRefused(const std::vector<TarMember>& lower, const std::vector<TarMem
   EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().ToString();
   EXPECT_EQ(r.status().reason(), kBadLayer);
   EXPECT_THAT(r.status().message(), HasSubstr("\"" + member + "\""));
+  EXPECT_THAT(r.status().message(), HasSubstr(why));
   EXPECT_EQ(ws.Escapes(), "");
 }
 
@@ -60,42 +62,47 @@ TEST(LayerRefusalTest, AbsoluteAndDotDotNames) {
   ExpectRefused({}, {TarFile("./../outside/sentinel", "overwritten")}, "./../outside/sentinel");
 }
 
+TEST(LayerRefusalTest, TheRootAsAnythingButADirectory) {
+  ExpectRefused({}, {TarFile(".", "x")}, ".", "names the root");
+  ExpectRefused({}, {TarSymlink(".", "/etc")}, ".", "names the root");
+}
+
 TEST(LayerRefusalTest, WritesThroughALowerLayersSymlink) {
-  ExpectRefused(LowerWithSymlinks(), {TarFile("etc/" + kProbe, "x")}, "etc/" + kProbe);
-  ExpectRefused(LowerWithSymlinks(), {TarFile("up/outside/evil", "x")}, "up/outside/evil");
-  ExpectRefused(LowerWithSymlinks(), {TarFile("up/outside/sentinel", "overwritten")}, "up/outside/sentinel");
-  ExpectRefused(LowerWithSymlinks(), {TarDir("deep/x/newdir")}, "deep/x/newdir/");  // the writer adds the "/"
-  ExpectRefused(LowerWithSymlinks(), {TarSymlink("deep/x/link", "/")}, "deep/x/link");
+  ExpectRefused(LowerWithSymlinks(), {TarFile("etc/" + kProbe, "x")}, "etc/" + kProbe, "under the symlink");
+  ExpectRefused(LowerWithSymlinks(), {TarFile("up/outside/evil", "x")}, "up/outside/evil", "under the symlink");
+  ExpectRefused(LowerWithSymlinks(), {TarFile("up/outside/sentinel", "overwritten")}, "up/outside/sentinel", "under the symlink");
+  ExpectRefused(LowerWithSymlinks(), {TarDir("deep/x/newdir")}, "deep/x/newdir/", "under the symlink");  // the writer adds the "/"
+  ExpectRefused(LowerWithSymlinks(), {TarSymlink("deep/x/link", "/")}, "deep/x/link", "under the symlink");
 }
 
 TEST(LayerRefusalTest, WritesThroughASymlinkOfTheSameLayer) {
-  ExpectRefused({}, {TarSymlink("link", "../outside"), TarFile("link/evil", "x")}, "link/evil");
-  ExpectRefused({}, {TarSymlink("etc", "/etc"), TarFile("etc/" + kProbe, "x")}, "etc/" + kProbe);
-  ExpectRefused({}, {TarDir("d"), TarSymlink("d/up", "../.."), TarDir("d/up/outside/new")}, "d/up/outside/new/");
+  ExpectRefused({}, {TarSymlink("link", "../outside"), TarFile("link/evil", "x")}, "link/evil", "under the symlink");
+  ExpectRefused({}, {TarSymlink("etc", "/etc"), TarFile("etc/" + kProbe, "x")}, "etc/" + kProbe, "under the symlink");
+  ExpectRefused({}, {TarDir("d"), TarSymlink("d/up", "../.."), TarDir("d/up/outside/new")}, "d/up/outside/new/", "under the symlink");
 }
 
 TEST(LayerRefusalTest, WhiteoutsThroughASymlink) {
-  ExpectRefused(LowerWithSymlinks(), {TarFile("up/outside/.wh.sentinel", "")}, "up/outside/.wh.sentinel");
-  ExpectRefused(LowerWithSymlinks(), {TarFile("deep/x/.wh..wh..opq", "")}, "deep/x/.wh..wh..opq");
-  ExpectRefused({}, {TarFile(".wh..", "")}, ".wh..");
-  ExpectRefused({}, {TarFile("a/.wh.", "")}, "a/.wh.");
-  ExpectRefused({}, {TarFile(".wh...", "")}, ".wh...");
+  ExpectRefused(LowerWithSymlinks(), {TarFile("up/outside/.wh.sentinel", "")}, "up/outside/.wh.sentinel", "under the symlink");
+  ExpectRefused(LowerWithSymlinks(), {TarFile("deep/x/.wh..wh..opq", "")}, "deep/x/.wh..wh..opq", "under the symlink");
+  ExpectRefused({}, {TarFile(".wh..", "")}, ".wh..", "is a whiteout of");
+  ExpectRefused({}, {TarFile("a/.wh.", "")}, "a/.wh.", "is a whiteout of");
+  ExpectRefused({}, {TarFile(".wh...", "")}, ".wh...", "is a whiteout of");
 }
 
 TEST(LayerRefusalTest, HardlinksOutOfTheRoot) {
-  ExpectRefused({}, {TarHardlink("h", "/etc/passwd")}, "h");
-  ExpectRefused({}, {TarHardlink("h", "../outside/sentinel")}, "h");
-  ExpectRefused({}, {TarDir("a"), TarHardlink("a/h", "a/../../outside/sentinel")}, "a/h");
-  ExpectRefused(LowerWithSymlinks(), {TarHardlink("h", "up/outside/sentinel")}, "h");
-  ExpectRefused(LowerWithSymlinks(), {TarHardlink("h", "etc/passwd")}, "h");
-  ExpectRefused({}, {TarHardlink("h", "missing")}, "h");
-  ExpectRefused({}, {TarDir("d"), TarHardlink("h", "d")}, "h");
-  ExpectRefused({TarFile("h", "lower")}, {TarHardlink("h", "h")}, "h");
+  ExpectRefused({}, {TarHardlink("h", "/etc/passwd")}, "h", "hardlink whose target");
+  ExpectRefused({}, {TarHardlink("h", "../outside/sentinel")}, "h", "hardlink whose target");
+  ExpectRefused({}, {TarDir("a"), TarHardlink("a/h", "a/../../outside/sentinel")}, "a/h", "hardlink whose target");
+  ExpectRefused(LowerWithSymlinks(), {TarHardlink("h", "up/outside/sentinel")}, "h", "under the symlink");
+  ExpectRefused(LowerWithSymlinks(), {TarHardlink("h", "etc/passwd")}, "h", "under the symlink");
+  ExpectRefused({}, {TarHardlink("h", "missing")}, "h", "does not exist");
+  ExpectRefused({}, {TarDir("d"), TarHardlink("h", "d")}, "h", "to the directory");
+  ExpectRefused({TarFile("h", "lower")}, {TarHardlink("h", "h")}, "h", "to itself");
 }
 
 TEST(LayerRefusalTest, DevicesAndFifosUnlessTheNodeAllowsThem) {
-  ExpectRefused({}, {TarDir("dev"), TarCharDevice("dev/null")}, "dev/null");
-  ExpectRefused({}, {TarFifo("pipe")}, "pipe");
+  ExpectRefused({}, {TarDir("dev"), TarCharDevice("dev/null")}, "dev/null", "is a device");
+  ExpectRefused({}, {TarFifo("pipe")}, "pipe", "is a FIFO");
   LayerWorkspace ws;
   UnpackOptions allow;
   allow.allow_devices = true;
@@ -115,6 +122,22 @@ TEST(LayerRefusalTest, ARefusalStopsTheLayerAtThatMember) {
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(fs::exists(ws.rootfs() / "first"));
   EXPECT_FALSE(fs::exists(ws.rootfs() / "after"));
+}
+
+// libarchive sets a directory's mode and time when the layer ends: by then a later member may
+// have put a symlink in its place, which must not carry them out of the root.
+TEST(LayerRefusalTest, ADirectoryReplacedByASymlinkLeavesItsTargetAlone) {
+  LayerWorkspace ws;
+  struct stat before {};
+  ASSERT_EQ(stat(ws.outside().c_str(), &before), 0);
+  auto r = ws.Apply({TarDir("d", 0700), TarSymlink("d", "../outside")});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  struct stat after {};
+  ASSERT_EQ(stat(ws.outside().c_str(), &after), 0);
+  EXPECT_EQ(after.st_mode, before.st_mode);
+  EXPECT_EQ(after.st_mtime, before.st_mtime);
+  EXPECT_EQ(fs::read_symlink(ws.rootfs() / "d"), "../outside");
+  EXPECT_EQ(ws.Escapes(), "");
 }
 
 TEST(LayerRefusalTest, SymlinksPointingOutAreWrittenAsTheyAre) {

@@ -189,6 +189,14 @@ TEST(LayerUnpackPathTest, TheRootMayBeNamedThroughASymlink) {
   EXPECT_EQ(Slurp(ws.rootfs() / "d/f"), "x");
 }
 
+TEST(LayerUnpackPathTest, TheRootEntryGivesTheRootItsModeAndAufsMetadataIsSkipped) {
+  LayerWorkspace ws;
+  auto layer = ws.Apply({TarDir("./", 0751), TarFile(".wh..wh.aufs", ""), TarDir(".wh..wh.plnk"), TarFile("a", "1")});
+  ASSERT_TRUE(layer.ok()) << layer.status().ToString();
+  EXPECT_EQ(Lstat(ws.rootfs()).st_mode & 07777, 0751u);
+  EXPECT_THAT(Names(ws.rootfs()), UnorderedElementsAre("a"));
+}
+
 TEST(LayerReplaceTest, ADirectoryMemberMergesIntoALowerDirectory) {
   LayerWorkspace ws;
   ASSERT_TRUE(ws.Apply({TarDir("d", 0755), TarFile("d/lower", "l")}).ok());
@@ -248,6 +256,15 @@ TEST(LayerStreamTest, ATruncatedStreamAndNonTarDataAreBadLayers) {
   const std::string junk = (ws.rootfs().parent_path() / "layers/junk").string();
   std::ofstream(junk) << std::string(4096, '\x01');
   ExpectBadLayer(ApplyLayer(junk, ws.rootfs().string()));
+}
+
+TEST(LayerStreamTest, ADamagedTarHeaderIsABadLayer) {
+  LayerWorkspace ws;
+  const std::string blob = ws.Blob({TarFile("a", "1"), TarFile("b", "2")});
+  Corrupt(blob, 1024, 8);  // the second member's header: "a" takes a header and a data block
+  auto layer = ApplyLayer(blob, ws.rootfs().string());
+  ExpectBadLayer(layer);
+  EXPECT_THAT(layer.status().message(), HasSubstr("tar"));
 }
 
 TEST(LayerStreamTest, AMissingBlobOrRootIsAHostFailure) {

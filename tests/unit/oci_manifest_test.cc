@@ -121,6 +121,11 @@ TEST(OciManifestTest, AnEntryWithoutVariantMatchesAnyVariantButAnExactOneWins) {
   ASSERT_TRUE(list.ok()) << list.status().ToString();
   EXPECT_EQ(SelectPlatform(*list, {"linux", "arm64", "v8"})->digest, Digest('a'));
   EXPECT_EQ(SelectPlatform(*list, {"linux", "amd64", ""})->digest, Digest('b'));
+  // An entry of another type for the platform (a nested index, an artifact) is no image.
+  ImageIndex with_artifact = *list;
+  with_artifact.manifests.insert(with_artifact.manifests.begin(),
+                                 {"application/vnd.example.sbom.v1+json", Digest('9'), 1, Platform{"linux", "amd64", ""}});
+  EXPECT_EQ(SelectPlatform(with_artifact, {"linux", "amd64", ""})->digest, Digest('b'));
   ImageIndex both = *list;
   both.manifests.push_back({media_type::kDockerManifest, Digest('f'), 1, Platform{"linux", "arm64", "v8"}});
   EXPECT_EQ(SelectPlatform(both, {"linux", "arm64", "v8"})->digest, Digest('f'));

@@ -94,7 +94,7 @@ TEST(RuntimeSpecTest, RefusesWhatCannotRun) {
   r.image.entrypoint.clear();
   r.image.cmd.clear();
   ExpectBad(r, "nothing to run");
-  for (const char* user : {"nobody", "1000:staff", "1000:", ":1000", "-1", "99999999999"}) {
+  for (const char* user : {"nobody", "1000:staff", "1000:", ":1000", "-1", "99999999999", "10x", "1000:20x"}) {
     RuntimeSpecRequest named = Request();
     named.image.user = user;
     ExpectBad(named, std::string("user ") + user);
