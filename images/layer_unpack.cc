@@ -40,7 +40,8 @@ Status HostFailure(const std::string& blob, const std::string& what) {
 // yields is hashed (the diff ID) and handed to the inner tar reader through Read.
 class HashedStream {
  public:
-  HashedStream() : outer_(archive_read_new(), archive_read_free), sha_(EVP_MD_CTX_new(), EVP_MD_CTX_free), buf_(kBlock) {}
+  HashedStream()
+      : outer_(archive_read_new(), archive_read_free), sha_(EVP_MD_CTX_new(), EVP_MD_CTX_free), buf_(kBlock) {}
 
   // The compressions the layer media types name, and those Docker detects. Not
   // archive_read_support_filter_all: it would run external programs (lrzip, grzip) chosen by
@@ -105,7 +106,10 @@ class HashedStream {
 class Applier {
  public:
   Applier(std::string root, std::string blob, const UnpackOptions& options)
-      : root_(std::move(root)), blob_(std::move(blob)), options_(options), disk_(archive_write_disk_new(), archive_write_free) {
+      : root_(std::move(root)),
+        blob_(std::move(blob)),
+        options_(options),
+        disk_(archive_write_disk_new(), archive_write_free) {
     // No _SECURE_NOABSOLUTEPATHS: every name is prefixed with the (absolute) root, because
     // chdir would move every thread of the agent; absolute member names are refused above it.
     archive_write_disk_set_options(disk_.get(), ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_OWNER |
@@ -114,7 +118,9 @@ class Applier {
 
   Status Apply(archive* in, archive_entry* entry);
   Status Close() {
-    if (archive_write_close(disk_.get()) != ARCHIVE_OK) return HostFailure(blob_, "closing: " + ArchiveError(disk_.get()));
+    if (archive_write_close(disk_.get()) != ARCHIVE_OK) {
+      return HostFailure(blob_, "closing: " + ArchiveError(disk_.get()));
+    }
     return OkStatus();
   }
   const UnpackedLayer& result() const { return result_; }
@@ -159,7 +165,9 @@ std::string Applier::ParentRefusal(const std::vector<std::string>& parts, size_t
 std::string Applier::HardlinkRefusal(const std::string& target, const std::string& rel) const {
   if (std::string why = layer::HardlinkTargetRefusal(target); !why.empty()) return why;
   const auto parts = layer::SplitPath(target);
-  if (std::string why = ParentRefusal(parts, parts.size() - 1); !why.empty()) return "is a hardlink whose target " + why;
+  if (std::string why = ParentRefusal(parts, parts.size() - 1); !why.empty()) {
+    return "is a hardlink whose target " + why;
+  }
   const std::string target_rel = JoinPath(parts, parts.size());
   if (target_rel == rel) return "is a hardlink to itself";
   struct stat st {};
@@ -260,7 +268,7 @@ Status Applier::Apply(archive* in, archive_entry* entry) {
   const auto type = archive_entry_filetype(entry);
   if (type == AE_IFSOCK) return Refuse(name, "is a socket");
   if ((type == AE_IFCHR || type == AE_IFBLK || type == AE_IFIFO) && !options_.allow_devices) {
-    return Refuse(name, type == AE_IFIFO ? "is a FIFO (not allowed on this node)" : "is a device (not allowed on this node)");
+    return Refuse(name, std::string(type == AE_IFIFO ? "is a FIFO" : "is a device") + " (not allowed on this node)");
   }
   if (rel.empty() && type != AE_IFDIR) return Refuse(name, "names the root but is not a directory");
   if (std::string why = ParentRefusal(parts, parts.size() - (parts.empty() ? 0 : 1)); !why.empty()) {
@@ -275,11 +283,14 @@ Status Applier::Apply(archive* in, archive_entry* entry) {
 
 }  // namespace
 
-Result<UnpackedLayer> ApplyLayer(const std::string& blob_path, const std::string& rootfs, const UnpackOptions& options) {
+Result<UnpackedLayer> ApplyLayer(const std::string& blob_path, const std::string& rootfs,
+                                 const UnpackOptions& options) {
   std::error_code ec;
   // The root without symlinks: _SECURE_SYMLINKS checks every component of the prefixed names.
   const fs::path root = fs::canonical(rootfs, ec);
-  if (ec || !fs::is_directory(root)) return HostFailure(blob_path, "root " + rootfs + ": " + (ec ? ec.message() : "not a directory"));
+  if (ec || !fs::is_directory(root)) {
+    return HostFailure(blob_path, "root " + rootfs + ": " + (ec ? ec.message() : "not a directory"));
+  }
   if (!fs::is_regular_file(blob_path, ec)) return HostFailure(blob_path, "the blob is not a readable file");
   auto bad = [&](const std::string& why) {
     return Status(Code::kInvalidArgument, "layer " + blob_path + ": " + why, kBadLayer);

@@ -80,7 +80,9 @@ std::string Sha256OfFile(const std::string& path) {
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
   char buf[1 << 14];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buf, static_cast<size_t>(in.gcount()));
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    EVP_DigestUpdate(ctx.get(), buf, static_cast<size_t>(in.gcount()));
+  }
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx.get(), md, &len);

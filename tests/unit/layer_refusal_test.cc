@@ -27,6 +27,7 @@ using stasis::testing::TarSymlink;
 using ::testing::HasSubstr;
 
 const std::string kProbe = LayerWorkspace::kEtcProbe;
+const std::string kViaSymlink = "under the symlink";
 
 // A lower layer whose symlinks lead out of the root: "etc" to the host's /etc (absolute),
 // "up" to the root's parent (where outside/ is), "deep/x" to the sentinel directory by "../..".
@@ -68,22 +69,26 @@ TEST(LayerRefusalTest, TheRootAsAnythingButADirectory) {
 }
 
 TEST(LayerRefusalTest, WritesThroughALowerLayersSymlink) {
-  ExpectRefused(LowerWithSymlinks(), {TarFile("etc/" + kProbe, "x")}, "etc/" + kProbe, "under the symlink");
-  ExpectRefused(LowerWithSymlinks(), {TarFile("up/outside/evil", "x")}, "up/outside/evil", "under the symlink");
-  ExpectRefused(LowerWithSymlinks(), {TarFile("up/outside/sentinel", "overwritten")}, "up/outside/sentinel", "under the symlink");
-  ExpectRefused(LowerWithSymlinks(), {TarDir("deep/x/newdir")}, "deep/x/newdir/", "under the symlink");  // the writer adds the "/"
-  ExpectRefused(LowerWithSymlinks(), {TarSymlink("deep/x/link", "/")}, "deep/x/link", "under the symlink");
+  ExpectRefused(LowerWithSymlinks(), {TarFile("etc/" + kProbe, "x")}, "etc/" + kProbe, kViaSymlink);
+  ExpectRefused(LowerWithSymlinks(), {TarFile("up/outside/evil", "x")}, "up/outside/evil", kViaSymlink);
+  ExpectRefused(LowerWithSymlinks(), {TarFile("up/outside/sentinel", "overwritten")}, "up/outside/sentinel",
+                kViaSymlink);
+  // The writer adds the "/" to a directory's name.
+  ExpectRefused(LowerWithSymlinks(), {TarDir("deep/x/newdir")}, "deep/x/newdir/", kViaSymlink);
+  ExpectRefused(LowerWithSymlinks(), {TarSymlink("deep/x/link", "/")}, "deep/x/link", kViaSymlink);
 }
 
 TEST(LayerRefusalTest, WritesThroughASymlinkOfTheSameLayer) {
-  ExpectRefused({}, {TarSymlink("link", "../outside"), TarFile("link/evil", "x")}, "link/evil", "under the symlink");
-  ExpectRefused({}, {TarSymlink("etc", "/etc"), TarFile("etc/" + kProbe, "x")}, "etc/" + kProbe, "under the symlink");
-  ExpectRefused({}, {TarDir("d"), TarSymlink("d/up", "../.."), TarDir("d/up/outside/new")}, "d/up/outside/new/", "under the symlink");
+  ExpectRefused({}, {TarSymlink("link", "../outside"), TarFile("link/evil", "x")}, "link/evil", kViaSymlink);
+  ExpectRefused({}, {TarSymlink("etc", "/etc"), TarFile("etc/" + kProbe, "x")}, "etc/" + kProbe, kViaSymlink);
+  ExpectRefused({}, {TarDir("d"), TarSymlink("d/up", "../.."), TarDir("d/up/outside/new")}, "d/up/outside/new/",
+                kViaSymlink);
 }
 
 TEST(LayerRefusalTest, WhiteoutsThroughASymlink) {
-  ExpectRefused(LowerWithSymlinks(), {TarFile("up/outside/.wh.sentinel", "")}, "up/outside/.wh.sentinel", "under the symlink");
-  ExpectRefused(LowerWithSymlinks(), {TarFile("deep/x/.wh..wh..opq", "")}, "deep/x/.wh..wh..opq", "under the symlink");
+  ExpectRefused(LowerWithSymlinks(), {TarFile("up/outside/.wh.sentinel", "")}, "up/outside/.wh.sentinel",
+                kViaSymlink);
+  ExpectRefused(LowerWithSymlinks(), {TarFile("deep/x/.wh..wh..opq", "")}, "deep/x/.wh..wh..opq", kViaSymlink);
   ExpectRefused({}, {TarFile(".wh..", "")}, ".wh..", "is a whiteout of");
   ExpectRefused({}, {TarFile("a/.wh.", "")}, "a/.wh.", "is a whiteout of");
   ExpectRefused({}, {TarFile(".wh...", "")}, ".wh...", "is a whiteout of");
@@ -93,8 +98,8 @@ TEST(LayerRefusalTest, HardlinksOutOfTheRoot) {
   ExpectRefused({}, {TarHardlink("h", "/etc/passwd")}, "h", "hardlink whose target");
   ExpectRefused({}, {TarHardlink("h", "../outside/sentinel")}, "h", "hardlink whose target");
   ExpectRefused({}, {TarDir("a"), TarHardlink("a/h", "a/../../outside/sentinel")}, "a/h", "hardlink whose target");
-  ExpectRefused(LowerWithSymlinks(), {TarHardlink("h", "up/outside/sentinel")}, "h", "under the symlink");
-  ExpectRefused(LowerWithSymlinks(), {TarHardlink("h", "etc/passwd")}, "h", "under the symlink");
+  ExpectRefused(LowerWithSymlinks(), {TarHardlink("h", "up/outside/sentinel")}, "h", kViaSymlink);
+  ExpectRefused(LowerWithSymlinks(), {TarHardlink("h", "etc/passwd")}, "h", kViaSymlink);
   ExpectRefused({}, {TarHardlink("h", "missing")}, "h", "does not exist");
   ExpectRefused({}, {TarDir("d"), TarHardlink("h", "d")}, "h", "to the directory");
   ExpectRefused({TarFile("h", "lower")}, {TarHardlink("h", "h")}, "h", "to itself");

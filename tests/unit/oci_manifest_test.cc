@@ -123,8 +123,8 @@ TEST(OciManifestTest, AnEntryWithoutVariantMatchesAnyVariantButAnExactOneWins) {
   EXPECT_EQ(SelectPlatform(*list, {"linux", "amd64", ""})->digest, Digest('b'));
   // An entry of another type for the platform (a nested index, an artifact) is no image.
   ImageIndex with_artifact = *list;
-  with_artifact.manifests.insert(with_artifact.manifests.begin(),
-                                 {"application/vnd.example.sbom.v1+json", Digest('9'), 1, Platform{"linux", "amd64", ""}});
+  const Descriptor sbom{"application/vnd.example.sbom.v1+json", Digest('9'), 1, Platform{"linux", "amd64", ""}};
+  with_artifact.manifests.insert(with_artifact.manifests.begin(), sbom);
   EXPECT_EQ(SelectPlatform(with_artifact, {"linux", "amd64", ""})->digest, Digest('b'));
   ImageIndex both = *list;
   both.manifests.push_back({media_type::kDockerManifest, Digest('f'), 1, Platform{"linux", "arm64", "v8"}});
@@ -201,8 +201,8 @@ TEST(OciManifestTest, RefusesBadManifestsAndConfigs) {
   ExpectBadT(ParseImageManifest(With(kOciManifest, "\"config\"", "\"konfig\"")), "config");
   ExpectBadT(ParseImageManifest(With(kOciManifest, "\"layers\"", "\"lairs\"")), "layers");
   ExpectBadT(ParseImageManifest(With(kDockerManifest, Digest('d'), "sha256:../../etc/passwd")), "digest");
-  ExpectBadT(ParseImageManifest(With(kDockerManifest, "\"mediaType\": \"application/vnd.docker.image.rootfs.diff.tar.gzip\",", "")),
-             "mediaType");
+  const std::string layer_type = "\"mediaType\": \"application/vnd.docker.image.rootfs.diff.tar.gzip\",";
+  ExpectBadT(ParseImageManifest(With(kDockerManifest, layer_type, "")), "mediaType");
   ExpectBadT(ParseImageConfig("null"), "not an object");
   ExpectBadT(ParseImageConfig(With(kDockerConfig, "\"rootfs\"", "\"rootf\"")), "rootfs");
   ExpectBadT(ParseImageConfig(With(kDockerConfig, Digest('2'), "sha256:22")), "diff_ids");
