@@ -1,7 +1,7 @@
 // Applying one image layer (a tar stream, plain, gzip or zstd) onto a root filesystem being
 // built, as root, without letting the layer choose where anything lands. Read with libarchive
-// in process: an outer raw reader decompresses (every filter libarchive has) and hashes the
-// uncompressed bytes — the layer's diff ID, checked against the image config — while an inner
+// in process: an outer raw reader decompresses (gzip, zstd, bzip2, xz: not every filter
+// libarchive has, some of which run external programs) and hashes the uncompressed bytes — the layer's diff ID, checked against the image config — while an inner
 // tar reader takes its members from that stream.
 //
 // Rules (OCI image-spec "Applying Changesets"):
@@ -13,8 +13,11 @@
 //    layer below), a hardlink whose target is absolute, has "..", or goes through a symlink,
 //    device nodes and FIFOs unless allowed, a whiteout of "." or of nothing;
 //  - a symlink's target is written as it is: the sandbox resolves it inside its own root, and
-//    the agent never follows one (ARCHIVE_EXTRACT_SECURE_SYMLINKS, _SECURE_NODOTDOT and
-//    _SECURE_NOABSOLUTEPATHS are set as a second line behind these checks);
+//    the agent never follows one (ARCHIVE_EXTRACT_SECURE_SYMLINKS and _SECURE_NODOTDOT are set
+//    as a second line behind these checks; _SECURE_NOABSOLUTEPATHS cannot be, as members are
+//    written under the absolute rootfs path: chdir would move every thread of the agent);
+//  - a member replaces what lower layers have at its path (a file, a symlink, a whole
+//    directory), except a directory, which a directory member merges into (as Docker does);
 //  - owners are numeric, modes and mtimes kept (tar --numeric-owner -p).
 // A refused or broken layer leaves `rootfs` partly written: the caller unpacks into a private
 // temporary directory and removes it on failure (image_store.h).
