@@ -1,0 +1,46 @@
+// A real OCI registry (the distribution project's docker-registry) for a test binary, started
+// by hack/registry.sh in a temporary directory on a free loopback port, the way ObjectStore
+// starts SeaweedFS: TLS with a CA of its own, htpasswd auth unless asked without, a suite may
+// stop it and start it again (the same data, port and credentials), and it stops for good when
+// the object is destroyed. Nothing is mocked; a registry that cannot start is a failure.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "images/registry_credentials.h"
+
+namespace stasis::testing {
+
+class TestRegistry {
+ public:
+  // Starts a registry in a new temporary directory. On failure returns nullptr and sets
+  // `error` to the script's output.
+  static std::unique_ptr<TestRegistry> Start(std::string* error, bool auth = true);
+  ~TestRegistry();  // down, and the directory removed
+
+  const std::string& host() const { return host_; }        // "127.0.0.1:PORT"
+  const std::string& ca_file() const { return ca_file_; }  // PEM; its directory is a --cert-dir
+  const std::string& dir() const { return dir_; }
+  // The user and password, or nullopt for a registry without auth.
+  const std::optional<images::BasicCredentials>& credentials() const { return credentials_; }
+  // Where the registry keeps the blob `digest` ("sha256:…") on disk.
+  std::string BlobDataPath(const std::string& digest) const;
+
+  // hack/registry.sh down / up on the same directory. "" when done, else what failed.
+  std::string Stop();
+  std::string Restart();
+
+ private:
+  TestRegistry() = default;
+  std::string Up();
+
+  std::string dir_;
+  std::string host_;
+  std::string ca_file_;
+  std::optional<images::BasicCredentials> credentials_;
+  bool auth_ = true;
+};
+
+}  // namespace stasis::testing
