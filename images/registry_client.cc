@@ -115,6 +115,7 @@ struct BlobSink {
   int64_t* fetched;       // bytes from the network in this FetchBlob call
   const ProgressFn* progress;
   bool too_long = false;
+  bool started = false;   // this response's first bytes have come
   int write_errno = 0;
 
   void Restart() {
@@ -124,7 +125,8 @@ struct BlobSink {
   }
   bool Write(long status, const char* data, size_t n) {
     // A 200 to a Range request: the registry sends the whole blob again.
-    if (status == 200 && have > 0) Restart();
+    if (!started && status == 200 && have > 0) Restart();
+    started = true;
     if (have + static_cast<int64_t>(n) > size) {
       too_long = true;
       return false;
