@@ -86,6 +86,7 @@ TEST(IsSha256Digest, OnlyLowercaseSha256With64HexDigits) {
   EXPECT_FALSE(IsSha256Digest("sha256:" + kHex.substr(1)));
   EXPECT_FALSE(IsSha256Digest("sha256:" + kHex + "0"));
   EXPECT_FALSE(IsSha256Digest("SHA256:" + kHex));
+  EXPECT_FALSE(IsSha256Digest("sha256:" + std::string(64, 'A')));
   EXPECT_FALSE(IsSha256Digest("sha256:" + std::string(63, 'a') + "G"));
   EXPECT_FALSE(IsSha256Digest("sha512:" + kHex));
   EXPECT_FALSE(IsSha256Digest(kHex));
