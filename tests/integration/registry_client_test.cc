@@ -230,6 +230,9 @@ TEST_F(RegistryClientTest, AManifestCorruptedInTheRegistrysStorageIsRefused) {
     EXPECT_EQ(m->status().code(), Code::kFailedPrecondition) << m->status().ToString();
     EXPECT_EQ(m->status().reason(), pull_reason::kDigestMismatch);
   }
+  // Asked by digest, the body is checked against the digest asked, whatever headers say.
+  EXPECT_EQ(by_digest.status().message().find("the registry says"), std::string::npos)
+      << by_digest.status().message();
   EXPECT_TRUE(client.GetManifest(Ref("corrupt"), digest, registry_->credentials()).ok());
 }
 
