@@ -3,7 +3,7 @@
 # project's registry, 2.8) on a free 127.0.0.1 port, over TLS with a CA made here, with
 # htpasswd (bcrypt) Basic authentication, storing on the filesystem.
 #
-#   hack/registry.sh up     [--dir DIR] [--no-auth]   start; prints the `export` lines a shell needs
+#   hack/registry.sh up     [--dir DIR] [--no-auth] [--s3]   start; prints the `export` lines a shell needs
 #   hack/registry.sh down   [--dir DIR]               stop; no process is left behind
 #   hack/registry.sh status [--dir DIR]
 #
@@ -14,15 +14,23 @@
 # auth is on (--no-auth on the first `up`: anonymous pulls and pushes). The blobs live in
 # DIR/data and survive a down/up (tests stop the registry mid-transfer as a fault); deletes are
 # enabled.
+#
+# --s3 (on the first `up`) stores the blobs in an S3 bucket instead, from the variables
+# hack/object-store.sh prints (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+# AWS_REGION, STASIS_S3_BUCKET; kept in DIR/s3.env), with redirects on: the registry answers a
+# blob GET with a 307 to a presigned URL on the store, another origin than its own, the way
+# Docker Hub and GHCR send blobs to their CDNs.
 source "$(dirname "$0")/lib.sh"
 
 cmd="${1:-}"; shift || true
 dir="${STASIS_REGISTRY_DIR:-/tmp/stasis-registry}"
 no_auth=0
+s3=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --dir) dir="$2"; shift 2 ;;
     --no-auth) no_auth=1; shift ;;
+    --s3) s3=1; shift ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -58,6 +66,43 @@ make_credentials() {
   chmod 600 "${dir}/htpasswd"
 }
 
+# The storage section: the filesystem under DIR/data, or the bucket of DIR/s3.env.
+storage_config() {
+  if [[ ! -f "${dir}/s3.env" ]]; then
+    printf '  filesystem:\n    rootdirectory: %s\n' "${dir}/data"
+    return 0
+  fi
+  # shellcheck source=/dev/null
+  source "${dir}/s3.env"
+  cat <<YAML
+  s3:
+    accesskey: ${AWS_ACCESS_KEY_ID}
+    secretkey: ${AWS_SECRET_ACCESS_KEY}
+    region: ${AWS_REGION:-us-east-1}
+    regionendpoint: ${AWS_ENDPOINT_URL}
+    bucket: ${STASIS_S3_BUCKET}
+    rootdirectory: /registry
+    secure: false
+    v4auth: true
+  redirect:
+    disable: false
+YAML
+}
+
+make_s3_env() {
+  [[ -f "${dir}/s3.env" ]] && return 0
+  local v
+  for v in AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY STASIS_S3_BUCKET; do
+    [[ -n "${!v:-}" ]] || die "--s3 needs ${v} (hack/object-store.sh up prints it)"
+  done
+  (
+    umask 077
+    for v in AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION STASIS_S3_BUCKET; do
+      printf '%s=%s\n' "${v}" "${!v:-}"
+    done > "${dir}/s3.env"
+  )
+}
+
 write_config() {
   local auth=""
   if [[ "$(cat "${dir}/auth-mode")" == htpasswd ]]; then
@@ -74,8 +119,7 @@ log:
   accesslog:
     disabled: true
 storage:
-  filesystem:
-    rootdirectory: ${dir}/data
+$(storage_config)
   delete:
     enabled: true
   maintenance:
@@ -123,8 +167,11 @@ up() {
   [[ -f "${dir}/auth-mode" ]] || { if ((no_auth)); then echo none; else echo htpasswd; fi > "${dir}/auth-mode"; }
   make_tls
   make_credentials
+  if ((s3)); then make_s3_env; fi
   write_config
-  setsid "${registry_bin}" serve "${dir}/config.yml" >>"${dir}/registry.log" 2>&1 </dev/null &
+  # The AWS SDK inside the registry would load a CA bundle named by the caller's environment
+  # (and fail on it: its S3 client's transport is not the SDK's); the store is plain HTTP.
+  setsid env -u AWS_CA_BUNDLE "${registry_bin}" serve "${dir}/config.yml" >>"${dir}/registry.log" 2>&1 </dev/null &
   echo $! > "${dir}/registry.pid"
   wait_ready
   trap - EXIT

@@ -323,3 +323,56 @@ TEST(RegistryWithoutAuth, PullsAnonymously) {
 
 }  // namespace
 }  // namespace stasis::images
+
+namespace stasis::images {
+namespace {
+
+// Registries send blobs from elsewhere: docker-registry on an S3 bucket (SeaweedFS) answers a
+// blob GET with a 307 to a presigned URL on the store, another origin. The client follows it
+// (without its Authorization header, registry_http_test checks the origin rule), verifies
+// what the store sends, and resumes from a partial file with a Range request to the store.
+TEST(RegistryRedirectingToObjectStore, BlobsComeFromTheStoreAndResumeThere) {
+  std::string error;
+  auto store = stasis::testing::ObjectStore::Start(&error);
+  ASSERT_NE(store, nullptr) << error;
+  auto registry = TestRegistry::Start(&error, /*auth=*/true, store.get());
+  ASSERT_NE(registry, nullptr) << error;
+  TempDir layout("stasis-oci-layout-");
+  TestImage image;
+  image.entrypoint = {"/bin/true"};
+  const std::string content = RandomBytes(4 << 20, 3);
+  image.layers = {{{LayerMember::File("data.bin", content)}, LayerCompression::kNone}};
+  auto built = stasis::testing::WriteOciLayout(layout.path().string(), "v1", {image});
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  Status pushed = stasis::testing::PushOciLayout(layout.path().string(), "v1", *registry, "redirected");
+  ASSERT_TRUE(pushed.ok()) << pushed.ToString();
+
+  RegistryClientOptions o;
+  o.ca_file = registry->ca_file();
+  RegistryClient client(o);
+  auto ref = ParseImageReference(registry->host() + "/redirected:v1");
+  ASSERT_TRUE(ref.ok());
+  auto m = client.GetManifest(*ref, "v1", registry->credentials());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->digest, built->target.digest);
+
+  const auto& layer = built->platforms[0].layers[0];
+  TempDir dir("stasis-registry-client-");
+  std::string path = dir.path().string() + "/layer";
+  Status whole = client.FetchBlob(*ref, layer.digest, layer.size, path, registry->credentials());
+  ASSERT_TRUE(whole.ok()) << whole.ToString();
+  std::string blob = ReadWhole(path);
+  EXPECT_EQ(stasis::testing::Sha256Digest(blob), layer.digest);
+
+  // Half of it left from an earlier attempt: only the other half comes from the store.
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << blob.substr(0, blob.size() / 2);
+  int64_t fetched = 0;
+  Status resumed = client.FetchBlob(*ref, layer.digest, layer.size, path, registry->credentials(),
+                                    [&](int64_t bytes) { fetched = bytes; });
+  ASSERT_TRUE(resumed.ok()) << resumed.ToString();
+  EXPECT_EQ(fetched, layer.size - static_cast<int64_t>(blob.size() / 2));
+  EXPECT_EQ(ReadWhole(path), blob);
+}
+
+}  // namespace
+}  // namespace stasis::images

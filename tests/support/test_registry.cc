@@ -15,9 +15,10 @@ using namespace std::chrono_literals;
 
 const std::string kScript = std::string(STASIS_SOURCE_DIR) + "/hack/registry.sh";
 
-std::string Run(const std::vector<std::string>& args, std::string* out) {
+std::string Run(const std::vector<std::string>& args, std::string* out, const std::vector<std::string>& env = {}) {
   CommandOptions options;
-  options.extra_env = {"STASIS_REGISTRY_OWNER_PID=" + std::to_string(getpid())};
+  options.extra_env = env;
+  options.extra_env.push_back("STASIS_REGISTRY_OWNER_PID=" + std::to_string(getpid()));
   std::vector<std::string> argv = {kScript};
   argv.insert(argv.end(), args.begin(), args.end());
   auto r = RunCommand(argv, 120s, options);
@@ -43,7 +44,7 @@ std::map<std::string, std::string> ParseExports(const std::string& text) {
 
 }  // namespace
 
-std::unique_ptr<TestRegistry> TestRegistry::Start(std::string* error, bool auth) {
+std::unique_ptr<TestRegistry> TestRegistry::Start(std::string* error, bool auth, const ObjectStore* store) {
   char tmpl[] = "/tmp/stasis-test-registry-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) {
     *error = "mkdtemp failed";
@@ -52,6 +53,13 @@ std::unique_ptr<TestRegistry> TestRegistry::Start(std::string* error, bool auth)
   std::unique_ptr<TestRegistry> registry(new TestRegistry());
   registry->dir_ = tmpl;
   registry->auth_ = auth;
+  if (store != nullptr) {
+    const S3Endpoint& e = store->endpoint();
+    registry->s3_env_ = {"AWS_ENDPOINT_URL=" + e.url, "AWS_REGION=" + e.region,
+                         "AWS_ACCESS_KEY_ID=" + e.credentials.access_key_id,
+                         "AWS_SECRET_ACCESS_KEY=" + e.credentials.secret_access_key,
+                         "STASIS_S3_BUCKET=" + store->bucket()};
+  }
   *error = registry->Up();
   if (!error->empty()) return nullptr;  // the destructor runs down and removes the directory
   return registry;
@@ -61,7 +69,8 @@ std::string TestRegistry::Up() {
   std::string out;
   std::vector<std::string> args = {"up", "--dir", dir_};
   if (!auth_) args.push_back("--no-auth");
-  if (std::string failed = Run(args, &out); !failed.empty()) return failed;
+  if (!s3_env_.empty()) args.push_back("--s3");
+  if (std::string failed = Run(args, &out, s3_env_); !failed.empty()) return failed;
   auto vars = ParseExports(out);
   host_ = vars["STASIS_REGISTRY"];
   ca_file_ = vars["STASIS_REGISTRY_CA"];

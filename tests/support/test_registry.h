@@ -8,16 +8,20 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "images/registry_credentials.h"
+#include "tests/support/object_store.h"
 
 namespace stasis::testing {
 
 class TestRegistry {
  public:
   // Starts a registry in a new temporary directory. On failure returns nullptr and sets
-  // `error` to the script's output.
-  static std::unique_ptr<TestRegistry> Start(std::string* error, bool auth = true);
+  // `error` to the script's output. With `store`, blobs go to its bucket and blob GETs are
+  // redirected there (hack/registry.sh --s3); the store must outlive the registry.
+  static std::unique_ptr<TestRegistry> Start(std::string* error, bool auth = true,
+                                             const ObjectStore* store = nullptr);
   ~TestRegistry();  // down, and the directory removed
 
   const std::string& host() const { return host_; }        // "127.0.0.1:PORT"
@@ -41,6 +45,7 @@ class TestRegistry {
   std::string ca_file_;
   std::optional<images::BasicCredentials> credentials_;
   bool auth_ = true;
+  std::vector<std::string> s3_env_;  // the store's settings, for --s3
 };
 
 }  // namespace stasis::testing
