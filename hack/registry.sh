@@ -3,7 +3,8 @@
 # project's registry, 2.8) on a free 127.0.0.1 port, over TLS with a CA made here, with
 # htpasswd (bcrypt) Basic authentication, storing on the filesystem.
 #
-#   hack/registry.sh up     [--dir DIR] [--no-auth] [--s3]   start; prints the `export` lines a shell needs
+#   hack/registry.sh up     [--dir DIR] [--no-auth] [--plain-http] [--s3]
+#                                        start; prints the `export` lines a shell needs
 #   hack/registry.sh down   [--dir DIR]               stop; no process is left behind
 #   hack/registry.sh status [--dir DIR]
 #
@@ -13,7 +14,8 @@
 # certificate (DIR/tls/), the user and password (DIR/credentials.env, mode 600), and whether
 # auth is on (--no-auth on the first `up`: anonymous pulls and pushes). The blobs live in
 # DIR/data and survive a down/up (tests stop the registry mid-transfer as a fault); deletes are
-# enabled.
+# enabled. --plain-http (on the first `up`) serves HTTP without TLS: a registry an operator
+# lists as insecure.
 #
 # --s3 (on the first `up`) stores the blobs in an S3 bucket instead, from the variables
 # hack/object-store.sh prints (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
@@ -26,11 +28,13 @@ cmd="${1:-}"; shift || true
 dir="${STASIS_REGISTRY_DIR:-/tmp/stasis-registry}"
 no_auth=0
 s3=0
+plain_http=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --dir) dir="$2"; shift 2 ;;
     --no-auth) no_auth=1; shift ;;
     --s3) s3=1; shift ;;
+    --plain-http) plain_http=1; shift ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -103,6 +107,11 @@ make_s3_env() {
   )
 }
 
+tls_config() {
+  [[ "$(cat "${dir}/scheme")" == https ]] || return 0
+  printf '  tls:\n    certificate: %s\n    key: %s\n' "${dir}/tls/server.pem" "${dir}/tls/server-key.pem"
+}
+
 write_config() {
   local auth=""
   if [[ "$(cat "${dir}/auth-mode")" == htpasswd ]]; then
@@ -127,9 +136,7 @@ $(storage_config)
       enabled: false
 http:
   addr: 127.0.0.1:$(cat "${dir}/port")
-  tls:
-    certificate: ${dir}/tls/server.pem
-    key: ${dir}/tls/server-key.pem
+$(tls_config)
 ${auth}
 YAML
 }
@@ -138,7 +145,7 @@ YAML
 wait_ready() {
   local deadline=$((SECONDS + 30)) code=""
   until code="$(curl -sS --max-time 2 --cacert "${dir}/ca.crt" -o /dev/null -w '%{http_code}' \
-                  "https://127.0.0.1:$(cat "${dir}/port")/v2/" 2>/dev/null)" \
+                  "$(cat "${dir}/scheme")://127.0.0.1:$(cat "${dir}/port")/v2/" 2>/dev/null)" \
         && [[ "${code}" == 200 || "${code}" == 401 ]]; do
     pid_alive "${dir}/registry.pid" || { tail -20 "${dir}/registry.log" >&2; die "docker-registry exited"; }
     (( SECONDS < deadline )) || { tail -20 "${dir}/registry.log" >&2; die "registry not ready after 30s (last HTTP ${code:-none})"; }
@@ -164,6 +171,7 @@ up() {
   # A failed start leaves nothing running.
   trap 'rc=$?; if ((rc != 0)); then down >/dev/null 2>&1 || true; fi' EXIT
   [[ -f "${dir}/port" ]] || free_port > "${dir}/port"
+  [[ -f "${dir}/scheme" ]] || { if ((plain_http)); then echo http; else echo https; fi > "${dir}/scheme"; }
   [[ -f "${dir}/auth-mode" ]] || { if ((no_auth)); then echo none; else echo htpasswd; fi > "${dir}/auth-mode"; }
   make_tls
   make_credentials
@@ -182,7 +190,7 @@ up() {
       registry-owner "${STASIS_REGISTRY_OWNER_PID}" "${dir}" "${HACK_DIR}/registry.sh" \
       >/dev/null 2>&1 </dev/null &
   fi
-  log "registry up ($(cat "${dir}/auth-mode") auth) at ${dir}"
+  log "registry up ($(cat "${dir}/scheme"), $(cat "${dir}/auth-mode") auth) at ${dir}"
   print_exports
 }
 

@@ -303,7 +303,7 @@ TEST_F(RegistryClientTest, TlsIsVerifiedAgainstTheGivenCa) {
 
 TEST(RegistryWithoutAuth, PullsAnonymously) {
   std::string error;
-  auto registry = TestRegistry::Start(&error, /*auth=*/false);
+  auto registry = TestRegistry::Start(&error, {.auth = false});
   ASSERT_NE(registry, nullptr) << error;
   ASSERT_FALSE(registry->credentials());
   TempDir layout("stasis-oci-layout-");
@@ -321,6 +321,37 @@ TEST(RegistryWithoutAuth, PullsAnonymously) {
   EXPECT_EQ(m->digest, built->target.digest);
 }
 
+// A registry the operator lists as insecure is reached over plain HTTP; any other over HTTPS
+// only (the same plain registry, not listed, is unavailable: its answer is not TLS).
+TEST(InsecureRegistry, PlainHttpOnlyForTheHostsListed) {
+  std::string error;
+  auto registry = TestRegistry::Start(&error, {.auth = false, .plain_http = true});
+  ASSERT_NE(registry, nullptr) << error;
+  TempDir layout("stasis-oci-layout-");
+  auto built = stasis::testing::WriteOciLayout(layout.path().string(), "v1", {stasis::testing::CounterImage()});
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  Status pushed = stasis::testing::PushOciLayout(layout.path().string(), "v1", *registry, "plain");
+  ASSERT_TRUE(pushed.ok()) << pushed.ToString();
+  auto ref = ParseImageReference(registry->host() + "/plain:v1");
+  ASSERT_TRUE(ref.ok());
+
+  RegistryClientOptions listed;
+  listed.insecure_hosts = {registry->host()};
+  RegistryClient insecure(listed);
+  auto m = insecure.GetManifest(*ref, "v1", std::nullopt);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->digest, built->target.digest);
+  const auto& layer = built->platforms[0].layers[0];
+  TempDir dir("stasis-registry-client-");
+  Status blob = insecure.FetchBlob(*ref, layer.digest, layer.size, dir.path().string() + "/layer", std::nullopt);
+  EXPECT_TRUE(blob.ok()) << blob.ToString();
+
+  RegistryClient secure(RegistryClientOptions{});
+  auto refused = secure.GetManifest(*ref, "v1", std::nullopt);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().reason(), pull_reason::kRegistryUnavailable) << refused.status().ToString();
+}
+
 }  // namespace
 }  // namespace stasis::images
 
@@ -335,7 +366,7 @@ TEST(RegistryRedirectingToObjectStore, BlobsComeFromTheStoreAndResumeThere) {
   std::string error;
   auto store = stasis::testing::ObjectStore::Start(&error);
   ASSERT_NE(store, nullptr) << error;
-  auto registry = TestRegistry::Start(&error, /*auth=*/true, store.get());
+  auto registry = TestRegistry::Start(&error, {.store = store.get()});
   ASSERT_NE(registry, nullptr) << error;
   TempDir layout("stasis-oci-layout-");
   TestImage image;

@@ -276,6 +276,7 @@ Status PushOciLayout(const std::string& layout_dir, const std::string& tag, cons
   // holds exactly the bytes (and so the digests) the test computed, or the push fails.
   std::vector<std::string> argv = {"/usr/bin/skopeo", "--insecure-policy", "copy", "--all", "--preserve-digests",
                                    "--dest-cert-dir", cert_dir};
+  if (registry.plain_http()) argv.push_back("--dest-tls-verify=false");
   if (registry.credentials()) {
     argv.push_back("--dest-creds");
     argv.push_back(registry.credentials()->username + ":" + registry.credentials()->password);

@@ -44,7 +44,7 @@ std::map<std::string, std::string> ParseExports(const std::string& text) {
 
 }  // namespace
 
-std::unique_ptr<TestRegistry> TestRegistry::Start(std::string* error, bool auth, const ObjectStore* store) {
+std::unique_ptr<TestRegistry> TestRegistry::Start(std::string* error, const TestRegistryOptions& options) {
   char tmpl[] = "/tmp/stasis-test-registry-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) {
     *error = "mkdtemp failed";
@@ -52,8 +52,8 @@ std::unique_ptr<TestRegistry> TestRegistry::Start(std::string* error, bool auth,
   }
   std::unique_ptr<TestRegistry> registry(new TestRegistry());
   registry->dir_ = tmpl;
-  registry->auth_ = auth;
-  if (store != nullptr) {
+  registry->options_ = options;
+  if (const ObjectStore* store = options.store; store != nullptr) {
     const S3Endpoint& e = store->endpoint();
     registry->s3_env_ = {"AWS_ENDPOINT_URL=" + e.url, "AWS_REGION=" + e.region,
                          "AWS_ACCESS_KEY_ID=" + e.credentials.access_key_id,
@@ -68,14 +68,15 @@ std::unique_ptr<TestRegistry> TestRegistry::Start(std::string* error, bool auth,
 std::string TestRegistry::Up() {
   std::string out;
   std::vector<std::string> args = {"up", "--dir", dir_};
-  if (!auth_) args.push_back("--no-auth");
+  if (!options_.auth) args.push_back("--no-auth");
+  if (options_.plain_http) args.push_back("--plain-http");
   if (!s3_env_.empty()) args.push_back("--s3");
   if (std::string failed = Run(args, &out, s3_env_); !failed.empty()) return failed;
   auto vars = ParseExports(out);
   host_ = vars["STASIS_REGISTRY"];
   ca_file_ = vars["STASIS_REGISTRY_CA"];
   if (host_.empty() || ca_file_.empty()) return "`up` printed no STASIS_REGISTRY or STASIS_REGISTRY_CA:\n" + out;
-  if (auth_) {
+  if (options_.auth) {
     credentials_ = images::BasicCredentials{vars["STASIS_REGISTRY_USER"], vars["STASIS_REGISTRY_PASSWORD"]};
     if (credentials_->username.empty()) return "`up` printed no STASIS_REGISTRY_USER:\n" + out;
   }

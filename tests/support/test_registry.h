@@ -15,18 +15,25 @@
 
 namespace stasis::testing {
 
+struct TestRegistryOptions {
+  bool auth = true;         // htpasswd; false: anonymous pulls and pushes
+  bool plain_http = false;  // HTTP without TLS (an insecure registry)
+  // Blobs in this store's bucket, blob GETs redirected there (hack/registry.sh --s3); the
+  // store must outlive the registry.
+  const ObjectStore* store = nullptr;
+};
+
 class TestRegistry {
  public:
   // Starts a registry in a new temporary directory. On failure returns nullptr and sets
-  // `error` to the script's output. With `store`, blobs go to its bucket and blob GETs are
-  // redirected there (hack/registry.sh --s3); the store must outlive the registry.
-  static std::unique_ptr<TestRegistry> Start(std::string* error, bool auth = true,
-                                             const ObjectStore* store = nullptr);
+  // `error` to the script's output.
+  static std::unique_ptr<TestRegistry> Start(std::string* error, const TestRegistryOptions& options = {});
   ~TestRegistry();  // down, and the directory removed
 
   const std::string& host() const { return host_; }        // "127.0.0.1:PORT"
   const std::string& ca_file() const { return ca_file_; }  // PEM; its directory is a --cert-dir
   const std::string& dir() const { return dir_; }
+  bool plain_http() const { return options_.plain_http; }
   // The user and password, or nullopt for a registry without auth.
   const std::optional<images::BasicCredentials>& credentials() const { return credentials_; }
   // Where the registry keeps the blob `digest` ("sha256:…") on disk.
@@ -44,7 +51,7 @@ class TestRegistry {
   std::string host_;
   std::string ca_file_;
   std::optional<images::BasicCredentials> credentials_;
-  bool auth_ = true;
+  TestRegistryOptions options_;
   std::vector<std::string> s3_env_;  // the store's settings, for --s3
 };
 
