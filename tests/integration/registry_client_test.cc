@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/subprocess.h"
 #include "images/oci_manifest.h"
 #include "tests/support/oci_test_image.h"
 #include "tests/support/sandbox.h"
@@ -131,6 +132,37 @@ TEST_F(RegistryClientTest, ManifestByTagAndByDigest) {
   ASSERT_TRUE(by_digest.ok()) << by_digest.status().ToString();
   EXPECT_EQ(by_digest->body, by_tag->body);
   EXPECT_EQ(by_digest->digest, counter_.target.digest);
+
+  // Neither a tag nor a digest: refused before any request, never pasted into the URL.
+  auto bad = client.GetManifest(Ref("counter"), "../v1", registry_->credentials());
+  EXPECT_EQ(bad.status().reason(), "invalid_image_reference") << bad.status().ToString();
+}
+
+// The test images carry what fault tests ask for, as tar sees it after a round trip through
+// the registry: a file, a directory, a symlink, a hardlink and a whiteout.
+TEST_F(RegistryClientTest, TestLayersHoldTheMembersAsked) {
+  TestImage image;
+  image.entrypoint = {"/bin/true"};
+  image.layers = {{{LayerMember::Dir("etc"), LayerMember::File("etc/motd", "hello\n"),
+                    LayerMember::Symlink("etc/link", "motd"), LayerMember::Hardlink("etc/hard", "etc/motd"),
+                    LayerMember::File("etc/.wh.gone", "")},
+                   LayerCompression::kGzip}};
+  BuiltImage built = Push("members", "v1", {image});
+  ASSERT_EQ(built.platforms.size(), 1u);
+  const auto& layer = built.platforms[0].layers[0];
+  EXPECT_EQ(layer.media_type, media_type::kOciLayerGzip);
+  RegistryClient client(Options());
+  std::string path = dir_.path().string() + "/layer.tgz";
+  ASSERT_TRUE(client.FetchBlob(Ref("members"), layer.digest, layer.size, path, registry_->credentials()).ok());
+  auto listed = RunCommand({"/usr/bin/tar", "-tvzf", path}, std::chrono::seconds(30));
+  ASSERT_TRUE(listed.ok() && listed->success()) << (listed.ok() ? listed->Summary() : listed.status().ToString());
+  for (const char* want : {"etc/\n", "etc/motd\n", "etc/link -> motd\n", "etc/hard link to etc/motd\n", "etc/.wh.gone\n"}) {
+    EXPECT_NE(listed->out.find(want), std::string::npos) << want << " not in:\n" << listed->out;
+  }
+  // The config's diff ID is the uncompressed tar's digest.
+  auto tar = RunCommand({"/usr/bin/gzip", "-dc", path}, std::chrono::seconds(30));
+  ASSERT_TRUE(tar.ok() && tar->success());
+  EXPECT_EQ(stasis::testing::Sha256Digest(tar->out), built.platforms[0].diff_ids[0]);
 }
 
 TEST_F(RegistryClientTest, WithoutOrWithWrongCredentialsIsUnauthorized) {
