@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,10 +35,7 @@ std::string AcceptHeader() {
          media_type::kDockerManifestList + ", " + media_type::kDockerManifest;
 }
 
-std::string HexSha256(const std::string& body) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(body.data(), body.size(), md, &len, EVP_sha256(), nullptr);
+std::string Hex(const unsigned char* md, unsigned int len) {
   static const char* kHex = "0123456789abcdef";
   std::string out;
   for (unsigned int i = 0; i < len; ++i) {
@@ -49,17 +45,18 @@ std::string HexSha256(const std::string& body) {
   return out;
 }
 
+std::string HexSha256(const std::string& body) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(body.data(), body.size(), md, &len, EVP_sha256(), nullptr);
+  return Hex(md, len);
+}
+
 std::string HexOf(EVP_MD_CTX* ctx) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx, md, &len);
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
+  return Hex(md, len);
 }
 
 // [\w][\w.-]{0,127}: safe in a URL path as it is.
@@ -90,7 +87,7 @@ Status ReplyStatus(const HttpReply& r, const std::string& what, bool manifest) {
   return Unavailable(what + ": HTTP " + std::to_string(r.status));
 }
 
-std::string MediaTypeOf(const HttpReply& r) {
+std::string MediaTypeOf(const HttpReply& r, const std::string& body) {
   std::string type = r.Header("content-type");
   if (size_t semi = type.find(';'); semi != std::string::npos) type.resize(semi);
   while (!type.empty() && type.back() == ' ') type.pop_back();
@@ -99,7 +96,7 @@ std::string MediaTypeOf(const HttpReply& r) {
     if (type == known) return type;
   }
   // A registry that serves every manifest as application/json: the body names its type.
-  nlohmann::json doc = nlohmann::json::parse(r.body, nullptr, false);
+  nlohmann::json doc = nlohmann::json::parse(body, nullptr, false);
   if (doc.is_object() && doc.contains("mediaType") && doc["mediaType"].is_string()) {
     return doc["mediaType"].get<std::string>();
   }
@@ -231,10 +228,8 @@ Result<FetchedManifest> RegistryClient::GetManifest(const ImageReference& image,
                                                     const std::optional<BasicCredentials>& credentials) {
   bool by_digest = IsSha256Digest(reference_or_digest);
   const std::string what = "manifest " + image.registry + "/" + image.repository + ":" + reference_or_digest;
-  if (!by_digest) {
-    if (!IsTag(reference_or_digest)) {
-      return Status(Code::kInvalidArgument, what + ": neither a tag nor a sha256 digest", "invalid_image_reference");
-    }
+  if (!by_digest && !IsTag(reference_or_digest)) {
+    return Status(Code::kInvalidArgument, what + ": neither a tag nor a sha256 digest", "invalid_image_reference");
   }
   HttpCall call;
   call.url = impl_->RepoUrl(image) + "/manifests/" + reference_or_digest;
@@ -254,8 +249,7 @@ Result<FetchedManifest> RegistryClient::GetManifest(const ImageReference& image,
   if (std::string claimed = reply->Header("docker-content-digest"); !claimed.empty() && claimed != m.digest) {
     return Mismatch(what + ": the registry says " + claimed + ", the body hashes to " + m.digest);
   }
-  reply->body = m.body;  // MediaTypeOf may read the body's own mediaType
-  m.media_type = MediaTypeOf(*reply);
+  m.media_type = MediaTypeOf(*reply, m.body);
   return m;
 }
 
