@@ -10,7 +10,8 @@ namespace {
 constexpr char kBadChallenge[] = "bad_auth_challenge";
 
 Status Bad(const std::string& header, const std::string& why) {
-  return Status(Code::kInvalidArgument, "WWW-Authenticate \"" + header + "\": " + why, kBadChallenge);
+  return Status(Code::kInvalidArgument, "WWW-Authenticate \"" + header + "\": " + why,
+                kBadChallenge);
 }
 
 std::string Lower(std::string s) {
@@ -74,15 +75,18 @@ Result<AuthChallenge> ParseAuthChallenge(const std::string& header) {
     if (i >= header.size()) break;
     start = i;
     while (i < header.size() && IsTokenChar(header[i])) ++i;
-    if (i == start) return Bad(header, "expected a parameter name at offset " + std::to_string(start));
+    if (i == start)
+      return Bad(header, "expected a parameter name at offset " + std::to_string(start));
     std::string key = Lower(header.substr(start, i - start));
     SkipSpace(header, i);
-    if (i >= header.size() || header[i] != '=') return Bad(header, "parameter \"" + key + "\" has no value");
+    if (i >= header.size() || header[i] != '=')
+      return Bad(header, "parameter \"" + key + "\" has no value");
     ++i;
     SkipSpace(header, i);
     std::string value;
     if (i < header.size() && header[i] == '"') {
-      if (!ReadQuoted(header, i, value)) return Bad(header, "unterminated quoted value of \"" + key + "\"");
+      if (!ReadQuoted(header, i, value))
+        return Bad(header, "unterminated quoted value of \"" + key + "\"");
     } else {
       start = i;
       while (i < header.size() && IsTokenChar(header[i])) ++i;
@@ -91,7 +95,8 @@ Result<AuthChallenge> ParseAuthChallenge(const std::string& header) {
     }
     c.params[key] = value;
     SkipSpace(header, i);
-    if (i < header.size() && header[i] != ',') return Bad(header, "expected ',' after \"" + key + "\"");
+    if (i < header.size() && header[i] != ',')
+      return Bad(header, "expected ',' after \"" + key + "\"");
   }
   return c;
 }

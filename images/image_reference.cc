@@ -55,7 +55,8 @@ Status CheckPath(std::string_view text, const std::string& path) {
   size_t start = 0;
   while (true) {
     size_t slash = path.find('/', start);
-    std::string part = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    std::string part =
+        path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
     if (!std::regex_match(part, PathComponent())) {
       bool upper = false;
       for (char c : part) upper = upper || (c >= 'A' && c <= 'Z');
@@ -71,7 +72,8 @@ Status CheckPath(std::string_view text, const std::string& path) {
 
 bool IsSha256Digest(std::string_view digest) {
   constexpr std::string_view kPrefix = "sha256:";
-  if (digest.size() != kPrefix.size() + 64 || digest.substr(0, kPrefix.size()) != kPrefix) return false;
+  if (digest.size() != kPrefix.size() + 64 || digest.substr(0, kPrefix.size()) != kPrefix)
+    return false;
   for (char c : digest.substr(kPrefix.size())) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   }
@@ -86,7 +88,8 @@ Result<ImageReference> ParseImageReference(std::string_view text) {
     ref.digest = rest.substr(at + 1);
     rest.resize(at);
     if (!IsSha256Digest(ref.digest)) {
-      return Invalid(text, "digest \"" + ref.digest + "\" is not sha256: with 64 lowercase hex digits");
+      return Invalid(text,
+                     "digest \"" + ref.digest + "\" is not sha256: with 64 lowercase hex digits");
     }
   }
   // A tag follows the last ':' that comes after the last '/' (a ':' before it is a port).
@@ -102,12 +105,14 @@ Result<ImageReference> ParseImageReference(std::string_view text) {
     return Invalid(text, "a 64-digit hex string is an image ID, not a repository");
   }
   auto [domain, path] = SplitDomain(rest);
-  if (!std::regex_match(domain, Domain())) return Invalid(text, "invalid registry host \"" + domain + "\"");
+  if (!std::regex_match(domain, Domain()))
+    return Invalid(text, "invalid registry host \"" + domain + "\"");
   if (Status s = CheckPath(text, path); !s.ok()) return s;
   if (domain == "index.docker.io") domain = kDockerHub;
   if (domain == kDockerHub && path.find('/') == std::string::npos) path = "library/" + path;
   // The normalised name ("docker.io/library/x") is what distribution bounds, too.
-  if (domain.size() + 1 + path.size() > kMaxNameLength) return Invalid(text, "name longer than 255 characters");
+  if (domain.size() + 1 + path.size() > kMaxNameLength)
+    return Invalid(text, "name longer than 255 characters");
   ref.registry = domain;
   ref.repository = path;
   if (ref.tag.empty() && ref.digest.empty()) ref.tag = "latest";

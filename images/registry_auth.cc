@@ -29,7 +29,8 @@ std::string BasicAuthorization(const BasicCredentials& c) {
   std::string plain = c.username + ":" + c.password;
   std::string out(4 * ((plain.size() + 2) / 3) + 1, '\0');
   int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(plain.data()), static_cast<int>(plain.size()));
+                          reinterpret_cast<const unsigned char*>(plain.data()),
+                          static_cast<int>(plain.size()));
   out.resize(static_cast<size_t>(n));
   return "Authorization: Basic " + out;
 }
@@ -39,7 +40,8 @@ std::string RegistryAuthCache::Key(const std::string& host, const std::string& s
   std::string key = host + " " + scope;
   if (credentials) {
     // The password only as a hash, so the key is safe to log in a debugger.
-    key += " " + credentials->username + " " + std::to_string(std::hash<std::string>{}(credentials->password));
+    key += " " + credentials->username + " " +
+           std::to_string(std::hash<std::string>{}(credentials->password));
   }
   return key;
 }
@@ -55,19 +57,23 @@ std::string RegistryAuthCache::Cached(const std::string& key) {
   return it->second.header;
 }
 
-Result<std::string> RegistryAuthCache::Answer(const std::string& www_authenticate, const std::string& scope,
-                                              const std::string& key,
+Result<std::string> RegistryAuthCache::Answer(const std::string& www_authenticate,
+                                              const std::string& scope, const std::string& key,
                                               const std::optional<BasicCredentials>& credentials) {
-  if (www_authenticate.empty()) return Unauthorized("HTTP 401 without a WWW-Authenticate challenge");
+  if (www_authenticate.empty())
+    return Unauthorized("HTTP 401 without a WWW-Authenticate challenge");
   auto challenge = ParseAuthChallenge(www_authenticate);
   if (!challenge.ok()) return Unauthorized(challenge.status().message());
   std::string header;
   Clock::time_point expires = Clock::time_point::max();
   if (challenge->scheme == "basic") {
-    if (!credentials) return Unauthorized("the registry asks for credentials and the actor has no pull secret for it");
+    if (!credentials)
+      return Unauthorized(
+          "the registry asks for credentials and the actor has no pull secret for it");
     header = BasicAuthorization(*credentials);
   } else if (challenge->scheme == "bearer") {
-    if (challenge->Param("realm").empty()) return Unauthorized("a Bearer challenge without a realm");
+    if (challenge->Param("realm").empty())
+      return Unauthorized("a Bearer challenge without a realm");
     std::chrono::seconds lifetime = kDefaultTokenLifetime;
     auto token = FetchToken(TokenRequestUrl(*challenge, scope), credentials, &lifetime);
     if (!token.ok()) return token.status();
@@ -81,18 +87,20 @@ Result<std::string> RegistryAuthCache::Answer(const std::string& www_authenticat
   return header;
 }
 
-Result<std::string> RegistryAuthCache::FetchToken(const std::string& url,
-                                                  const std::optional<BasicCredentials>& credentials,
-                                                  std::chrono::seconds* lifetime) {
+Result<std::string> RegistryAuthCache::FetchToken(
+    const std::string& url, const std::optional<BasicCredentials>& credentials,
+    std::chrono::seconds* lifetime) {
   HttpCall call;
   call.url = url;
   if (credentials) call.headers.push_back(BasicAuthorization(*credentials));
   call.max_body = 1 << 20;
   HttpReply r = http_.Perform(call);
   if (r.transport_error) {
-    return Status(Code::kUnavailable, "token server " + url + ": " + r.error, pull_reason::kRegistryUnavailable);
+    return Status(Code::kUnavailable, "token server " + url + ": " + r.error,
+                  pull_reason::kRegistryUnavailable);
   }
-  if (r.status == 401 || r.status == 403) return Unauthorized("token server " + url + " refused: HTTP " + std::to_string(r.status));
+  if (r.status == 401 || r.status == 403)
+    return Unauthorized("token server " + url + " refused: HTTP " + std::to_string(r.status));
   if (r.status != 200) {
     return Status(Code::kUnavailable, "token server " + url + ": HTTP " + std::to_string(r.status),
                   pull_reason::kRegistryUnavailable);
@@ -101,7 +109,8 @@ Result<std::string> RegistryAuthCache::FetchToken(const std::string& url,
   std::string token;
   // "token" is the protocol's; "access_token" the OAuth2 spelling some servers use instead.
   for (const char* field : {"token", "access_token"}) {
-    if (doc.is_object() && doc.contains(field) && doc[field].is_string()) token = doc[field].get<std::string>();
+    if (doc.is_object() && doc.contains(field) && doc[field].is_string())
+      token = doc[field].get<std::string>();
     if (!token.empty()) break;
   }
   if (token.empty()) return Unauthorized("token server " + url + " answered without a token");

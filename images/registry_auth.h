@@ -28,8 +28,8 @@ class RegistryAuthCache {
   // The header answering `www_authenticate`, kept for `key`. kUnauthenticated "unauthorized"
   // when Basic is asked and no credentials are given, or the token server refuses them;
   // kUnavailable "registry_unavailable" when the token server cannot be reached.
-  [[nodiscard]] Result<std::string> Answer(const std::string& www_authenticate, const std::string& scope,
-                                           const std::string& key,
+  [[nodiscard]] Result<std::string> Answer(const std::string& www_authenticate,
+                                           const std::string& scope, const std::string& key,
                                            const std::optional<BasicCredentials>& credentials);
 
  private:
@@ -37,7 +37,8 @@ class RegistryAuthCache {
     std::string header;
     std::chrono::steady_clock::time_point expires;
   };
-  Result<std::string> FetchToken(const std::string& url, const std::optional<BasicCredentials>& credentials,
+  Result<std::string> FetchToken(const std::string& url,
+                                 const std::optional<BasicCredentials>& credentials,
                                  std::chrono::seconds* lifetime);
 
   RegistryHttp& http_;

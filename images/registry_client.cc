@@ -8,9 +8,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "images/oci_manifest.h"
 #include "images/registry_auth.h"
@@ -63,7 +62,8 @@ std::string HexOf(EVP_MD_CTX* ctx) {
 bool IsTag(const std::string& tag) {
   auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   if (tag.empty() || tag.size() > 128 || !word(tag[0])) return false;
-  return std::all_of(tag.begin(), tag.end(), [&](char c) { return word(c) || c == '.' || c == '-'; });
+  return std::all_of(tag.begin(), tag.end(),
+                     [&](char c) { return word(c) || c == '.' || c == '-'; });
 }
 
 // The registry's answer as a Status, by what the caller can do about it.
@@ -81,7 +81,8 @@ Status ReplyStatus(const HttpReply& r, const std::string& what, bool manifest) {
     return Unavailable(what + ": HTTP " + std::to_string(r.status));
   }
   if (manifest) {
-    return Status(Code::kInvalidArgument, what + ": HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 200),
+    return Status(Code::kInvalidArgument,
+                  what + ": HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 200),
                   pull_reason::kBadManifest);
   }
   return Unavailable(what + ": HTTP " + std::to_string(r.status));
@@ -107,12 +108,12 @@ std::string MediaTypeOf(const HttpReply& r, const std::string& body) {
 struct BlobSink {
   int fd = -1;
   EVP_MD_CTX* ctx = nullptr;
-  int64_t have = 0;       // bytes in the file, all hashed
-  int64_t size = 0;       // what the descriptor promises
-  int64_t* fetched;       // bytes from the network in this FetchBlob call
+  int64_t have = 0;  // bytes in the file, all hashed
+  int64_t size = 0;  // what the descriptor promises
+  int64_t* fetched;  // bytes from the network in this FetchBlob call
   const ProgressFn* progress;
   bool too_long = false;
-  bool started = false;   // this response's first bytes have come
+  bool started = false;  // this response's first bytes have come
   int write_errno = 0;
 
   void Restart() {
@@ -129,7 +130,8 @@ struct BlobSink {
       return false;
     }
     for (size_t done = 0; done < n;) {
-      ssize_t put = pwrite(fd, data + done, n - done, static_cast<off_t>(have + static_cast<int64_t>(done)));
+      ssize_t put =
+          pwrite(fd, data + done, n - done, static_cast<off_t>(have + static_cast<int64_t>(done)));
       if (put < 0 && errno == EINTR) continue;
       if (put <= 0) {
         write_errno = errno == 0 ? EIO : errno;
@@ -152,7 +154,9 @@ Result<int64_t> HashExisting(int fd, EVP_MD_CTX* ctx) {
   while (true) {
     ssize_t got = pread(fd, buf.data(), buf.size(), static_cast<off_t>(total));
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return Status(Code::kInternal, std::string("reading the partial blob: ") + std::strerror(errno));
+    if (got < 0)
+      return Status(Code::kInternal,
+                    std::string("reading the partial blob: ") + std::strerror(errno));
     if (got == 0) return total;
     EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(got));
     total += got;
@@ -172,8 +176,8 @@ struct RegistryClient::Impl {
     std::string host = image.ApiHost();
     bool insecure = std::find(options.insecure_hosts.begin(), options.insecure_hosts.end(), host) !=
                         options.insecure_hosts.end() ||
-                    std::find(options.insecure_hosts.begin(), options.insecure_hosts.end(), image.registry) !=
-                        options.insecure_hosts.end();
+                    std::find(options.insecure_hosts.begin(), options.insecure_hosts.end(),
+                              image.registry) != options.insecure_hosts.end();
     return std::string(insecure ? "http://" : "https://") + host + "/v2/" + image.repository;
   }
 
@@ -188,7 +192,8 @@ struct RegistryClient::Impl {
         call.headers.push_back(authorization);
       }
       HttpReply r = http.Perform(call);
-      bool redirect = r.status == 301 || r.status == 302 || r.status == 303 || r.status == 307 || r.status == 308;
+      bool redirect = r.status == 301 || r.status == 302 || r.status == 303 || r.status == 307 ||
+                      r.status == 308;
       if (!redirect || r.redirect_url.empty() || r.transport_error) return r;
       if (hop == kMaxRedirects) {
         r.transport_error = true;
@@ -223,13 +228,15 @@ RegistryClient::RegistryClient(RegistryClientOptions options)
 
 RegistryClient::~RegistryClient() = default;
 
-Result<FetchedManifest> RegistryClient::GetManifest(const ImageReference& image,
-                                                    const std::string& reference_or_digest,
-                                                    const std::optional<BasicCredentials>& credentials) {
+Result<FetchedManifest> RegistryClient::GetManifest(
+    const ImageReference& image, const std::string& reference_or_digest,
+    const std::optional<BasicCredentials>& credentials) {
   bool by_digest = IsSha256Digest(reference_or_digest);
-  const std::string what = "manifest " + image.registry + "/" + image.repository + ":" + reference_or_digest;
+  const std::string what =
+      "manifest " + image.registry + "/" + image.repository + ":" + reference_or_digest;
   if (!by_digest && !IsTag(reference_or_digest)) {
-    return Status(Code::kInvalidArgument, what + ": neither a tag nor a sha256 digest", "invalid_image_reference");
+    return Status(Code::kInvalidArgument, what + ": neither a tag nor a sha256 digest",
+                  "invalid_image_reference");
   }
   HttpCall call;
   call.url = impl_->RepoUrl(image) + "/manifests/" + reference_or_digest;
@@ -246,7 +253,8 @@ Result<FetchedManifest> RegistryClient::GetManifest(const ImageReference& image,
   if (by_digest && m.digest != reference_or_digest) {
     return Mismatch(what + ": the body hashes to " + m.digest);
   }
-  if (std::string claimed = reply->Header("docker-content-digest"); !claimed.empty() && claimed != m.digest) {
+  if (std::string claimed = reply->Header("docker-content-digest");
+      !claimed.empty() && claimed != m.digest) {
     return Mismatch(what + ": the registry says " + claimed + ", the body hashes to " + m.digest);
   }
   m.media_type = MediaTypeOf(*reply, m.body);
@@ -289,33 +297,41 @@ Status RegistryClient::Impl::FetchBlobOnce(const ImageReference& image, const st
     HttpCall call;
     call.url = RepoUrl(image) + "/blobs/" + digest;
     if (sink.have > 0) call.headers.push_back("Range: bytes=" + std::to_string(sink.have) + "-");
-    call.on_body = [&sink](long status, const char* data, size_t n) { return sink.Write(status, data, n); };
+    call.on_body = [&sink](long status, const char* data, size_t n) {
+      return sink.Write(status, data, n);
+    };
     auto reply = Send(image, call, credentials);
     if (!reply.ok()) return reply.status();
     if (sink.write_errno != 0) {
       return Status(Code::kInternal, "writing " + path + ": " + std::strerror(sink.write_errno));
     }
-    if (sink.too_long) return mismatch("more than the " + std::to_string(size) + " bytes its descriptor says");
+    if (sink.too_long)
+      return mismatch("more than the " + std::to_string(size) + " bytes its descriptor says");
     // 416: the registry's blob ends before the bytes already here.
-    if (reply->status == 416) return mismatch("shorter than the " + std::to_string(size) + " bytes its descriptor says");
+    if (reply->status == 416)
+      return mismatch("shorter than the " + std::to_string(size) + " bytes its descriptor says");
     if (reply->transport_error || (reply->status != 200 && reply->status != 206)) {
       return ReplyStatus(*reply, what, /*manifest=*/false);
     }
     if (sink.have != size) {
-      return mismatch(std::to_string(sink.have) + " bytes, its descriptor says " + std::to_string(size));
+      return mismatch(std::to_string(sink.have) + " bytes, its descriptor says " +
+                      std::to_string(size));
     }
   }
   std::string got = "sha256:" + HexOf(file.ctx);
   if (got != digest) return mismatch("the content hashes to " + got);
-  if (fsync(file.fd) != 0) return Status(Code::kInternal, "fsync " + path + ": " + std::strerror(errno));
+  if (fsync(file.fd) != 0)
+    return Status(Code::kInternal, "fsync " + path + ": " + std::strerror(errno));
   return OkStatus();
 }
 
-Status RegistryClient::FetchBlob(const ImageReference& image, const std::string& digest, int64_t size,
-                                 const std::string& path, const std::optional<BasicCredentials>& credentials,
+Status RegistryClient::FetchBlob(const ImageReference& image, const std::string& digest,
+                                 int64_t size, const std::string& path,
+                                 const std::optional<BasicCredentials>& credentials,
                                  const ProgressFn& progress) {
   if (!IsSha256Digest(digest) || size < 0) {
-    return Status(Code::kInvalidArgument, "blob " + digest + ": not a sha256 digest or a size", pull_reason::kBadManifest);
+    return Status(Code::kInvalidArgument, "blob " + digest + ": not a sha256 digest or a size",
+                  pull_reason::kBadManifest);
   }
   int64_t fetched = 0;
   for (int attempt = 0;; ++attempt) {

@@ -11,7 +11,8 @@ namespace {
 constexpr char kBadPullSecret[] = "bad_pull_secret";
 
 Status Bad(const std::string& key, const std::string& why) {
-  return Status(Code::kInvalidArgument, "pull secret entry \"" + key + "\": " + why, kBadPullSecret);
+  return Status(Code::kInvalidArgument, "pull secret entry \"" + key + "\": " + why,
+                kBadPullSecret);
 }
 
 // Standard base64 with padding, as docker login writes it. EVP_DecodeBlock keeps the padding's
@@ -21,7 +22,8 @@ std::optional<std::string> DecodeBase64(std::string in) {
   if (in.empty() || in.size() % 4 != 0) return std::nullopt;
   std::string out(in.size() / 4 * 3, '\0');
   int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
+                          reinterpret_cast<const unsigned char*>(in.data()),
+                          static_cast<int>(in.size()));
   if (n < 0) return std::nullopt;
   size_t pad = in.ends_with("==") ? 2 : in.ends_with("=") ? 1 : 0;
   out.resize(static_cast<size_t>(n) - pad);
@@ -43,12 +45,14 @@ std::string NormaliseRegistry(std::string key) {
 Result<BasicCredentials> EntryCredentials(const std::string& key, const nlohmann::json& entry) {
   if (!entry.is_object()) return Bad(key, "not an object");
   BasicCredentials c;
-  if (auto auth = entry.find("auth"); auth != entry.end() && !(auth->is_string() && auth->get<std::string>().empty())) {
+  if (auto auth = entry.find("auth");
+      auth != entry.end() && !(auth->is_string() && auth->get<std::string>().empty())) {
     if (!auth->is_string()) return Bad(key, "\"auth\" is not a string");
     auto decoded = DecodeBase64(auth->get<std::string>());
     if (!decoded) return Bad(key, "\"auth\" is not base64");
     size_t colon = decoded->find(':');
-    if (colon == std::string::npos || colon == 0) return Bad(key, "\"auth\" does not decode to user:password");
+    if (colon == std::string::npos || colon == 0)
+      return Bad(key, "\"auth\" does not decode to user:password");
     c.username = decoded->substr(0, colon);
     c.password = decoded->substr(colon + 1);
     return c;

@@ -68,7 +68,8 @@ size_t OnHeader(char* data, size_t size, size_t nitems, void* user) {
   for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::string_view v = line.substr(colon + 1);
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) v.remove_suffix(1);
+  while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' '))
+    v.remove_suffix(1);
   x->reply.headers[name] = std::string(v);
   return line.size();
 }
@@ -119,8 +120,10 @@ struct RegistryHttp::Pool {
   void Give(CURL* h) {
     curl_easy_reset(h);  // options go (they point at a finished call's locals), connections stay
     std::lock_guard<std::mutex> lock(mu);
-    if (idle.size() < kMaxIdleHandles) idle.push_back(h);
-    else curl_easy_cleanup(h);
+    if (idle.size() < kMaxIdleHandles)
+      idle.push_back(h);
+    else
+      curl_easy_cleanup(h);
   }
 };
 
@@ -169,7 +172,8 @@ HttpReply RegistryHttp::Perform(const HttpCall& call) {
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(options_.connect_timeout.count()));
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(options_.low_speed_bytes));
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.low_speed_time.count()));
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.request_deadline.count()));

@@ -28,7 +28,7 @@ struct HttpCall {
 };
 
 struct HttpReply {
-  long status = 0;              // 0 when no response came
+  long status = 0;               // 0 when no response came
   bool transport_error = false;  // connect, TLS, timeout, a transfer cut short
   std::string error;             // libcurl's words for it
   bool aborted = false;          // on_body said stop

@@ -11,10 +11,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "base/subprocess.h"
 #include "images/oci_manifest.h"
@@ -66,16 +65,19 @@ class RegistryClientTest : public ::testing::Test {
     std::string layout = layout_->path().string();
     counter_ = Push("counter", "v1", {stasis::testing::CounterImage()});
     // Two platforms under one tag: an index.
-    multi_ = Push("multi", "v1", {stasis::testing::CounterImage("amd64"), stasis::testing::CounterImage("arm64")});
+    multi_ = Push("multi", "v1",
+                  {stasis::testing::CounterImage("amd64"), stasis::testing::CounterImage("arm64")});
     // One uncompressed random layer, large enough to stop the registry in the middle of it.
     TestImage large;
     large.entrypoint = {"/bin/true"};
-    large.layers = {{{LayerMember::File("random.bin", RandomBytes(kLargeLayerBytes, 42))}, LayerCompression::kNone}};
+    large.layers = {{{LayerMember::File("random.bin", RandomBytes(kLargeLayerBytes, 42))},
+                     LayerCompression::kNone}};
     large_ = Push("large", "v1", {large});
     // A layer of its own for the corruption test (blobs are shared by digest across repositories).
     TestImage own;
     own.entrypoint = {"/bin/true"};
-    own.layers = {{{LayerMember::File("own.txt", RandomBytes(1 << 20, 7))}, LayerCompression::kZstd}};
+    own.layers = {
+        {{LayerMember::File("own.txt", RandomBytes(1 << 20, 7))}, LayerCompression::kZstd}};
     corrupt_ = Push("corrupt", "v1", {own});
   }
   static void TearDownTestSuite() {
@@ -84,7 +86,8 @@ class RegistryClientTest : public ::testing::Test {
     delete layout_;
   }
 
-  static BuiltImage Push(const std::string& repo, const std::string& tag, const std::vector<TestImage>& images) {
+  static BuiltImage Push(const std::string& repo, const std::string& tag,
+                         const std::vector<TestImage>& images) {
     std::string layout = layout_->path().string() + "/" + repo;
     auto built = stasis::testing::WriteOciLayout(layout, tag, images);
     EXPECT_TRUE(built.ok()) << built.status().ToString();
@@ -128,7 +131,8 @@ TEST_F(RegistryClientTest, ManifestByTagAndByDigest) {
   EXPECT_EQ(doc["config"]["digest"], counter_.platforms[0].config.digest);
   EXPECT_EQ(doc["layers"][0]["digest"], counter_.platforms[0].layers[0].digest);
 
-  auto by_digest = client.GetManifest(Ref("counter"), counter_.target.digest, registry_->credentials());
+  auto by_digest =
+      client.GetManifest(Ref("counter"), counter_.target.digest, registry_->credentials());
   ASSERT_TRUE(by_digest.ok()) << by_digest.status().ToString();
   EXPECT_EQ(by_digest->body, by_tag->body);
   EXPECT_EQ(by_digest->digest, counter_.target.digest);
@@ -143,20 +147,25 @@ TEST_F(RegistryClientTest, ManifestByTagAndByDigest) {
 TEST_F(RegistryClientTest, TestLayersHoldTheMembersAsked) {
   TestImage image;
   image.entrypoint = {"/bin/true"};
-  image.layers = {{{LayerMember::Dir("etc"), LayerMember::File("etc/motd", "hello\n"),
-                    LayerMember::Symlink("etc/link", "motd"), LayerMember::Hardlink("etc/hard", "etc/motd"),
-                    LayerMember::File("etc/.wh.gone", "")},
-                   LayerCompression::kGzip}};
+  image.layers = {
+      {{LayerMember::Dir("etc"), LayerMember::File("etc/motd", "hello\n"),
+        LayerMember::Symlink("etc/link", "motd"), LayerMember::Hardlink("etc/hard", "etc/motd"),
+        LayerMember::File("etc/.wh.gone", "")},
+       LayerCompression::kGzip}};
   BuiltImage built = Push("members", "v1", {image});
   ASSERT_EQ(built.platforms.size(), 1u);
   const auto& layer = built.platforms[0].layers[0];
   EXPECT_EQ(layer.media_type, media_type::kOciLayerGzip);
   RegistryClient client(Options());
   std::string path = dir_.path().string() + "/layer.tgz";
-  ASSERT_TRUE(client.FetchBlob(Ref("members"), layer.digest, layer.size, path, registry_->credentials()).ok());
+  ASSERT_TRUE(
+      client.FetchBlob(Ref("members"), layer.digest, layer.size, path, registry_->credentials())
+          .ok());
   auto listed = RunCommand({"/usr/bin/tar", "-tvzf", path}, std::chrono::seconds(30));
-  ASSERT_TRUE(listed.ok() && listed->success()) << (listed.ok() ? listed->Summary() : listed.status().ToString());
-  for (const char* want : {"etc/\n", "etc/motd\n", "etc/link -> motd\n", "etc/hard link to etc/motd\n", "etc/.wh.gone\n"}) {
+  ASSERT_TRUE(listed.ok() && listed->success())
+      << (listed.ok() ? listed->Summary() : listed.status().ToString());
+  for (const char* want : {"etc/\n", "etc/motd\n", "etc/link -> motd\n",
+                           "etc/hard link to etc/motd\n", "etc/.wh.gone\n"}) {
     EXPECT_NE(listed->out.find(want), std::string::npos) << want << " not in:\n" << listed->out;
   }
   // The config's diff ID is the uncompressed tar's digest.
@@ -208,8 +217,8 @@ TEST_F(RegistryClientTest, FetchesABlobVerifiedAndReportsProgress) {
   const auto& layer = counter_.platforms[0].layers[0];
   std::string path = dir_.path().string() + "/layer";
   int64_t last = 0;
-  Status s = client.FetchBlob(Ref("counter"), layer.digest, layer.size, path, registry_->credentials(),
-                              [&](int64_t bytes) { last = bytes; });
+  Status s = client.FetchBlob(Ref("counter"), layer.digest, layer.size, path,
+                              registry_->credentials(), [&](int64_t bytes) { last = bytes; });
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(stasis::testing::Sha256Digest(ReadWhole(path)), layer.digest);
   EXPECT_EQ(last, layer.size);
@@ -217,8 +226,9 @@ TEST_F(RegistryClientTest, FetchesABlobVerifiedAndReportsProgress) {
   // A size smaller than the blob: refused as soon as the bytes run past it (never written),
   // the file removed.
   int64_t most = 0;
-  Status short_size = client.FetchBlob(Ref("counter"), layer.digest, layer.size - 1, path, registry_->credentials(),
-                                       [&](int64_t bytes) { most = std::max(most, bytes); });
+  Status short_size =
+      client.FetchBlob(Ref("counter"), layer.digest, layer.size - 1, path, registry_->credentials(),
+                       [&](int64_t bytes) { most = std::max(most, bytes); });
   EXPECT_LE(most, layer.size - 1);
   EXPECT_EQ(short_size.code(), Code::kFailedPrecondition) << short_size.ToString();
   EXPECT_EQ(short_size.reason(), pull_reason::kDigestMismatch);
@@ -236,12 +246,15 @@ TEST_F(RegistryClientTest, ABlobCorruptedInTheRegistrysStorageIsRefusedAndRemove
   }
   RegistryClient client(Options());
   std::string path = dir_.path().string() + "/layer";
-  Status s = client.FetchBlob(Ref("corrupt"), layer.digest, layer.size, path, registry_->credentials());
+  Status s =
+      client.FetchBlob(Ref("corrupt"), layer.digest, layer.size, path, registry_->credentials());
   std::ofstream(stored, std::ios::binary | std::ios::trunc) << original;
   EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
   EXPECT_EQ(s.reason(), pull_reason::kDigestMismatch);
   EXPECT_FALSE(std::filesystem::exists(path));
-  EXPECT_TRUE(client.FetchBlob(Ref("corrupt"), layer.digest, layer.size, path, registry_->credentials()).ok());
+  EXPECT_TRUE(
+      client.FetchBlob(Ref("corrupt"), layer.digest, layer.size, path, registry_->credentials())
+          .ok());
 }
 
 // The registry serves a manifest's stored bytes as they are: one changed in its storage (still
@@ -253,7 +266,8 @@ TEST_F(RegistryClientTest, AManifestCorruptedInTheRegistrysStorageIsRefused) {
   std::string original = ReadWhole(stored);
   ASSERT_EQ(stasis::testing::Sha256Digest(original), digest);
   std::string changed = original;
-  size_t at = changed.find(corrupt_.platforms[0].config.digest) + 7;  // the config digest's first hex digit
+  size_t at =
+      changed.find(corrupt_.platforms[0].config.digest) + 7;  // the config digest's first hex digit
   ASSERT_NE(at, std::string::npos + 7);
   changed[at] = changed[at] == '0' ? '1' : '0';
   std::ofstream(stored, std::ios::binary | std::ios::trunc) << changed;
@@ -279,8 +293,8 @@ TEST_F(RegistryClientTest, ATransferCutByTheRegistryStoppingResumesWhereItStoppe
   std::string path = dir_.path().string() + "/layer";
   std::string stop_error;
   bool stopped = false;
-  Status cut = client.FetchBlob(Ref("large"), layer.digest, layer.size, path, registry_->credentials(),
-                                [&](int64_t bytes) {
+  Status cut = client.FetchBlob(Ref("large"), layer.digest, layer.size, path,
+                                registry_->credentials(), [&](int64_t bytes) {
                                   if (!stopped && bytes >= (8 << 20)) {
                                     stopped = true;
                                     stop_error = registry_->Stop();
@@ -296,8 +310,9 @@ TEST_F(RegistryClientTest, ATransferCutByTheRegistryStoppingResumesWhereItStoppe
 
   ASSERT_EQ(registry_->Restart(), "");
   int64_t fetched = 0;
-  Status resumed = client.FetchBlob(Ref("large"), layer.digest, layer.size, path, registry_->credentials(),
-                                    [&](int64_t bytes) { fetched = bytes; });
+  Status resumed =
+      client.FetchBlob(Ref("large"), layer.digest, layer.size, path, registry_->credentials(),
+                       [&](int64_t bytes) { fetched = bytes; });
   ASSERT_TRUE(resumed.ok()) << resumed.ToString();
   EXPECT_EQ(fetched, layer.size - partial) << "only the missing bytes were fetched";
   EXPECT_EQ(FileSize(path), layer.size);
@@ -319,7 +334,8 @@ TEST_F(RegistryClientTest, AnIndexOfTwoPlatformsAndEachOfItsManifests) {
     auto m = client.GetManifest(Ref("multi"), entry["digest"], registry_->credentials());
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     EXPECT_EQ(m->media_type, media_type::kOciManifest);
-    EXPECT_EQ(nlohmann::json::parse(m->body)["config"]["digest"], multi_.platforms[i].config.digest);
+    EXPECT_EQ(nlohmann::json::parse(m->body)["config"]["digest"],
+              multi_.platforms[i].config.digest);
   }
 }
 
@@ -339,14 +355,16 @@ TEST(RegistryWithoutAuth, PullsAnonymously) {
   ASSERT_NE(registry, nullptr) << error;
   ASSERT_FALSE(registry->credentials());
   TempDir layout("stasis-oci-layout-");
-  auto built = stasis::testing::WriteOciLayout(layout.path().string(), "v1", {stasis::testing::CounterImage()});
+  auto built = stasis::testing::WriteOciLayout(layout.path().string(), "v1",
+                                               {stasis::testing::CounterImage()});
   ASSERT_TRUE(built.ok()) << built.status().ToString();
   Status pushed = stasis::testing::PushOciLayout(layout.path().string(), "v1", *registry, "anon");
   ASSERT_TRUE(pushed.ok()) << pushed.ToString();
   RegistryClientOptions o;
   o.ca_file = registry->ca_file();
   RegistryClient client(o);
-  auto ref = ParseImageReference("localhost:" + registry->host().substr(registry->host().find(':') + 1) + "/anon:v1");
+  auto ref = ParseImageReference(
+      "localhost:" + registry->host().substr(registry->host().find(':') + 1) + "/anon:v1");
   ASSERT_TRUE(ref.ok());
   auto m = client.GetManifest(*ref, "v1", std::nullopt);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
@@ -360,7 +378,8 @@ TEST(InsecureRegistry, PlainHttpOnlyForTheHostsListed) {
   auto registry = TestRegistry::Start(&error, {.auth = false, .plain_http = true});
   ASSERT_NE(registry, nullptr) << error;
   TempDir layout("stasis-oci-layout-");
-  auto built = stasis::testing::WriteOciLayout(layout.path().string(), "v1", {stasis::testing::CounterImage()});
+  auto built = stasis::testing::WriteOciLayout(layout.path().string(), "v1",
+                                               {stasis::testing::CounterImage()});
   ASSERT_TRUE(built.ok()) << built.status().ToString();
   Status pushed = stasis::testing::PushOciLayout(layout.path().string(), "v1", *registry, "plain");
   ASSERT_TRUE(pushed.ok()) << pushed.ToString();
@@ -375,13 +394,15 @@ TEST(InsecureRegistry, PlainHttpOnlyForTheHostsListed) {
   EXPECT_EQ(m->digest, built->target.digest);
   const auto& layer = built->platforms[0].layers[0];
   TempDir dir("stasis-registry-client-");
-  Status blob = insecure.FetchBlob(*ref, layer.digest, layer.size, dir.path().string() + "/layer", std::nullopt);
+  Status blob = insecure.FetchBlob(*ref, layer.digest, layer.size, dir.path().string() + "/layer",
+                                   std::nullopt);
   EXPECT_TRUE(blob.ok()) << blob.ToString();
 
   RegistryClient secure(RegistryClientOptions{});
   auto refused = secure.GetManifest(*ref, "v1", std::nullopt);
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.status().reason(), pull_reason::kRegistryUnavailable) << refused.status().ToString();
+  EXPECT_EQ(refused.status().reason(), pull_reason::kRegistryUnavailable)
+      << refused.status().ToString();
 }
 
 }  // namespace
@@ -407,7 +428,8 @@ TEST(RegistryRedirectingToObjectStore, BlobsComeFromTheStoreAndResumeThere) {
   image.layers = {{{LayerMember::File("data.bin", content)}, LayerCompression::kNone}};
   auto built = stasis::testing::WriteOciLayout(layout.path().string(), "v1", {image});
   ASSERT_TRUE(built.ok()) << built.status().ToString();
-  Status pushed = stasis::testing::PushOciLayout(layout.path().string(), "v1", *registry, "redirected");
+  Status pushed =
+      stasis::testing::PushOciLayout(layout.path().string(), "v1", *registry, "redirected");
   ASSERT_TRUE(pushed.ok()) << pushed.ToString();
 
   RegistryClientOptions o;

@@ -6,9 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "base/subprocess.h"
 #include "images/oci_manifest.h"
@@ -20,7 +19,8 @@ using nlohmann::json;
 namespace mt = images::media_type;
 
 constexpr char kRefName[] = "org.opencontainers.image.ref.name";
-constexpr char kCounterScript[] = "i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done";
+constexpr char kCounterScript[] =
+    "i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done";
 
 la_ssize_t AppendTo(struct archive*, void* user, const void* buffer, size_t length) {
   static_cast<std::string*>(user)->append(static_cast<const char*>(buffer), length);
@@ -28,7 +28,8 @@ la_ssize_t AppendTo(struct archive*, void* user, const void* buffer, size_t leng
 }
 
 Status ArchiveError(struct archive* a, const std::string& what) {
-  std::string message = what + ": " + (archive_error_string(a) ? archive_error_string(a) : "libarchive failed");
+  std::string message =
+      what + ": " + (archive_error_string(a) ? archive_error_string(a) : "libarchive failed");
   archive_write_free(a);
   return Status(Code::kInternal, message);
 }
@@ -53,7 +54,9 @@ Result<std::string> WriteTar(const std::vector<LayerMember>& members) {
         archive_entry_set_filetype(e, AE_IFREG);
         archive_entry_set_size(e, static_cast<la_int64_t>(m.content.size()));
         break;
-      case LayerMember::Kind::kDir: archive_entry_set_filetype(e, AE_IFDIR); break;
+      case LayerMember::Kind::kDir:
+        archive_entry_set_filetype(e, AE_IFDIR);
+        break;
       case LayerMember::Kind::kSymlink:
         archive_entry_set_filetype(e, AE_IFLNK);
         archive_entry_set_symlink(e, m.content.c_str());
@@ -66,7 +69,8 @@ Result<std::string> WriteTar(const std::vector<LayerMember>& members) {
     archive_entry_set_perm(e, static_cast<mode_t>(m.mode));
     int rc = archive_write_header(a, e);
     if (rc == ARCHIVE_OK && m.kind == LayerMember::Kind::kFile && !m.content.empty()) {
-      rc = archive_write_data(a, m.content.data(), m.content.size()) < 0 ? ARCHIVE_FATAL : ARCHIVE_OK;
+      rc = archive_write_data(a, m.content.data(), m.content.size()) < 0 ? ARCHIVE_FATAL
+                                                                         : ARCHIVE_OK;
     }
     archive_entry_free(e);
     if (rc != ARCHIVE_OK) return ArchiveError(a, "writing member " + m.name);
@@ -82,7 +86,8 @@ Result<std::string> Compress(const std::string& tar, LayerCompression compressio
   std::string out;
   struct archive* a = archive_write_new();
   archive_write_set_format_raw(a);
-  int rc = compression == LayerCompression::kGzip ? archive_write_add_filter_gzip(a) : archive_write_add_filter_zstd(a);
+  int rc = compression == LayerCompression::kGzip ? archive_write_add_filter_gzip(a)
+                                                  : archive_write_add_filter_zstd(a);
   if (rc != ARCHIVE_OK) return ArchiveError(a, "adding the compression filter");
   archive_write_set_bytes_in_last_block(a, 1);
   if (archive_write_open2(a, &out, nullptr, AppendTo, nullptr, nullptr) != ARCHIVE_OK) {
@@ -94,7 +99,8 @@ Result<std::string> Compress(const std::string& tar, LayerCompression compressio
   archive_entry_set_size(e, static_cast<la_int64_t>(tar.size()));
   rc = archive_write_header(a, e);
   archive_entry_free(e);
-  if (rc != ARCHIVE_OK || archive_write_data(a, tar.data(), tar.size()) < 0) return ArchiveError(a, "compressing");
+  if (rc != ARCHIVE_OK || archive_write_data(a, tar.data(), tar.size()) < 0)
+    return ArchiveError(a, "compressing");
   if (archive_write_close(a) != ARCHIVE_OK) return ArchiveError(a, "closing the compressed stream");
   archive_write_free(a);
   return out;
@@ -102,14 +108,18 @@ Result<std::string> Compress(const std::string& tar, LayerCompression compressio
 
 const char* LayerMediaType(LayerCompression c) {
   switch (c) {
-    case LayerCompression::kNone: return mt::kOciLayerTar;
-    case LayerCompression::kGzip: return mt::kOciLayerGzip;
-    case LayerCompression::kZstd: return mt::kOciLayerZstd;
+    case LayerCompression::kNone:
+      return mt::kOciLayerTar;
+    case LayerCompression::kGzip:
+      return mt::kOciLayerGzip;
+    case LayerCompression::kZstd:
+      return mt::kOciLayerZstd;
   }
   return mt::kOciLayerTar;
 }
 
-Result<BuiltBlob> WriteBlob(const std::string& layout, const std::string& media_type, const std::string& bytes) {
+Result<BuiltBlob> WriteBlob(const std::string& layout, const std::string& media_type,
+                            const std::string& bytes) {
   BuiltBlob blob{media_type, Sha256Digest(bytes), static_cast<int64_t>(bytes.size())};
   std::string path = layout + "/blobs/sha256/" + blob.digest.substr(7);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -157,7 +167,9 @@ Result<BuiltManifest> WriteImage(const std::string& layout, const TestImage& ima
   auto config = WriteBlob(layout, mt::kOciConfig, ConfigJson(image, built.diff_ids).dump());
   if (!config.ok()) return config.status();
   built.config = *config;
-  json manifest{{"schemaVersion", 2}, {"mediaType", mt::kOciManifest}, {"config", Descriptor(built.config)},
+  json manifest{{"schemaVersion", 2},
+                {"mediaType", mt::kOciManifest},
+                {"config", Descriptor(built.config)},
                 {"layers", json::array()}};
   for (const BuiltBlob& l : built.layers) manifest["layers"].push_back(Descriptor(l));
   auto written = WriteBlob(layout, mt::kOciManifest, manifest.dump());
@@ -198,7 +210,9 @@ std::string ReadWhole(const std::string& path) {
 LayerMember LayerMember::File(std::string name, std::string content, int mode) {
   return {Kind::kFile, std::move(name), std::move(content), mode};
 }
-LayerMember LayerMember::Dir(std::string name, int mode) { return {Kind::kDir, std::move(name), "", mode}; }
+LayerMember LayerMember::Dir(std::string name, int mode) {
+  return {Kind::kDir, std::move(name), "", mode};
+}
 LayerMember LayerMember::Symlink(std::string name, std::string target) {
   return {Kind::kSymlink, std::move(name), std::move(target), 0777};
 }
@@ -222,7 +236,8 @@ std::string Sha256Digest(const std::string& bytes) {
 TestLayer BusyboxLayer(LayerCompression compression) {
   TestLayer layer;
   layer.compression = compression;
-  for (const char* d : {"bin", "proc", "dev", "sys", "etc"}) layer.members.push_back(LayerMember::Dir(d));
+  for (const char* d : {"bin", "proc", "dev", "sys", "etc"})
+    layer.members.push_back(LayerMember::Dir(d));
   layer.members.push_back(LayerMember::Dir("tmp", 01777));
   layer.members.push_back(LayerMember::File("bin/busybox", ReadWhole("/bin/busybox"), 0755));
   for (const char* applet : {"sh", "cat", "echo", "sleep", "ls", "test", "true", "wc", "date"}) {
@@ -269,13 +284,13 @@ Result<BuiltImage> WriteOciLayout(const std::string& layout_dir, const std::stri
   return built;
 }
 
-Status PushOciLayout(const std::string& layout_dir, const std::string& tag, const TestRegistry& registry,
-                     const std::string& repository) {
+Status PushOciLayout(const std::string& layout_dir, const std::string& tag,
+                     const TestRegistry& registry, const std::string& repository) {
   std::string cert_dir = std::filesystem::path(registry.ca_file()).parent_path();
   // --insecure-policy: no signature policy for a test image; --preserve-digests: the registry
   // holds exactly the bytes (and so the digests) the test computed, or the push fails.
-  std::vector<std::string> argv = {"/usr/bin/skopeo", "--insecure-policy", "copy", "--all", "--preserve-digests",
-                                   "--dest-cert-dir", cert_dir};
+  std::vector<std::string> argv = {"/usr/bin/skopeo",    "--insecure-policy", "copy",  "--all",
+                                   "--preserve-digests", "--dest-cert-dir",   cert_dir};
   if (registry.plain_http()) argv.push_back("--dest-tls-verify=false");
   if (registry.credentials()) {
     argv.push_back("--dest-creds");
@@ -285,7 +300,8 @@ Status PushOciLayout(const std::string& layout_dir, const std::string& tag, cons
   argv.push_back("docker://" + registry.host() + "/" + repository + ":" + tag);
   auto r = RunCommand(argv, std::chrono::minutes(5));
   if (!r.ok()) return r.status();
-  if (!r->success()) return Status(Code::kInternal, "skopeo copy failed: " + r->Summary() + "\n" + r->err);
+  if (!r->success())
+    return Status(Code::kInternal, "skopeo copy failed: " + r->Summary() + "\n" + r->err);
   return OkStatus();
 }
 

@@ -73,7 +73,8 @@ struct BuiltImage {
 
 // Writes (or adds `tag` to) the OCI image layout at `layout_dir`: one image is tagged as its
 // manifest, several as an index of them (one per platform).
-[[nodiscard]] Result<BuiltImage> WriteOciLayout(const std::string& layout_dir, const std::string& tag,
+[[nodiscard]] Result<BuiltImage> WriteOciLayout(const std::string& layout_dir,
+                                                const std::string& tag,
                                                 const std::vector<TestImage>& platforms);
 
 // skopeo copy --all --preserve-digests of oci:<layout_dir>:<tag> to

@@ -15,7 +15,8 @@ using namespace std::chrono_literals;
 
 const std::string kScript = std::string(STASIS_SOURCE_DIR) + "/hack/registry.sh";
 
-std::string Run(const std::vector<std::string>& args, std::string* out, const std::vector<std::string>& env = {}) {
+std::string Run(const std::vector<std::string>& args, std::string* out,
+                const std::vector<std::string>& env = {}) {
   CommandOptions options;
   options.extra_env = env;
   options.extra_env.push_back("STASIS_REGISTRY_OWNER_PID=" + std::to_string(getpid()));
@@ -23,7 +24,8 @@ std::string Run(const std::vector<std::string>& args, std::string* out, const st
   argv.insert(argv.end(), args.begin(), args.end());
   auto r = RunCommand(argv, 120s, options);
   if (!r.ok()) return "cannot run " + kScript + ": " + r.status().ToString();
-  if (!r->success()) return "hack/registry.sh " + args[0] + " failed (" + r->Summary() + ")\n" + r->err + r->out;
+  if (!r->success())
+    return "hack/registry.sh " + args[0] + " failed (" + r->Summary() + ")\n" + r->err + r->out;
   if (out != nullptr) *out = r->out;
   return "";
 }
@@ -44,7 +46,8 @@ std::map<std::string, std::string> ParseExports(const std::string& text) {
 
 }  // namespace
 
-std::unique_ptr<TestRegistry> TestRegistry::Start(std::string* error, const TestRegistryOptions& options) {
+std::unique_ptr<TestRegistry> TestRegistry::Start(std::string* error,
+                                                  const TestRegistryOptions& options) {
   char tmpl[] = "/tmp/stasis-test-registry-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) {
     *error = "mkdtemp failed";
@@ -75,9 +78,11 @@ std::string TestRegistry::Up() {
   auto vars = ParseExports(out);
   host_ = vars["STASIS_REGISTRY"];
   ca_file_ = vars["STASIS_REGISTRY_CA"];
-  if (host_.empty() || ca_file_.empty()) return "`up` printed no STASIS_REGISTRY or STASIS_REGISTRY_CA:\n" + out;
+  if (host_.empty() || ca_file_.empty())
+    return "`up` printed no STASIS_REGISTRY or STASIS_REGISTRY_CA:\n" + out;
   if (options_.auth) {
-    credentials_ = images::BasicCredentials{vars["STASIS_REGISTRY_USER"], vars["STASIS_REGISTRY_PASSWORD"]};
+    credentials_ =
+        images::BasicCredentials{vars["STASIS_REGISTRY_USER"], vars["STASIS_REGISTRY_PASSWORD"]};
     if (credentials_->username.empty()) return "`up` printed no STASIS_REGISTRY_USER:\n" + out;
   }
   return "";

@@ -27,7 +27,8 @@ class TestRegistry {
  public:
   // Starts a registry in a new temporary directory. On failure returns nullptr and sets
   // `error` to the script's output.
-  static std::unique_ptr<TestRegistry> Start(std::string* error, const TestRegistryOptions& options = {});
+  static std::unique_ptr<TestRegistry> Start(std::string* error,
+                                             const TestRegistryOptions& options = {});
   ~TestRegistry();  // down, and the directory removed
 
   const std::string& host() const { return host_; }        // "127.0.0.1:PORT"

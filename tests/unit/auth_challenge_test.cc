@@ -30,7 +30,8 @@ TEST(AuthChallenge, SchemeAndKeysAreCaseInsensitiveValuesAreNot) {
 }
 
 TEST(AuthChallenge, QuotedValuesKeepCommasAndEscapes) {
-  auto c = ParseAuthChallenge(R"(Bearer realm="https://a/t?x=1,y=2", error="insufficient_scope" , scope="a \"b\"")");
+  auto c = ParseAuthChallenge(
+      R"(Bearer realm="https://a/t?x=1,y=2", error="insufficient_scope" , scope="a \"b\"")");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->Param("realm"), "https://a/t?x=1,y=2");
   EXPECT_EQ(c->Param("error"), "insufficient_scope");
@@ -38,8 +39,9 @@ TEST(AuthChallenge, QuotedValuesKeepCommasAndEscapes) {
 }
 
 TEST(AuthChallenge, RefusesMalformedHeaders) {
-  for (const std::string bad : {"", "   ", "=realm", R"(Bearer realm="unterminated)", "Bearer realm",
-                                "Bearer realm=", R"(Bearer realm="a" service="b")", "Bearer =x"}) {
+  for (const std::string bad :
+       {"", "   ", "=realm", R"(Bearer realm="unterminated)", "Bearer realm",
+        "Bearer realm=", R"(Bearer realm="a" service="b")", "Bearer =x"}) {
     auto c = ParseAuthChallenge(bad);
     EXPECT_FALSE(c.ok()) << "accepted: " << bad;
     if (!c.ok()) {
@@ -51,13 +53,15 @@ TEST(AuthChallenge, RefusesMalformedHeaders) {
 
 TEST(TokenRequestUrl, EncodesServiceAndScope) {
   AuthChallenge c{"bearer", {{"realm", "https://auth.example/token"}, {"service", "reg istry&1"}}};
-  EXPECT_EQ(TokenRequestUrl(c, "repository:team/app:pull"),
-            "https://auth.example/token?service=reg%20istry%261&scope=repository%3Ateam%2Fapp%3Apull");
+  EXPECT_EQ(
+      TokenRequestUrl(c, "repository:team/app:pull"),
+      "https://auth.example/token?service=reg%20istry%261&scope=repository%3Ateam%2Fapp%3Apull");
 }
 
 TEST(TokenRequestUrl, TheChallengesScopeWinsAndARealmWithAQueryIsExtended) {
   AuthChallenge c{"bearer", {{"realm", "https://a/t?x=1"}, {"scope", "repository:o/r:pull"}}};
-  EXPECT_EQ(TokenRequestUrl(c, "repository:other:pull"), "https://a/t?x=1&scope=repository%3Ao%2Fr%3Apull");
+  EXPECT_EQ(TokenRequestUrl(c, "repository:other:pull"),
+            "https://a/t?x=1&scope=repository%3Ao%2Fr%3Apull");
 }
 
 }  // namespace

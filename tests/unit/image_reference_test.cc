@@ -21,7 +21,8 @@ void ExpectInvalid(const std::string& text, const std::string& says) {
   ASSERT_FALSE(r.ok()) << text << " parsed as " << r->ToString();
   EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << text;
   EXPECT_EQ(r.status().reason(), "invalid_image_reference") << text;
-  EXPECT_NE(r.status().message().find(says), std::string::npos) << text << ": " << r.status().message();
+  EXPECT_NE(r.status().message().find(says), std::string::npos)
+      << text << ": " << r.status().message();
 }
 
 TEST(ImageReference, ShortNamesAreOnDockerHubUnderLibrary) {
@@ -35,7 +36,8 @@ TEST(ImageReference, ShortNamesAreOnDockerHubUnderLibrary) {
 }
 
 TEST(ImageReference, AFirstComponentWithADotColonOrLocalhostIsAHost) {
-  EXPECT_EQ(Parsed("registry:5000/team/app:v1"), (ImageReference{"registry:5000", "team/app", "v1", ""}));
+  EXPECT_EQ(Parsed("registry:5000/team/app:v1"),
+            (ImageReference{"registry:5000", "team/app", "v1", ""}));
   EXPECT_EQ(Parsed("ghcr.io/o/r"), (ImageReference{"ghcr.io", "o/r", "latest", ""}));
   EXPECT_EQ(Parsed("localhost/app"), (ImageReference{"localhost", "app", "latest", ""}));
   EXPECT_EQ(Parsed("127.0.0.1:5000/app").ApiHost(), "127.0.0.1:5000");

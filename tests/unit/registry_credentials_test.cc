@@ -14,7 +14,8 @@ TEST(DockerConfigJson, DecodesAuthAndUsernamePassword) {
       "https://index.docker.io/v1/": {"username": "bob", "password": "pw", "auth": ""}}})");
   ASSERT_TRUE(auths.ok()) << auths.status().ToString();
   ASSERT_EQ(auths->size(), 2u);
-  EXPECT_EQ(CredentialsFor(*auths, "registry.example:5000"), (BasicCredentials{"alice", "s3cr:et"}));
+  EXPECT_EQ(CredentialsFor(*auths, "registry.example:5000"),
+            (BasicCredentials{"alice", "s3cr:et"}));
   EXPECT_EQ(CredentialsFor(*auths, "docker.io"), (BasicCredentials{"bob", "pw"}));
 }
 
@@ -25,17 +26,19 @@ TEST(DockerConfigJson, KeysMatchWithoutSchemeOrPathAndHostPortExactly) {
       "registry-1.docker.io": {"username": "c", "password": "3"}}})");
   ASSERT_TRUE(auths.ok()) << auths.status().ToString();
   EXPECT_EQ(CredentialsFor(*auths, "registry.example:5000")->username, "a");
-  EXPECT_FALSE(CredentialsFor(*auths, "registry.example"));       // the port differs
+  EXPECT_FALSE(CredentialsFor(*auths, "registry.example"));  // the port differs
   EXPECT_FALSE(CredentialsFor(*auths, "registry.example:5001"));
   EXPECT_EQ(CredentialsFor(*auths, "other.example")->username, "b");
-  EXPECT_EQ(CredentialsFor(*auths, "docker.io")->username, "c");   // one registry, three names
+  EXPECT_EQ(CredentialsFor(*auths, "docker.io")->username, "c");  // one registry, three names
   EXPECT_EQ(CredentialsFor(*auths, "index.docker.io")->username, "c");
   EXPECT_FALSE(CredentialsFor(*auths, "ghcr.io"));
 }
 
 TEST(DockerConfigJson, TheFirstMatchingEntryWinsAcrossSecrets) {
-  auto first = ParseDockerConfigJson(R"({"auths": {"r.example": {"username": "first", "password": "1"}}})");
-  auto second = ParseDockerConfigJson(R"({"auths": {"r.example": {"username": "second", "password": "2"}}})");
+  auto first =
+      ParseDockerConfigJson(R"({"auths": {"r.example": {"username": "first", "password": "1"}}})");
+  auto second =
+      ParseDockerConfigJson(R"({"auths": {"r.example": {"username": "second", "password": "2"}}})");
   ASSERT_TRUE(first.ok() && second.ok());
   std::vector<RegistryAuth> all = *first;
   all.insert(all.end(), second->begin(), second->end());

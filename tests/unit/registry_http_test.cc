@@ -14,7 +14,8 @@ TEST(RegistryHttp, SameOriginIsSchemeHostAndPort) {
   EXPECT_FALSE(RegistryHttp::SameOrigin("https://r.example/v2/", "https://cdn.r.example/blob"));
   EXPECT_FALSE(RegistryHttp::SameOrigin("https://r.example/v2/", "https://r.example:8443/v2/"));
   EXPECT_FALSE(RegistryHttp::SameOrigin("https://r.example/v2/", "http://r.example/v2/"));
-  EXPECT_FALSE(RegistryHttp::SameOrigin("https://127.0.0.1:5000/", "http://127.0.0.1:9000/bucket/x"));
+  EXPECT_FALSE(
+      RegistryHttp::SameOrigin("https://127.0.0.1:5000/", "http://127.0.0.1:9000/bucket/x"));
   EXPECT_FALSE(RegistryHttp::SameOrigin("not a url", "not a url"));
 }
 
