@@ -13,6 +13,7 @@
 //
 // Errors (reason → meaning):
 //   "image_not_found"   kNotFound           404 for a manifest (MANIFEST_UNKNOWN, NAME_UNKNOWN)
+//                                           or a blob (BLOB_UNKNOWN)
 //   "unauthorized"      kUnauthenticated    401/403 after authenticating (or no credentials)
 //   "digest_mismatch"   kFailedPrecondition content differs from its digest or size
 //   "registry_unavailable" kUnavailable     connect/TLS/5xx/transfer errors, timeouts: retry
@@ -58,7 +59,9 @@ struct FetchedManifest {
   std::string body;
 };
 
-// Bytes as they arrive (for metrics and tests); called from the transfer's thread.
+// Bytes as they arrive (for metrics and tests); called from the transfer's thread. The count
+// is of bytes fetched from the network by this FetchBlob call (resumes included), not of bytes
+// a partial file already held: a resumed transfer reports only what it added.
 using ProgressFn = std::function<void(int64_t bytes_so_far)>;
 
 class RegistryClient {
@@ -69,6 +72,7 @@ class RegistryClient {
   RegistryClient& operator=(const RegistryClient&) = delete;
 
   // `reference_or_digest` is a tag or "sha256:…"; when it is a digest the body must hash to it.
+  // Anything else is kInvalidArgument "invalid_image_reference" (no request made).
   [[nodiscard]] Result<FetchedManifest> GetManifest(const ImageReference& image,
                                                     const std::string& reference_or_digest,
                                                     const std::optional<BasicCredentials>& credentials);
