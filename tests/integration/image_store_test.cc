@@ -200,8 +200,11 @@ TEST_F(ImageStoreTest, AnIndexResolvesToThisNodesPlatform) {
   std::string got;
   std::getline(arch, got);
   EXPECT_EQ(got, "arm64");
+  // A node of another platform (its own cache: the tag→digest record is per node).
+  options.root = (dir_.path() / "s390x").string();
   options.platform = {"linux", "s390x", ""};
   images::ImageStore s390x_store(options, client_);
+  ASSERT_TRUE(s390x_store.Open().ok());
   EXPECT_EQ(s390x_store.Ensure(Request("store/multi", "v1")).status().reason(), "platform_not_found");
 }
 
