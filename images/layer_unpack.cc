@@ -2,7 +2,6 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -12,6 +11,7 @@
 #include <set>
 #include <vector>
 
+#include "base/sha256.h"
 #include "images/layer_members.h"
 
 namespace stasis::images {
@@ -22,7 +22,6 @@ using layer::JoinPath;
 using layer::MemberKind;
 using ReadPtr = std::unique_ptr<archive, decltype(&archive_read_free)>;
 using WritePtr = std::unique_ptr<archive, decltype(&archive_write_free)>;
-using DigestPtr = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
 
 constexpr char kUnpackFailed[] = "unpack_failed";
 constexpr size_t kBlock = 1 << 16;
@@ -41,7 +40,7 @@ Status HostFailure(const std::string& blob, const std::string& what) {
 class HashedStream {
  public:
   HashedStream()
-      : outer_(archive_read_new(), archive_read_free), sha_(EVP_MD_CTX_new(), EVP_MD_CTX_free), buf_(kBlock) {}
+      : outer_(archive_read_new(), archive_read_free), buf_(kBlock) {}
 
   // The compressions the layer media types name, and those Docker detects. Not
   // archive_read_support_filter_all: it would run external programs (lrzip, grzip) chosen by
@@ -58,7 +57,6 @@ class HashedStream {
         archive_read_next_header(a, &entry) != ARCHIVE_OK) {
       return ArchiveError(a);
     }
-    EVP_DigestInit_ex(sha_.get(), EVP_sha256(), nullptr);
     return "";
   }
 
@@ -69,7 +67,7 @@ class HashedStream {
       archive_set_error(inner, EIO, "%s", ArchiveError(s->outer_.get()).c_str());
       return ARCHIVE_FATAL;
     }
-    EVP_DigestUpdate(s->sha_.get(), s->buf_.data(), static_cast<size_t>(n));
+    s->sha_.Update(s->buf_.data(), static_cast<size_t>(n));
     *buf = s->buf_.data();
     return n;
   }
@@ -79,24 +77,16 @@ class HashedStream {
   std::string Drain() {
     for (la_ssize_t n; (n = archive_read_data(outer_.get(), buf_.data(), buf_.size())) != 0;) {
       if (n < 0) return ArchiveError(outer_.get());
-      EVP_DigestUpdate(sha_.get(), buf_.data(), static_cast<size_t>(n));
+      sha_.Update(buf_.data(), static_cast<size_t>(n));
     }
     return "";
   }
 
-  std::string DiffId() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(sha_.get(), md, &len);
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string out = "sha256:";
-    for (unsigned int i = 0; i < len; ++i) out += {kHex[md[i] >> 4], kHex[md[i] & 15]};
-    return out;
-  }
+  std::string DiffId() { return "sha256:" + sha_.FinishHex(); }
 
  private:
   ReadPtr outer_;
-  DigestPtr sha_;
+  Sha256 sha_;
   std::vector<char> buf_;
 };
 

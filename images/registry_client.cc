@@ -1,7 +1,6 @@
 #include "images/registry_client.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/sha256.h"
 #include "images/oci_manifest.h"
 #include "images/registry_auth.h"
 #include "images/registry_http.h"
@@ -25,37 +25,6 @@ Status Unavailable(const std::string& what) {
 }
 Status Mismatch(const std::string& what) {
   return Status(Code::kFailedPrecondition, what, pull_reason::kDigestMismatch);
-}
-
-// Every manifest and index type oci_manifest.h knows, OCI first: a registry holding both
-// forms of an image (rare) serves the OCI one.
-std::string AcceptHeader() {
-  return std::string("Accept: ") + media_type::kOciIndex + ", " + media_type::kOciManifest + ", " +
-         media_type::kDockerManifestList + ", " + media_type::kDockerManifest;
-}
-
-std::string Hex(const unsigned char* md, unsigned int len) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
-}
-
-std::string HexSha256(const std::string& body) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(body.data(), body.size(), md, &len, EVP_sha256(), nullptr);
-  return Hex(md, len);
-}
-
-std::string HexOf(EVP_MD_CTX* ctx) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, md, &len);
-  return Hex(md, len);
 }
 
 // [\w][\w.-]{0,127}: safe in a URL path as it is.
@@ -107,7 +76,7 @@ std::string MediaTypeOf(const HttpReply& r, const std::string& body) {
 // The blob file and its running hash, fed by the transfer as it streams.
 struct BlobSink {
   int fd = -1;
-  EVP_MD_CTX* ctx = nullptr;
+  Sha256* sha = nullptr;
   int64_t have = 0;  // bytes in the file, all hashed
   int64_t size = 0;  // what the descriptor promises
   int64_t* fetched;  // bytes from the network in this FetchBlob call
@@ -118,7 +87,7 @@ struct BlobSink {
 
   void Restart() {
     (void)ftruncate(fd, 0);
-    EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+    *sha = Sha256();
     have = 0;
   }
   bool Write(long status, const char* data, size_t n) {
@@ -139,7 +108,7 @@ struct BlobSink {
       }
       done += static_cast<size_t>(put);
     }
-    EVP_DigestUpdate(ctx, data, n);
+    sha->Update(data, n);
     have += static_cast<int64_t>(n);
     *fetched += static_cast<int64_t>(n);
     if (*progress) (*progress)(*fetched);
@@ -148,7 +117,7 @@ struct BlobSink {
 };
 
 // Hashes what a broken transfer left in the file, so the resumed bytes continue its digest.
-Result<int64_t> HashExisting(int fd, EVP_MD_CTX* ctx) {
+Result<int64_t> HashExisting(int fd, Sha256& sha) {
   std::string buf(1 << 20, '\0');
   int64_t total = 0;
   while (true) {
@@ -158,7 +127,7 @@ Result<int64_t> HashExisting(int fd, EVP_MD_CTX* ctx) {
       return Status(Code::kInternal,
                     std::string("reading the partial blob: ") + std::strerror(errno));
     if (got == 0) return total;
-    EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(got));
+    sha.Update(buf.data(), static_cast<size_t>(got));
     total += got;
   }
 }
@@ -240,7 +209,7 @@ Result<FetchedManifest> RegistryClient::GetManifest(
   }
   HttpCall call;
   call.url = impl_->RepoUrl(image) + "/manifests/" + reference_or_digest;
-  call.headers = {AcceptHeader()};
+  call.headers = {"Accept: " + ManifestAcceptHeader()};
   auto reply = impl_->Send(image, call, credentials);
   if (!reply.ok()) return reply.status();
   if (reply->body_too_large) {
@@ -249,7 +218,7 @@ Result<FetchedManifest> RegistryClient::GetManifest(
   if (reply->status != 200) return ReplyStatus(*reply, what, /*manifest=*/true);
   FetchedManifest m;
   m.body = std::move(reply->body);
-  m.digest = "sha256:" + HexSha256(m.body);
+  m.digest = "sha256:" + Sha256Hex(m.body);
   if (by_digest && m.digest != reference_or_digest) {
     return Mismatch(what + ": the body hashes to " + m.digest);
   }
@@ -265,10 +234,9 @@ namespace {
 
 struct BlobFile {
   int fd = -1;
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  Sha256 sha;
   ~BlobFile() {
     if (fd >= 0) close(fd);
-    EVP_MD_CTX_free(ctx);
   }
 };
 
@@ -284,10 +252,9 @@ Status RegistryClient::Impl::FetchBlobOnce(const ImageReference& image, const st
   BlobFile file;
   file.fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (file.fd < 0) return Status(Code::kInternal, "opening " + path + ": " + std::strerror(errno));
-  EVP_DigestInit_ex(file.ctx, EVP_sha256(), nullptr);
-  auto have = HashExisting(file.fd, file.ctx);
+  auto have = HashExisting(file.fd, file.sha);
   if (!have.ok()) return have.status();
-  BlobSink sink{file.fd, file.ctx, *have, size, fetched, &progress};
+  BlobSink sink{file.fd, &file.sha, *have, size, fetched, &progress};
   if (sink.have > size) sink.Restart();  // not this blob's bytes: start over
   auto mismatch = [&](const std::string& why) {
     unlink(path.c_str());
@@ -318,7 +285,7 @@ Status RegistryClient::Impl::FetchBlobOnce(const ImageReference& image, const st
                       std::to_string(size));
     }
   }
-  std::string got = "sha256:" + HexOf(file.ctx);
+  std::string got = "sha256:" + file.sha.FinishHex();
   if (got != digest) return mismatch("the content hashes to " + got);
   if (fsync(file.fd) != 0)
     return Status(Code::kInternal, "fsync " + path + ": " + std::strerror(errno));

@@ -1,9 +1,9 @@
 #include "images/registry_credentials.h"
 
-#include <openssl/evp.h>
-
 #include <cctype>
 #include <nlohmann/json.hpp>
+
+#include "base/base64.h"
 
 namespace stasis::images {
 namespace {
@@ -13,21 +13,6 @@ constexpr char kBadPullSecret[] = "bad_pull_secret";
 Status Bad(const std::string& key, const std::string& why) {
   return Status(Code::kInvalidArgument, "pull secret entry \"" + key + "\": " + why,
                 kBadPullSecret);
-}
-
-// Standard base64 with padding, as docker login writes it. EVP_DecodeBlock keeps the padding's
-// zero bytes in its output, so they are cut by the count of '='.
-std::optional<std::string> DecodeBase64(std::string in) {
-  while (!in.empty() && std::isspace(static_cast<unsigned char>(in.back()))) in.pop_back();
-  if (in.empty() || in.size() % 4 != 0) return std::nullopt;
-  std::string out(in.size() / 4 * 3, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
-  if (n < 0) return std::nullopt;
-  size_t pad = in.ends_with("==") ? 2 : in.ends_with("=") ? 1 : 0;
-  out.resize(static_cast<size_t>(n) - pad);
-  return out;
 }
 
 // The kubelet's parseSchemelessUrl and its docker.io aliases: a key is a host[:port], perhaps
