@@ -108,6 +108,15 @@ Result<LocalImage> ImageStore::Find(const std::string& digest) {
   return image;
 }
 
+bool ImageStore::WouldPull(const PullRequest& request) const {
+  if (request.policy == PullPolicy::kNever) return false;
+  std::string known = !request.pinned_digest.empty() ? request.pinned_digest : request.image.digest;
+  if (known.empty() && request.policy != PullPolicy::kAlways) known = KnownDigest(request.image);
+  if (known.empty() || !IsSha256Digest(known)) return true;
+  std::error_code ec;
+  return !fs::exists(CacheDir() + "/unpacked/" + HexOf(known) + "/" + kImageRecordFile, ec);
+}
+
 Result<LocalImage> ImageStore::Ensure(const PullRequest& request) {
   const std::string wanted = !request.pinned_digest.empty() ? request.pinned_digest : request.image.digest;
   auto lock = LockFor(wanted.empty() ? request.image.ToString() : wanted);

@@ -82,6 +82,10 @@ class ImageStore {
   // "bad_manifest" / "platform_not_found" for an image this node cannot run.
   [[nodiscard]] Result<LocalImage> Ensure(const PullRequest& request);
 
+  // Whether Ensure(request) would reach the registry now (a pull, or a tag resolved under
+  // policy Always): for a "pulling" status before it. Reads only the cache.
+  bool WouldPull(const PullRequest& request) const;
+
   // A cached image by manifest digest, without the network; touches its last use.
   [[nodiscard]] Result<LocalImage> Find(const std::string& digest);
 

@@ -106,6 +106,13 @@ std::optional<Result<ReconcileOutcome>> ActorReconciler::PrepareImage(Ctx& c) {
     request.pinned_digest = snap->image_digest;
   }
   request.auths = PullSecretAuths(c);
+  if (options_.image_store->WouldPull(request)) {
+    // A pull may take minutes: say so before it, while the actor still rests where it was.
+    SetCondition(c, api::kConditionProgressing, true, api::kReasonPullingImage,
+                 "pulling image " + c.a.spec.image +
+                     (request.pinned_digest.empty() ? "" : " at " + request.pinned_digest + ", the snapshot's"));
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+  }
   auto image = options_.image_store->Ensure(request);
   if (!image.ok()) {
     std::string message = "image " + c.a.spec.image +
@@ -165,6 +172,10 @@ Result<ReconcileOutcome> ActorReconciler::RefuseImage(Ctx& c, const char* reason
   FailureVerdict v;
   v.reason = reason;
   if (SetFailureCondition(c, api::kConditionReady, false, v, message)) Event(c, true, reason, message);
+  if (const auto* p = api::FindCondition(c.a.status.conditions, api::kConditionProgressing);
+      p && p->reason == api::kReasonPullingImage) {
+    SetCondition(c, api::kConditionProgressing, false, reason, "the pull failed");
+  }
   spdlog::warn("image not ready actor={} image={} reason={} retry={} error=\"{}\"", c.key, c.a.spec.image, reason,
                retry, message);
   if (Status s = WriteStatus(c); !s.ok()) return s;

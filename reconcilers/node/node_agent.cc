@@ -189,6 +189,17 @@ void WatchNodeDrain(Manager& m, const std::string& node, ActorReconciler& reconc
                          [seen](const ObjectPtr& n) { seen(n, true); }});
 }
 
+// The node's image cache (docs/images.md), its registry client and what it reports.
+struct NodeImages {
+  NodeImages(const NodeAgentOptions& o, prometheus::Registry& registry)
+      : metrics(registry),
+        client(images::RegistryClientOptions{.ca_file = o.registry_ca_file, .insecure_hosts = o.insecure_registries}),
+        store({.root = o.root, .budget_bytes = o.image_cache_bytes}, client, &metrics) {}
+  ImageMetrics metrics;
+  images::RegistryClient client;
+  images::ImageStore store;
+};
+
 // The digests the node's actors run on or have snapshots of (status.imageDigest,
 // status.latestSnapshot.imageDigest): what the image cache never evicts.
 std::function<std::set<std::string>()> ImagesInUse(std::vector<Informer*> actor_informers) {
@@ -267,17 +278,14 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
     return OkStatus();  // not fatal: the agent runs its actors, and the renewals go on
   }, [&] { heartbeat.Stop(); });
 
-  ImageMetrics image_metrics(*m.metrics().registry());
-  images::RegistryClient registry(images::RegistryClientOptions{.ca_file = o.registry_ca_file,
-                                                                .insecure_hosts = o.insecure_registries});
-  images::ImageStore image_store({.root = o.root, .budget_bytes = o.image_cache_bytes}, registry, &image_metrics);
-  if (Status s = image_store.Open(); !s.ok()) return s;
+  NodeImages images(o, *m.metrics().registry());
+  if (Status s = images.store.Open(); !s.ok()) return s;
 
   Informer *pinned, *bound;
   ActorLookup lookup = AddActorInformers(m, o.node, &pinned, &bound);
   ActorReconcilerOptions ro = ReconcilerOptionsFor(o);
   ro.bundle_roots = *bundle_roots;
-  ro.image_store = &image_store;
+  ro.image_store = &images.store;
   ro.images_in_use = ImagesInUse({pinned, bound});
   ActorReconciler reconciler(std::move(ro), m.client(), lookup,
                              RuntimeDrivers{&driver, &microvm}, snapshots, workers,
@@ -291,7 +299,7 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
     if (Status s = reconciler.RecoverAtStartup(); !s.ok()) {
       spdlog::warn("startup recovery incomplete node={} error=\"{}\"", o.node, s.ToString());
     }
-    image_store.Collect(ImagesInUse({pinned, bound})());
+    images.store.Collect(ImagesInUse({pinned, bound})());
   });
   m.OnControllersStarted([&] { spdlog::info("node agent ready node={}", o.node); });
   // The workers gauge follows this agent's own claims and frees as it writes them; a LIST now

@@ -137,8 +137,15 @@ TEST_F(ImagesTest, APrivateImageWaitsAsUnauthorizedUntilItsPullSecretIsNamed) {
   spec.erase("imagePullSecrets");
   CreateActor("private", spec);
   json actor;
-  ASSERT_TRUE(WaitActor("private", [](const json& x) { return CondReason(x, "Ready") == api::kReasonUnauthorized; },
-                        30s, "Ready=False Unauthorized", &actor));
+  // Each attempt says PullingImage before its pull (Progressing=True), and its failure replaces
+  // that with the reason; the Ready condition says it too.
+  ASSERT_TRUE(WaitActor("private",
+                        [](const json& x) {
+                          return CondReason(x, "Ready") == api::kReasonUnauthorized &&
+                                 CondIs(x, "Progressing", "False") &&
+                                 CondReason(x, "Progressing") == api::kReasonUnauthorized;
+                        },
+                        30s, "Ready=False and Progressing=False, both Unauthorized", &actor));
   EXPECT_NE(StatusOf(actor), "STATUS_RUNNING");
   EXPECT_EQ(StatusField(actor, "workerName"), json()) << "a worker was held while the image could not be pulled";
   ExpectAllWorkersFree(a->node);
@@ -192,6 +199,11 @@ TEST_F(ImagesTest, TwentyActorsOfOneImageShareOneUnpackedCopy) {
     seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
   EXPECT_THAT(Unpacked(*a), ::testing::ElementsAre(digest.substr(7)));
+  // Twenty sandboxes run on the shared rootfs, none writes into it: runsc keeps each one's
+  // overlay in its own root (its default would put a filestore file in the rootfs).
+  for (const auto& entry : Entries(a->root + "/images/unpacked/" + digest.substr(7) + "/rootfs")) {
+    EXPECT_EQ(entry.rfind(".gvisor", 0), std::string::npos) << entry << " written into the shared rootfs";
+  }
   std::printf("[ images ] create to RUNNING: first %.3f s (pull), 20th %.3f s (cache hit)\n", seconds.front(),
               seconds.back());
   const std::string metrics = ScrapeMetrics(a->proc->Log());

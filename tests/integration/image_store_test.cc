@@ -223,9 +223,12 @@ TEST_F(ImageStoreTest, ConcurrentStartsOfOneImagePullItOnce) {
 }
 
 TEST_F(ImageStoreTest, ACorruptedBlobLeavesNothingInTheCache) {
+  // A layer of its own: the busybox layer is shared with every other test's images.
+  TestImage own = CounterImage();
+  own.layers.push_back({{LayerMember::File("etc/corrupt-me", std::string(4096, 'c'))}, LayerCompression::kNone});
   BuiltImage built;
-  Push("store/corrupt", "v1", {CounterImage()}, &built);
-  const std::string blob = registry_->BlobDataPath(built.platforms[0].layers[0].digest);
+  Push("store/corrupt", "v1", {own}, &built);
+  const std::string blob = registry_->BlobDataPath(built.platforms[0].layers[1].digest);
   {
     std::fstream f(blob, std::ios::in | std::ios::out | std::ios::binary);
     ASSERT_TRUE(f) << blob;
