@@ -177,7 +177,7 @@ TEST_F(CrdTest, SamplesAreAcceptedAndReadByTheCppTypes) {
   EXPECT_EQ(gpu.spec.snapshots.on_commit, SnapshotScope::kData);
   EXPECT_EQ(gpu.spec.snapshots.data_dirs, (std::vector<std::string>{"/data", "/models"}));
   Actor image = *ActorFromJson(GetActor("counter-image"));
-  EXPECT_EQ(image.spec.image, "127.0.0.1:5000/stasis/counter:v1");
+  EXPECT_EQ(image.spec.image, "registry.example.com/team-a/counter:v1");
   EXPECT_TRUE(image.spec.bundle.empty());
   EXPECT_EQ(EffectivePullPolicy(image.spec), PullPolicy::kIfNotPresent);
   EXPECT_EQ(image.spec.env, (std::vector<EnvVar>{{"COUNTER_START", "0"}}));
