@@ -63,5 +63,12 @@ if [[ -n "${leaked_s3}" ]]; then
   pkill -9 -f 'weed server .*stasis-test-s3-' || true
   rc=1
 fi
+# The image tests' registries (their config names the test's stasis-test-registry-* directory).
+leaked_registries="$(pgrep -a -f 'docker-registry .*stasis-test-registry-' || true)"
+if [[ -n "${leaked_registries}" ]]; then
+  log "ERROR: tests leaked registries:"; echo "${leaked_registries}" >&2
+  pkill -9 -f 'docker-registry .*stasis-test-registry-' || true
+  rc=1
+fi
 log "done in $((SECONDS - start))s (rc=${rc})"
 exit ${rc}
