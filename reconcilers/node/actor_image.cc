@@ -167,8 +167,16 @@ std::string ActorReconciler::ImageBundleDir(const SandboxRef& ref) const {
 Result<ReconcileOutcome> ActorReconciler::RefuseImage(Ctx& c, const char* reason, const std::string& message,
                                                       bool retry) {
   // The actor stays where it rested (its snapshot kept) and no worker was claimed. A pull that
-  // may succeed later is retried with the queue's backoff, as a Pod's ImagePullBackOff; an image
-  // this node can never run waits for a new generation.
+  // may succeed later is retried with the resume's backoff (1 s doubling to 5 min), as a Pod's
+  // ImagePullBackOff: the status writes of each attempt re-enqueue the actor at once, so the
+  // wait must be the agent's own (transition_retries.h). An image this node can never run waits
+  // for a new generation.
+  const int64_t generation = c.a.metadata.generation;
+  if (retry) {
+    retries_.NoteFailure(c.key, RetryOp::kResume, generation);
+  } else {
+    retries_.GiveUp(c.key, RetryOp::kResume, generation);
+  }
   FailureVerdict v;
   v.reason = reason;
   if (SetFailureCondition(c, api::kConditionReady, false, v, message)) Event(c, true, reason, message);
@@ -180,7 +188,7 @@ Result<ReconcileOutcome> ActorReconciler::RefuseImage(Ctx& c, const char* reason
                retry, message);
   if (Status s = WriteStatus(c); !s.ok()) return s;
   if (!retry) return ReconcileOutcome{};
-  return Status(Code::kUnavailable, message, reason);
+  return ReconcileOutcome{retries_.Wait(c.key, RetryOp::kResume, generation)};
 }
 
 }  // namespace stasis

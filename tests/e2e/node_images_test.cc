@@ -81,6 +81,12 @@ class ImagesTest : public NodeAgentTest {
             {"desiredState", desired}};
   }
 
+  // The value of the series written exactly as `series` in a /metrics text, or -1.
+  static double MetricValue(const std::string& metrics, const std::string& series) {
+    const auto at = metrics.find("\n" + series + " ");
+    return at == std::string::npos ? -1 : std::stod(metrics.substr(at + series.size() + 2));
+  }
+
   static std::vector<std::string> Unpacked(const Agent& a) { return Entries(a.root + "/images/unpacked"); }
 
   static TestRegistry* registry_;
@@ -151,6 +157,12 @@ TEST_F(ImagesTest, APrivateImageWaitsAsUnauthorizedUntilItsPullSecretIsNamed) {
   ExpectAllWorkersFree(a->node);
   EXPECT_THAT(Unpacked(*a), ::testing::IsEmpty());
   EXPECT_THAT(Entries(a->root + "/images/tmp"), ::testing::IsEmpty());
+  // Retried with backoff (1 s, 2 s, 4 s …), not each time its own status write re-enqueues it:
+  // a few attempts in five seconds, not hundreds.
+  std::this_thread::sleep_for(5s);
+  const double attempts = MetricValue(ScrapeMetrics(a->proc->Log()), "stasis_image_pulls_total{result=\"unauthorized\"}");
+  EXPECT_GE(attempts, 1);
+  EXPECT_LE(attempts, 5) << "pulls of a refused image are not backed off";
 
   Patch("private", {{"imagePullSecrets", {{{"name", "registry"}}}}});
   ASSERT_TRUE(WaitStatus("private", "STATUS_RUNNING", 60s, &actor));

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/subprocess.h"
+#include "tests/support/hack_exports.h"
 
 namespace stasis::testing {
 namespace {
@@ -28,20 +29,6 @@ std::string Run(const std::vector<std::string>& args, std::string* out,
     return "hack/registry.sh " + args[0] + " failed (" + r->Summary() + ")\n" + r->err + r->out;
   if (out != nullptr) *out = r->out;
   return "";
-}
-
-// "export NAME=value" lines → {NAME: value}.
-std::map<std::string, std::string> ParseExports(const std::string& text) {
-  std::map<std::string, std::string> vars;
-  std::istringstream in(text);
-  const std::string prefix = "export ";
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(prefix, 0) != 0) continue;
-    size_t eq = line.find('=');
-    if (eq == std::string::npos) continue;
-    vars[line.substr(prefix.size(), eq - prefix.size())] = line.substr(eq + 1);
-  }
-  return vars;
 }
 
 }  // namespace
