@@ -15,6 +15,7 @@
 
 #include "controller/metrics.h"
 #include "reconcilers/cluster/cluster_metrics.h"
+#include "reconcilers/node/image_metrics.h"
 #include "reconcilers/node/snapshot_metrics.h"
 #include "tests/support/grafana_dashboard.h"
 #include "tests/support/metrics_reference.h"
@@ -73,6 +74,7 @@ std::map<std::string, Registered> RegisteredFamilies() {
   {
     Metrics m;
     SnapshotMetrics s(*m.registry());
+    ImageMetrics images(*m.registry());
     m.RegisterController("actor");
     auto q = m.NewWorkQueueMetrics("actor");
     m.RestClientObserver("127.0.0.1:6443")("GET", "200");
@@ -81,6 +83,8 @@ std::map<std::string, Registered> RegisteredFamilies() {
     s.ObserveDuration("checkpoint", "Pause", false, "error", 0.2);
     s.CountOperation("checkpoint", "error", "container_stopped");
     s.CountForcedCleanup("sandbox_died");
+    images.Pull("success", 1 << 20, 0.5);
+    images.Unpack(2 << 20, 0.2);
     m.SetBuildInfo("0.1.0", "0123456789ab");
     Collect(*m.registry(), "node", out);
   }
