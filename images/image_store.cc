@@ -46,8 +46,12 @@ Status ImageStore::Open() {
     fs::create_directories(CacheDir() + "/" + sub, ec);
     if (ec) return Status(Code::kInternal, "cannot create " + CacheDir() + "/" + sub + ": " + ec.message());
   }
-  // Unpacks and removals an earlier agent did not finish: never a complete image.
-  for (const auto& e : fs::directory_iterator(CacheDir() + "/tmp", ec)) fs::remove_all(e.path(), ec);
+  // Unpacks and removals an earlier agent did not finish (never a complete image), and its
+  // partial downloads: resumed within one agent's life, they would otherwise outlive the
+  // actors that wanted them.
+  for (const char* sub : {"tmp", "blobs/partial"}) {
+    for (const auto& e : fs::directory_iterator(CacheDir() + "/" + sub, ec)) fs::remove_all(e.path(), ec);
+  }
   if (observer_) observer_->CacheBytes(CachedBytes());
   return OkStatus();
 }

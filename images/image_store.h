@@ -1,7 +1,8 @@
 // The node's image cache: images pulled once, verified, unpacked once and shared read-only by
 // every actor that runs them. Content-addressed under <root>/images/:
 //
-//   blobs/partial/<hex>        a layer being downloaded (kept across failures, for a resume)
+//   blobs/partial/<hex>        a layer being downloaded (kept across failures, for a resume;
+//                              emptied at start-up)
 //   unpacked/<hex>/rootfs/     the image's root filesystem (hex of the manifest digest)
 //   unpacked/<hex>/image.json  what was pulled: reference, manifest and config digests, the
 //                              parsed config, bytes; its mtime is the last use (eviction order)
@@ -73,7 +74,7 @@ class ImageStore {
  public:
   ImageStore(ImageStoreOptions options, RegistryClient& registry, ImageObserver* observer = nullptr);
 
-  // Removes tmp/ leftovers and reports the cache's size. Call once before use.
+  // Removes tmp/ and blobs/partial/ leftovers and reports the cache's size. Call once before use.
   [[nodiscard]] Status Open();
 
   // The image for `request`, pulled and unpacked when the policy says so. Errors keep the

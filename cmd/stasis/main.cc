@@ -135,6 +135,8 @@ void DefineNodeFlags(stasis::Flags& f) {
            "the most bytes of unpacked images (<root>/images) kept, least recently used images not in use removed "
            "after each pull; K, M, G, T, Ki, Mi, Gi, Ti suffixes; 0: unbounded");
   f.Define("registry-ca-file", "", "a PEM bundle of CAs trusted for image registries, besides the system's");
+  f.Define("image-allow-devices", "false",
+           "unpack device nodes and FIFOs that image layers hold (refused by default: the sandbox gets its devices from its spec, not its image)");
   f.DefineRepeated("insecure-registry", "a registry host[:port] reached over plain HTTP (a test registry on loopback); repeatable");
   f.Define("snapshot-digest-threads", "0",
            "threads that hash, copy and verify snapshot chunks (0: every CPU the agent may use)");
@@ -211,6 +213,7 @@ stasis::Result<stasis::NodeAgentOptions> NodeOptions(const stasis::Flags& f) {
   if (!image_cache_bytes.ok()) return image_cache_bytes.status();
   o.image_cache_bytes = *image_cache_bytes;
   o.registry_ca_file = f.Get("registry-ca-file");
+  o.image_allow_devices = f.GetBool("image-allow-devices");
   if (!f.Get("insecure-registry").empty()) o.insecure_registries = Split(f.Get("insecure-registry"), ',');
   if (!f.Get("bundle-root").empty()) o.bundle_roots.roots = Split(f.Get("bundle-root"), ',');
   o.bundle_roots.per_namespace = f.GetBool("bundle-root-per-namespace");

@@ -194,7 +194,8 @@ struct NodeImages {
   NodeImages(const NodeAgentOptions& o, prometheus::Registry& registry)
       : metrics(registry),
         client(images::RegistryClientOptions{.ca_file = o.registry_ca_file, .insecure_hosts = o.insecure_registries}),
-        store({.root = o.root, .budget_bytes = o.image_cache_bytes}, client, &metrics) {}
+        store({.root = o.root, .unpack = {.allow_devices = o.image_allow_devices}, .budget_bytes = o.image_cache_bytes},
+              client, &metrics) {}
   ImageMetrics metrics;
   images::RegistryClient client;
   images::ImageStore store;

@@ -43,8 +43,10 @@ struct NodeAgentOptions {
   int64_t snapshot_cache_bytes = 0;
   // Actors from images (docs/images.md): --image-cache-bytes bounds <root>/images (0 =
   // unbounded); --registry-ca-file adds CAs for registries; --insecure-registry names
-  // registries reached over plain HTTP.
+  // registries reached over plain HTTP; --image-allow-devices lets layers hold device nodes and
+  // FIFOs (images/layer_unpack.h).
   int64_t image_cache_bytes = 0;
+  bool image_allow_devices = false;
   std::string registry_ca_file;
   std::vector<std::string> insecure_registries;
   // --bundle-root (repeatable) and --bundle-root-per-namespace: where actors' bundles may be
