@@ -149,6 +149,23 @@ TEST_F(ImageStoreTest, PulledOnceThenFoundWithoutTheRegistry) {
   EXPECT_EQ(observer_.pulls, (std::vector<std::string>{"success", "registry_unavailable"}));
 }
 
+// An agent killed mid-pull leaves an unpack in tmp/ and a partial blob: the next agent's Open
+// removes both, and the complete image it also left is still found.
+TEST_F(ImageStoreTest, OpenEmptiesWhatAnEarlierAgentLeftHalfDone) {
+  const std::string digest = Push("store/restart", "v1", {CounterImage()});
+  ASSERT_TRUE(store_.Ensure(Request("store/restart", "v1")).ok());
+  const fs::path images = dir_.path() / "images";
+  fs::create_directories(images / "tmp" / "0123-half" / "rootfs" / "bin");
+  std::ofstream(images / "tmp" / "0123-half" / "rootfs" / "bin" / "sh") << "half";
+  std::ofstream(images / "blobs" / "partial" / std::string(64, 'a')) << "partial";
+  images::ImageStore next(images::ImageStoreOptions{.root = dir_.path().string()}, client_, &observer_);
+  ASSERT_TRUE(next.Open().ok());
+  EXPECT_THAT(Leftovers(), IsEmpty());
+  auto found = next.Find(digest);
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_TRUE(fs::is_regular_file(found->rootfs + "/bin/busybox"));
+}
+
 TEST_F(ImageStoreTest, NeverWithoutACopyIsImageNotPresent) {
   Push("store/never", "v1", {CounterImage()});
   auto image = store_.Ensure(Request("store/never", "v1", images::PullPolicy::kNever));
