@@ -126,7 +126,10 @@ std::optional<Result<ReconcileOutcome>> ActorReconciler::PrepareImage(Ctx& c) {
     options_.image_store->Collect(options_.images_in_use ? options_.images_in_use() : std::set<std::string>{});
   }
   if (Status s = WriteImageBundle(c, *image); !s.ok()) {
-    return RefuseImage(c, api::kReasonBadImage, s.message(), false);
+    // A config this node refuses waits for a new generation; a bundle it could not write (the
+    // host's disk) is tried again.
+    const bool bad = s.code() == Code::kInvalidArgument;
+    return RefuseImage(c, bad ? api::kReasonBadImage : api::kReasonHostError, s.message(), !bad);
   }
   c.image = std::move(*image);
   return std::nullopt;
