@@ -193,14 +193,14 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
   spdlog::debug("snapshot checked for restore actor={} snapshot={} committed={} duration_ms={}", c.key, snap->id,
                 snap->node_name.empty(),
                 std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - check_start).count());
-  if (c.image && source->manifest.image_digest != c.image->digest) {
-    // The manifest, not the status every agent may write, says what the image was: runsc
-    // restores onto the same root filesystem or not at all.
+  // The manifest, not the status every agent may write, says what the snapshot was taken on:
+  // runsc restores onto the same root filesystem or not at all (an image's digest, or a bundle).
+  const std::string running_on = c.image ? c.image->digest : "";
+  if (source->manifest.image_digest != running_on) {
+    auto what = [](const std::string& digest) { return digest.empty() ? std::string("a bundle") : "image " + digest; };
     return Status(Code::kFailedPrecondition,
-                  "snapshot " + snap->id + " was taken on image " +
-                      (source->manifest.image_digest.empty() ? std::string("(none: a bundle)")
-                                                             : source->manifest.image_digest) +
-                      ", not " + c.image->digest,
+                  "snapshot " + snap->id + " was taken on " + what(source->manifest.image_digest) +
+                      "; this actor now runs on " + what(running_on),
                   "snapshot_image_mismatch");
   }
   if (snap->location != source->dir) {

@@ -143,7 +143,7 @@ class ActorReconcilerTest : public ::testing::Test {
   }
 
   // A complete node-local snapshot of the actor, as a checkpoint leaves it; its id ("" on error).
-  std::string CompleteLocalSnapshot(const std::string& trigger) {
+  std::string CompleteLocalSnapshot(const std::string& trigger, const std::string& image_digest = "") {
     const std::string id = NewSnapshotId();
     auto dir = store_->BeginLocal(ns_, kActor, id);
     if (!dir.ok()) return "";
@@ -154,6 +154,7 @@ class ActorReconcilerTest : public ::testing::Test {
     m.name = kActor;
     m.scope = "Full";
     m.trigger = trigger;
+    m.image_digest = image_digest;
     return store_->CompleteLocal(m).ok() ? id : "";
   }
 
@@ -769,6 +770,29 @@ TEST_F(ActorReconcilerTest, ABundleOutsideTheRootsFailsTheActor) {
   EXPECT_EQ(driver_.CountCalls("Run") + driver_.CountCalls("Restore"), 0);
   ASSERT_TRUE(Get().status.latest_snapshot.has_value()) << "the snapshot is kept";
   EXPECT_EQ(Get().status.latest_snapshot->id, id);
+  EXPECT_TRUE(fs::exists(store_->LocalPath(ns_, kActor, id)));
+}
+
+// A snapshot taken on an image, its actor now naming a bundle: runsc would restore it onto
+// another root filesystem. The manifest (not the status) says so; the restore is refused before
+// runsc is called, the actor FAILED with its snapshot kept and its worker given back.
+TEST_F(ActorReconcilerTest, ASnapshotTakenOnAnImageIsNotRestoredOntoABundle) {
+  Create("Paused");
+  ASSERT_TRUE(Settle("STATUS_SUSPENDED"));  // never started
+  const std::string digest = "sha256:" + std::string(64, 'a');
+  const std::string id = CompleteLocalSnapshot("Pause", digest);
+  ASSERT_FALSE(id.empty());
+  PatchStatus({{"status", "STATUS_PAUSED"},
+               {"latestSnapshot", {{"id", id}, {"trigger", "Pause"}, {"scope", "Full"},
+                                   {"location", store_->LocalPath(ns_, kActor, id)}, {"nodeName", node_}}}});
+  Desire("Running");
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_EQ(StatusName(), "STATUS_FAILED");
+  EXPECT_EQ(Reason(api::kConditionReady), "SnapshotImageMismatch");
+  EXPECT_THAT(Message(api::kConditionReady), HasSubstr("was taken on image " + digest));
+  EXPECT_EQ(driver_.CountCalls("Restore"), 0);
+  EXPECT_FALSE(HoldsWorker());
+  ASSERT_TRUE(Get().status.latest_snapshot.has_value()) << "the snapshot is kept";
   EXPECT_TRUE(fs::exists(store_->LocalPath(ns_, kActor, id)));
 }
 
