@@ -178,7 +178,11 @@ std::vector<std::string> ImageStore::Collect(const std::set<std::string>& in_use
   if (options_.budget_bytes <= 0) return {};
   std::vector<CachedImage> images = ListCached();
   const std::set<std::string> held = Held();
-  for (CachedImage& image : images) image.in_use = in_use.count(image.digest) || held.count(image.digest);
+  const auto recent = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()) -
+                      options_.recent_use_grace;
+  for (CachedImage& image : images) {
+    image.in_use = in_use.count(image.digest) || held.count(image.digest) || image.last_used > recent;
+  }
   std::vector<std::string> removed;
   for (const std::string& digest : PlanImageEviction(images, options_.budget_bytes)) {
     // Taken out of unpacked/ in one rename first: a removal cut short leaves only tmp/.

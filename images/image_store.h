@@ -68,6 +68,10 @@ struct ImageStoreOptions {
   Platform platform = HostPlatform();
   UnpackOptions unpack;
   int64_t budget_bytes = 0;  // --image-cache-bytes; 0 = unbounded
+  // An image started or restored from this recently is kept as if in use: the actor's status
+  // names its digest only after the sandbox runs, and the caller's in-use set comes from the
+  // informer's copy, which may lag behind that write.
+  std::chrono::seconds recent_use_grace{600};
 };
 
 class ImageStore {

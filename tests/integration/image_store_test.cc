@@ -294,8 +294,10 @@ TEST_F(ImageStoreTest, EvictionTakesTheLeastRecentlyUsedAndNeverOneInUseOrHeld) 
     ASSERT_TRUE(probe.ok()) << probe.status().ToString();
     one = probe->bytes;
   }
-  images::ImageStore bounded(images::ImageStoreOptions{.root = dir_.path().string(), .budget_bytes = one * 7 / 2},
-                             client_, &observer_);
+  images::ImageStoreOptions options{.root = dir_.path().string(), .budget_bytes = one * 7 / 2};
+  // Every image here was used seconds ago: what the grace protects is checked below.
+  options.recent_use_grace = std::chrono::seconds(0);
+  images::ImageStore bounded(options, client_, &observer_);
   ASSERT_TRUE(bounded.Open().ok());
   std::optional<images::LocalImage> held_b;
   for (const char* tag : {"a", "b", "c", "d"}) {
@@ -311,8 +313,11 @@ TEST_F(ImageStoreTest, EvictionTakesTheLeastRecentlyUsedAndNeverOneInUseOrHeld) 
   EXPECT_EQ(observer_.evictions.load(), 1);
   // b's start is over; a budget of one and a half images leaves only a, in use.
   held_b.reset();
-  images::ImageStore tight(images::ImageStoreOptions{.root = dir_.path().string(), .budget_bytes = one * 3 / 2},
-                           client_, &observer_);
+  options.budget_bytes = one * 3 / 2;
+  images::ImageStore tight(options, client_, &observer_);
+  // With the default grace, images used in the last ten minutes stay whatever the budget.
+  images::ImageStore graced(images::ImageStoreOptions{.root = dir_.path().string(), .budget_bytes = 1}, client_);
+  EXPECT_THAT(graced.Collect({}), IsEmpty());
   EXPECT_THAT(tight.Collect({digests[0]}), ElementsAre(digests[1], digests[3]));
   EXPECT_THAT(Entries(Unpacked()), ElementsAre(digests[0].substr(7)));
   EXPECT_THAT(Leftovers(), IsEmpty());
