@@ -131,6 +131,8 @@ std::optional<Result<ReconcileOutcome>> ActorReconciler::PrepareImage(Ctx& c) {
     const bool bad = s.code() == Code::kInvalidArgument;
     return RefuseImage(c, bad ? api::kReasonBadImage : api::kReasonHostError, s.message(), !bad);
   }
+  spdlog::info("image ready actor={} image={} digest={} cache_hit={} pinned={}", c.key, c.a.spec.image,
+               image->digest, image->cache_hit, !request.pinned_digest.empty());
   c.image = std::move(*image);
   return std::nullopt;
 }
