@@ -19,8 +19,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
-std::string HexOf(const std::string& digest) { return digest.substr(digest.find(':') + 1); }
-
 double SecondsSince(SteadyClock::time_point start) {
   return std::chrono::duration<double>(SteadyClock::now() - start).count();
 }
@@ -38,12 +36,6 @@ int64_t TreeBytes(const fs::path& dir) {
     if (it->is_regular_file(ec) && !it->is_symlink(ec)) total += static_cast<int64_t>(it->file_size(ec));
   }
   return total;
-}
-
-Result<std::string> ReadWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(Code::kInternal, "cannot read " + path, "unpack_failed");
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 }  // namespace
@@ -78,11 +70,11 @@ Result<ImageStore::Resolved> ImageStore::Resolve(const PullRequest& request) {
   if (!manifest.ok()) return manifest.status();
   r.digest = fetched->digest;
   r.manifest = std::move(*manifest);
-  const std::string config_path = CacheDir() + "/blobs/partial/" + HexOf(r.manifest.config.digest);
+  const std::string config_path = PartialBlob(r.manifest.config.digest);
   Status got = registry_.FetchBlob(request.image, r.manifest.config.digest, r.manifest.config.size,
                                    config_path, r.credentials);
   if (!got.ok()) return got;
-  auto body = ReadWhole(config_path);
+  auto body = ReadCacheFile(config_path);
   std::error_code ec;
   fs::remove(config_path, ec);
   if (!body.ok()) return body.status();
@@ -112,7 +104,7 @@ Result<int64_t> ImageStore::FetchAndApplyLayers(const PullRequest& request, cons
       return Status(Code::kDeadlineExceeded, "the pull of " + request.image.ToString() + " ran past its deadline",
                     pull_reason::kRegistryUnavailable);
     }
-    const std::string blob = CacheDir() + "/blobs/partial/" + HexOf(layer.digest);
+    const std::string blob = PartialBlob(layer.digest);
     {
       // Two images sharing a layer, pulled at once, must not write one partial file together.
       auto lock = LockFor("blob:" + layer.digest);
@@ -141,22 +133,26 @@ Result<int64_t> ImageStore::FetchAndApplyLayers(const PullRequest& request, cons
   return fetched_bytes;
 }
 
+std::string ImageStore::PartialBlob(const std::string& digest) const {
+  return CacheDir() + "/blobs/partial/" + DigestHex(digest);
+}
+
 Status ImageStore::Publish(const Resolved& resolved, const std::string& tmp_dir, int64_t bytes) {
   ImageRecord record{resolved.digest, resolved.manifest.config.digest, bytes, resolved.config};
   {
     std::ofstream out(tmp_dir + "/" + kImageRecordFile, std::ios::trunc);
     out << ImageRecordToJson(record);
     out.flush();
-    if (!out) return Status(Code::kInternal, "cannot write " + tmp_dir + "/" + kImageRecordFile, "unpack_failed");
+    if (!out) return Status(Code::kInternal, "cannot write " + tmp_dir + "/" + kImageRecordFile, pull_reason::kUnpackFailed);
   }
-  const std::string final_dir = CacheDir() + "/unpacked/" + HexOf(resolved.digest);
+  const std::string final_dir = UnpackedDir(resolved.digest);
   std::error_code ec;
   fs::rename(tmp_dir, final_dir, ec);
   if (ec && fs::exists(final_dir + "/" + kImageRecordFile)) {
     fs::remove_all(tmp_dir, ec);  // published meanwhile (another agent process): the same content
     return OkStatus();
   }
-  if (ec) return Status(Code::kInternal, "cannot publish " + final_dir + ": " + ec.message(), "unpack_failed");
+  if (ec) return Status(Code::kInternal, "cannot publish " + final_dir + ": " + ec.message(), pull_reason::kUnpackFailed);
   return OkStatus();
 }
 
@@ -184,11 +180,11 @@ Result<LocalImage> ImageStore::Pull(const PullRequest& request) {
     return found;
   }
   if (observer_) observer_->CacheLookup(false);
-  const std::string tmp_dir = CacheDir() + "/tmp/" + HexOf(resolved->digest) + "-" +
+  const std::string tmp_dir = CacheDir() + "/tmp/" + DigestHex(resolved->digest) + "-" +
                               std::to_string(SteadyClock::now().time_since_epoch().count());
   std::error_code ec;
   fs::create_directories(tmp_dir + "/rootfs", ec);
-  if (ec) return fail(Status(Code::kInternal, "cannot create " + tmp_dir + ": " + ec.message(), "unpack_failed"));
+  if (ec) return fail(Status(Code::kInternal, "cannot create " + tmp_dir + ": " + ec.message(), pull_reason::kUnpackFailed));
   auto fetched = FetchAndApplyLayers(request, *resolved, tmp_dir + "/rootfs");
   Status published = fetched.ok() ? Publish(*resolved, tmp_dir, TreeBytes(tmp_dir + "/rootfs")) : fetched.status();
   if (!published.ok()) {

@@ -1,5 +1,7 @@
 #include "images/image_record.h"
 
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 namespace stasis::images {
@@ -35,6 +37,14 @@ Result<ImageRecord> ImageRecordFromJson(const std::string& text) {
   } catch (const json::exception& e) {
     return Status(Code::kInvalidArgument, std::string("image record: ") + e.what());
   }
+}
+
+std::string DigestHex(const std::string& digest) { return digest.substr(digest.find(':') + 1); }
+
+Result<std::string> ReadCacheFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(Code::kNotFound, "cannot read " + path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 }  // namespace stasis::images

@@ -1,5 +1,6 @@
 // unpacked/<hex>/image.json: what the cache knows of an image it holds, written last by a pull
-// (its presence marks the entry complete) and read by every lookup.
+// (its presence marks the entry complete) and read by every lookup; and what both halves of
+// the cache (image_store.cc, image_pull.cc) use to name and read its files.
 #pragma once
 
 #include <cstdint>
@@ -22,5 +23,10 @@ struct ImageRecord {
 std::string ImageRecordToJson(const ImageRecord& record);
 // kInvalidArgument when the text is not a record.
 [[nodiscard]] Result<ImageRecord> ImageRecordFromJson(const std::string& text);
+
+// "sha256:<hex>" → "<hex>": how the cache names an image's or a blob's files.
+std::string DigestHex(const std::string& digest);
+// A small file of the cache (a record, a tag, an image config) whole; kNotFound when unreadable.
+[[nodiscard]] Result<std::string> ReadCacheFile(const std::string& path);
 
 }  // namespace stasis::images

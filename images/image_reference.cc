@@ -2,10 +2,12 @@
 
 #include <regex>
 
+#include "images/image_reasons.h"
+
 namespace stasis::images {
 namespace {
 
-constexpr char kInvalid[] = "invalid_image_reference";
+constexpr const char* kInvalid = pull_reason::kInvalidReference;
 constexpr size_t kMaxNameLength = 255;  // distribution's NameTotalLengthMax
 
 Status Invalid(std::string_view text, const std::string& why) {

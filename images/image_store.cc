@@ -16,15 +16,6 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-constexpr char kImageNotPresent[] = "image_not_present";
-
-std::string HexOf(const std::string& digest) { return digest.substr(digest.find(':') + 1); }
-
-Result<std::string> ReadText(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return Status(Code::kNotFound, "cannot read " + path.string());
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 }  // namespace
 
@@ -82,7 +73,7 @@ std::string ImageStore::TagFile(const ImageReference& image) const {
 }
 
 std::string ImageStore::KnownDigest(const ImageReference& image) const {
-  auto text = ReadText(TagFile(image));
+  auto text = ReadCacheFile(TagFile(image));
   if (!text.ok()) return "";
   json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || j.value("reference", "") != image.ToString()) return "";
@@ -93,12 +84,12 @@ Result<LocalImage> ImageStore::Find(const std::string& digest) {
   if (!IsSha256Digest(digest)) {
     return Status(Code::kInvalidArgument, "not a sha256 digest: " + digest, "bad_manifest");
   }
-  const fs::path dir = CacheDir() + "/unpacked/" + HexOf(digest);
-  auto text = ReadText(dir / kImageRecordFile);
-  if (!text.ok()) return Status(Code::kNotFound, "image " + digest + " is not on this node", kImageNotPresent);
+  const fs::path dir = UnpackedDir(digest);
+  auto text = ReadCacheFile(dir / kImageRecordFile);
+  if (!text.ok()) return Status(Code::kNotFound, "image " + digest + " is not on this node", pull_reason::kImageNotPresent);
   auto record = ImageRecordFromJson(*text);
   if (!record.ok() || record->digest != digest) {
-    return Status(Code::kNotFound, "image " + digest + " has an unreadable record", kImageNotPresent);
+    return Status(Code::kNotFound, "image " + digest + " has an unreadable record", pull_reason::kImageNotPresent);
   }
   std::error_code ec;
   fs::last_write_time(dir / kImageRecordFile, fs::file_time_type::clock::now(), ec);
@@ -112,22 +103,29 @@ Result<LocalImage> ImageStore::Find(const std::string& digest) {
   return image;
 }
 
+std::string ImageStore::UnpackedDir(const std::string& digest) const {
+  return CacheDir() + "/unpacked/" + DigestHex(digest);
+}
+
+std::string ImageStore::LocalDigest(const PullRequest& request) const {
+  const std::string named = !request.pinned_digest.empty() ? request.pinned_digest : request.image.digest;
+  if (!named.empty() || request.policy == PullPolicy::kAlways) return named;
+  return KnownDigest(request.image);
+}
+
 bool ImageStore::WouldPull(const PullRequest& request) const {
   if (request.policy == PullPolicy::kNever) return false;
-  std::string known = !request.pinned_digest.empty() ? request.pinned_digest : request.image.digest;
-  if (known.empty() && request.policy != PullPolicy::kAlways) known = KnownDigest(request.image);
+  const std::string known = LocalDigest(request);
   if (known.empty() || !IsSha256Digest(known)) return true;
   std::error_code ec;
-  return !fs::exists(CacheDir() + "/unpacked/" + HexOf(known) + "/" + kImageRecordFile, ec);
+  return !fs::exists(UnpackedDir(known) + "/" + kImageRecordFile, ec);
 }
 
 Result<LocalImage> ImageStore::Ensure(const PullRequest& request) {
   const std::string wanted = !request.pinned_digest.empty() ? request.pinned_digest : request.image.digest;
   auto lock = LockFor(wanted.empty() ? request.image.ToString() : wanted);
   std::lock_guard guard(*lock);
-  std::string known = wanted;
-  if (known.empty() && request.policy != PullPolicy::kAlways) known = KnownDigest(request.image);
-  if (!known.empty()) {
+  if (const std::string known = LocalDigest(request); !known.empty()) {
     if (auto found = Find(known); found.ok()) {
       if (observer_) observer_->CacheLookup(true);
       return found;
@@ -137,7 +135,7 @@ Result<LocalImage> ImageStore::Ensure(const PullRequest& request) {
     if (observer_) observer_->CacheLookup(false);
     return Status(Code::kFailedPrecondition,
                   "image " + request.image.ToString() + " is not on this node and imagePullPolicy is Never",
-                  kImageNotPresent);
+                  pull_reason::kImageNotPresent);
   }
   return Pull(request);
 }
@@ -156,10 +154,10 @@ std::vector<CachedImage> ImageStore::ListCached() const {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(CacheDir() + "/unpacked", ec)) {
     const fs::path record_path = e.path() / kImageRecordFile;
-    auto text = ReadText(record_path);
+    auto text = ReadCacheFile(record_path);
     if (!text.ok()) continue;
     auto record = ImageRecordFromJson(*text);
-    if (!record.ok() || HexOf(record->digest) != e.path().filename().string()) continue;
+    if (!record.ok() || DigestHex(record->digest) != e.path().filename().string()) continue;
     const auto mtime = fs::last_write_time(record_path, ec);
     if (ec) continue;
     const auto system_time = fs::file_time_type::clock::to_sys(mtime);
@@ -189,8 +187,8 @@ std::vector<std::string> ImageStore::Collect(const std::set<std::string>& in_use
     auto lock = LockFor(digest);
     std::lock_guard guard(*lock);
     if (Held().count(digest)) continue;  // a start took it since the plan
-    const fs::path from = CacheDir() + "/unpacked/" + HexOf(digest);
-    const fs::path to = CacheDir() + "/tmp/evicted-" + HexOf(digest);
+    const fs::path from = UnpackedDir(digest);
+    const fs::path to = CacheDir() + "/tmp/evicted-" + DigestHex(digest);
     std::error_code ec;
     fs::rename(from, to, ec);
     if (ec) {

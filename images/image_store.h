@@ -118,6 +118,11 @@ class ImageStore {
   std::set<std::string> Held() const;
   std::vector<CachedImage> ListCached() const;
   std::string TagFile(const ImageReference& image) const;
+  std::string UnpackedDir(const std::string& digest) const;  // unpacked/<hex>
+  std::string PartialBlob(const std::string& digest) const;  // blobs/partial/<hex>
+  // The digest the request names (pinned, or by digest), or — unless the policy is Always —
+  // the one its tag named at this node's last pull of it; "" when only the registry can say.
+  std::string LocalDigest(const PullRequest& request) const;
   std::string KnownDigest(const ImageReference& image) const;
 
   ImageStoreOptions options_;

@@ -23,7 +23,6 @@ using layer::MemberKind;
 using ReadPtr = std::unique_ptr<archive, decltype(&archive_read_free)>;
 using WritePtr = std::unique_ptr<archive, decltype(&archive_write_free)>;
 
-constexpr char kUnpackFailed[] = "unpack_failed";
 constexpr size_t kBlock = 1 << 16;
 
 std::string ArchiveError(archive* a) {
@@ -32,7 +31,7 @@ std::string ArchiveError(archive* a) {
 }
 
 Status HostFailure(const std::string& blob, const std::string& what) {
-  return Status(Code::kInternal, "unpacking layer " + blob + ": " + what, kUnpackFailed);
+  return Status(Code::kInternal, "unpacking layer " + blob + ": " + what, pull_reason::kUnpackFailed);
 }
 
 // The layer's uncompressed bytes: an outer raw reader undoes the compression, every byte it

@@ -27,10 +27,11 @@
 #include <string>
 
 #include "base/status.h"
+#include "images/image_reasons.h"
 
 namespace stasis::images {
 
-inline constexpr char kBadLayer[] = "bad_layer";
+inline constexpr const char* kBadLayer = pull_reason::kBadLayer;
 
 struct UnpackOptions {
   bool allow_devices = false;  // device nodes and FIFOs (an operator's choice per node)

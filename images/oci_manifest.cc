@@ -4,34 +4,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include "images/image_reasons.h"
+#include "images/image_reference.h"
+
 namespace stasis::images {
 namespace {
 
 using nlohmann::json;
 
-constexpr char kBadManifest[] = "bad_manifest";
-
 Status Bad(const std::string& what, const std::string& field, const std::string& problem) {
-  return Status(Code::kInvalidArgument, what + ": " + field + " " + problem, kBadManifest);
-}
-
-// Local twin of image_reference.h's IsSha256Digest, so that parsing does not pull in the
-// reference parser: "sha256:" and 64 lowercase hex digits.
-bool IsSha256(const std::string& digest) {
-  constexpr size_t kPrefix = 7;
-  if (digest.size() != kPrefix + 64 || digest.compare(0, kPrefix, "sha256:") != 0) return false;
-  for (size_t i = kPrefix; i < digest.size(); ++i) {
-    const char c = digest[i];
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
+  return Status(Code::kInvalidArgument, what + ": " + field + " " + problem, pull_reason::kBadManifest);
 }
 
 // The body as a JSON object with schemaVersion 2. A mediaType, when present, must be one of
 // `accepted`: a manifest served as an index (or the reverse) is the wrong document.
 Result<json> ParseTop(const std::string& body, const std::string& what, bool (*accepted)(const std::string&)) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status(Code::kInvalidArgument, what + ": not JSON", kBadManifest);
+  if (j.is_discarded()) return Status(Code::kInvalidArgument, what + ": not JSON", pull_reason::kBadManifest);
   if (!j.is_object()) return Bad(what, "body", "is not an object");
   const auto version = j.find("schemaVersion");
   if (version == j.end() || !version->is_number_integer() || version->get<int64_t>() != 2) {
@@ -91,7 +80,7 @@ Result<Descriptor> ParseDescriptor(const json& j, const std::string& what) {
   }
   d.media_type = type->get<std::string>();
   const auto digest = j.find("digest");
-  if (digest == j.end() || !digest->is_string() || !IsSha256(digest->get<std::string>())) {
+  if (digest == j.end() || !digest->is_string() || !IsSha256Digest(digest->get<std::string>())) {
     return Bad(what, "digest", digest == j.end() ? "is missing" : "is not sha256:<64 hex>: " + digest->dump());
   }
   d.digest = digest->get<std::string>();
@@ -196,7 +185,7 @@ Result<ImageManifest> ParseImageManifest(const std::string& body) {
 
 Result<ImageConfig> ParseImageConfig(const std::string& body) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status(Code::kInvalidArgument, "image config: not JSON", kBadManifest);
+  if (j.is_discarded()) return Status(Code::kInvalidArgument, "image config: not JSON", pull_reason::kBadManifest);
   if (!j.is_object()) return Bad("image config", "body", "is not an object");
   ImageConfig out;
   auto platform = ParsePlatform(j, "image config");
@@ -226,7 +215,7 @@ Result<ImageConfig> ParseImageConfig(const std::string& body) {
   auto diff_ids = OptionalStrings(*rootfs, "diff_ids", "image config rootfs");
   if (!diff_ids.ok()) return diff_ids.status();
   for (const auto& id : *diff_ids) {
-    if (!IsSha256(id)) return Bad("image config", "rootfs.diff_ids", "holds \"" + id + "\", not sha256:<64 hex>");
+    if (!IsSha256Digest(id)) return Bad("image config", "rootfs.diff_ids", "holds \"" + id + "\", not sha256:<64 hex>");
   }
   out.diff_ids = std::move(diff_ids).value();
   return out;
@@ -246,7 +235,7 @@ Result<Descriptor> SelectPlatform(const ImageIndex& index, const Platform& platf
   return Status(Code::kNotFound,
                 "the image index has no " + PlatformName(platform) + " manifest (it has: " +
                     (have.empty() ? "no platforms" : have) + ")",
-                "platform_not_found");
+                pull_reason::kPlatformNotFound);
 }
 
 }  // namespace stasis::images

@@ -205,7 +205,7 @@ Result<FetchedManifest> RegistryClient::GetManifest(
       "manifest " + image.registry + "/" + image.repository + ":" + reference_or_digest;
   if (!by_digest && !IsTag(reference_or_digest)) {
     return Status(Code::kInvalidArgument, what + ": neither a tag nor a sha256 digest",
-                  "invalid_image_reference");
+                  pull_reason::kInvalidReference);
   }
   HttpCall call;
   call.url = impl_->RepoUrl(image) + "/manifests/" + reference_or_digest;

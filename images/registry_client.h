@@ -29,18 +29,12 @@
 #include <vector>
 
 #include "base/status.h"
+#include "images/image_reasons.h"
 #include "images/image_reference.h"
 #include "images/registry_credentials.h"
 
 namespace stasis::images {
 
-namespace pull_reason {
-inline constexpr char kImageNotFound[] = "image_not_found";
-inline constexpr char kUnauthorized[] = "unauthorized";
-inline constexpr char kDigestMismatch[] = "digest_mismatch";
-inline constexpr char kRegistryUnavailable[] = "registry_unavailable";
-inline constexpr char kBadManifest[] = "bad_manifest";
-}  // namespace pull_reason
 
 struct RegistryClientOptions {
   std::string ca_file;                      // extra CA bundle (PEM), beside the system store

@@ -3,16 +3,17 @@
 #include <charconv>
 #include <cstdint>
 
+#include "images/image_reasons.h"
+
 namespace stasis::images {
 namespace {
 
 using nlohmann::json;
 
-constexpr char kBadImageConfig[] = "bad_image_config";
 // containerd's default when neither the image nor the actor sets PATH.
 constexpr char kDefaultPath[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-Status Bad(const std::string& why) { return Status(Code::kInvalidArgument, why, kBadImageConfig); }
+Status Bad(const std::string& why) { return Status(Code::kInvalidArgument, why, pull_reason::kBadImageConfig); }
 
 // Kubernetes' rule: command replaces Entrypoint (and drops Cmd), args replace Cmd.
 std::vector<std::string> ProcessArgs(const RuntimeSpecRequest& r) {
@@ -100,7 +101,7 @@ Result<nlohmann::json> BuildRuntimeSpec(const RuntimeSpecRequest& request) {
                                                                : "/";
   if (cwd.front() != '/') return Bad("the working directory \"" + cwd + "\" is not absolute");
   if (request.rootfs.empty() || request.rootfs.front() != '/') {
-    return Status(Code::kInvalidArgument, "the rootfs \"" + request.rootfs + "\" is not absolute", kBadImageConfig);
+    return Status(Code::kInvalidArgument, "the rootfs \"" + request.rootfs + "\" is not absolute", pull_reason::kBadImageConfig);
   }
   auto user = ProcessUser(request.image.user);
   if (!user.ok()) return user.status();

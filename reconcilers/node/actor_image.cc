@@ -16,6 +16,7 @@
 #include "reconcilers/api_resources.h"
 #include "reconcilers/node/actor_context.h"
 #include "reconcilers/node/actor_reconciler.h"
+#include "reconcilers/node/image_failures.h"
 
 namespace stasis {
 namespace {
@@ -32,22 +33,6 @@ images::PullPolicy PolicyOf(api::PullPolicy p) {
     case api::PullPolicy::kIfNotPresent: break;
   }
   return images::PullPolicy::kIfNotPresent;
-}
-
-// The condition reason of a pull that failed. A pinned pull (a snapshot's image) that finds
-// nothing says so in its own words: the snapshot cannot be restored until the image is back.
-const char* PullFailureReason(const Status& s, bool pinned) {
-  const std::string& r = s.reason();
-  if (r == images::pull_reason::kImageNotFound) {
-    return pinned ? api::kReasonSnapshotImageUnavailable : api::kReasonImageNotFound;
-  }
-  if (r == images::pull_reason::kUnauthorized) return api::kReasonUnauthorized;
-  if (r == "image_not_present") return api::kReasonImageNotPresent;
-  if (r == images::pull_reason::kBadManifest || r == images::kBadLayer || r == "platform_not_found" ||
-      r == "bad_image_config" || r == "invalid_image_reference") {
-    return api::kReasonBadImage;
-  }
-  return api::kReasonImagePullFailed;
 }
 
 }  // namespace
@@ -119,17 +104,16 @@ std::optional<Result<ReconcileOutcome>> ActorReconciler::PrepareImage(Ctx& c) {
                           (request.pinned_digest.empty() ? "" : "@" + request.pinned_digest) + ": " +
                           image.status().message();
     for (const auto& p : c.pull_secret_problems) message += "; pull secret " + p;
-    return RefuseImage(c, PullFailureReason(image.status(), !request.pinned_digest.empty()), message, true);
+    const ImageFailure failure = JudgeImageFailure(image.status(), !request.pinned_digest.empty());
+    return RefuseImage(c, failure.reason, message, failure.retry);
   }
   if (!image->cache_hit) {
     Event(c, false, "Pulled", "image " + c.a.spec.image + " pulled: " + image->digest);
     options_.image_store->Collect(options_.images_in_use ? options_.images_in_use() : std::set<std::string>{});
   }
   if (Status s = WriteImageBundle(c, *image); !s.ok()) {
-    // A config this node refuses waits for a new generation; a bundle it could not write (the
-    // host's disk) is tried again.
-    const bool bad = s.code() == Code::kInvalidArgument;
-    return RefuseImage(c, bad ? api::kReasonBadImage : api::kReasonHostError, s.message(), !bad);
+    const ImageFailure failure = JudgeImageFailure(s, /*pinned=*/false);
+    return RefuseImage(c, failure.reason, s.message(), failure.retry);
   }
   spdlog::info("image ready actor={} image={} digest={} cache_hit={} pinned={}", c.key, c.a.spec.image,
                image->digest, image->cache_hit, !request.pinned_digest.empty());
@@ -151,15 +135,24 @@ Status ActorReconciler::WriteImageBundle(Ctx& c, const images::LocalImage& image
   const fs::path dir = ImageBundleDir(c.ref);
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) return Status(Code::kInternal, "cannot create " + dir.string() + ": " + ec.message());
+  if (ec) {
+    return Status(Code::kInternal, "cannot create " + dir.string() + ": " + ec.message(),
+                  images::pull_reason::kUnpackFailed);
+  }
   {
     std::ofstream out(dir / "config.json.tmp", std::ios::trunc);
     out << spec->dump(2);
     out.flush();
-    if (!out) return Status(Code::kInternal, "cannot write " + (dir / "config.json.tmp").string());
+    if (!out) {
+      return Status(Code::kInternal, "cannot write " + (dir / "config.json.tmp").string(),
+                    images::pull_reason::kUnpackFailed);
+    }
   }
   fs::rename(dir / "config.json.tmp", dir / "config.json", ec);
-  if (ec) return Status(Code::kInternal, "cannot write " + (dir / "config.json").string() + ": " + ec.message());
+  if (ec) {
+    return Status(Code::kInternal, "cannot write " + (dir / "config.json").string() + ": " + ec.message(),
+                  images::pull_reason::kUnpackFailed);
+  }
   c.ref.bundle = dir.string();
   c.ref.shared_rootfs = true;
   return OkStatus();

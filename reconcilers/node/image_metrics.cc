@@ -2,15 +2,23 @@
 
 #include <string>
 
+#include "images/image_reasons.h"
 #include "reconcilers/node/snapshot_metrics.h"
 
 namespace stasis {
 namespace {
 
 // Every result a pull can end with, created at zero.
-constexpr const char* kPullResults[] = {"success",          "image_not_found", "unauthorized",
-                                        "registry_unavailable", "digest_mismatch", "bad_manifest",
-                                        "bad_layer",        "platform_not_found", "unpack_failed"};
+constexpr const char* kPullResults[] = {
+    "success",
+    images::pull_reason::kImageNotFound,
+    images::pull_reason::kUnauthorized,
+    images::pull_reason::kRegistryUnavailable,
+    images::pull_reason::kDigestMismatch,
+    images::pull_reason::kBadManifest,
+    images::pull_reason::kBadLayer,
+    images::pull_reason::kPlatformNotFound,
+    images::pull_reason::kUnpackFailed};
 
 }  // namespace
 
