@@ -23,4 +23,12 @@ std::optional<std::string> DecodeBase64(std::string_view text) {
   return out;
 }
 
+std::string EncodeBase64(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');  // and EVP_EncodeBlock's NUL
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
 }  // namespace stasis

@@ -1,10 +1,9 @@
 #include "images/registry_auth.h"
 
-#include <openssl/evp.h>
-
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "base/base64.h"
 #include "images/auth_challenge.h"
 #include "images/registry_client.h"
 
@@ -26,13 +25,7 @@ Status Unauthorized(const std::string& what) {
 }  // namespace
 
 std::string BasicAuthorization(const BasicCredentials& c) {
-  std::string plain = c.username + ":" + c.password;
-  std::string out(4 * ((plain.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(plain.data()),
-                          static_cast<int>(plain.size()));
-  out.resize(static_cast<size_t>(n));
-  return "Authorization: Basic " + out;
+  return "Authorization: Basic " + EncodeBase64(c.username + ":" + c.password);
 }
 
 std::string RegistryAuthCache::Key(const std::string& host, const std::string& scope,
