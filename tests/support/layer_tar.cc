@@ -2,7 +2,6 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -10,6 +9,8 @@
 #include <memory>
 
 #include <gtest/gtest.h>
+
+#include "base/sha256.h"
 
 namespace stasis::testing {
 
@@ -77,22 +78,10 @@ void WriteTar(const std::string& path, const std::vector<TarMember>& members, Ta
 std::string Sha256OfFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "";
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  Sha256 sha;
   char buf[1 << 14];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    EVP_DigestUpdate(ctx.get(), buf, static_cast<size_t>(in.gcount()));
-  }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), md, &len);
-  std::string out = "sha256:";
-  char hex[3];
-  for (unsigned int i = 0; i < len; ++i) {
-    snprintf(hex, sizeof hex, "%02x", md[i]);
-    out += hex;
-  }
-  return out;
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) sha.Update(buf, static_cast<size_t>(in.gcount()));
+  return "sha256:" + sha.FinishHex();
 }
 
 LayerWorkspace::LayerWorkspace() : dir_("stasis-layer-") {

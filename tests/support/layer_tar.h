@@ -1,6 +1,6 @@
 // Image layers made in a test: tar members written with libarchive's writer (pax), plain or
-// compressed, as a registry would serve them, and a file's sha256 computed apart from the
-// unpacker (images/layer_unpack.h) to check its diff IDs.
+// compressed, as a registry would serve them, and a file's sha256 taken over the file as written
+// (not from the unpacker's stream, images/layer_unpack.h) to check its diff IDs.
 #pragma once
 
 #include <ctime>

@@ -2,13 +2,13 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <openssl/evp.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/sha256.h"
 #include "base/subprocess.h"
 #include "images/oci_manifest.h"
 
@@ -220,18 +220,7 @@ LayerMember LayerMember::Hardlink(std::string name, std::string target) {
   return {Kind::kHardlink, std::move(name), std::move(target), 0644};
 }
 
-std::string Sha256Digest(const std::string& bytes) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
-  static const char* kHex = "0123456789abcdef";
-  std::string out = "sha256:";
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
-}
+std::string Sha256Digest(const std::string& bytes) { return "sha256:" + Sha256Hex(bytes); }
 
 TestLayer BusyboxLayer(LayerCompression compression) {
   TestLayer layer;
