@@ -89,6 +89,31 @@ struct EnvVar {
   bool operator==(const EnvVar&) const = default;
 };
 
+// spec.source: the actor starts from another actor's committed Full snapshot (a clone) instead
+// of booting. The source is an Actor in the same namespace; it keeps running.
+struct ActorSourceRef {
+  std::string actor_name;
+  // A snapshot id of the source; empty = the source's status.latestSnapshot when the clone
+  // starts (it must then be committed: taken by a suspend, or a pause since committed).
+  std::string snapshot_id;
+  bool operator==(const ActorSourceRef&) const = default;
+};
+
+// A command run inside the sandbox (runsc exec) with a deadline.
+struct ExecHook {
+  std::vector<std::string> command;
+  int32_t timeout_seconds = kDefaultHookTimeoutSeconds;
+  bool operator==(const ExecHook&) const = default;
+};
+
+struct Hooks {
+  // Run after every restore of a Full snapshot (a resume, or a clone's first start), before
+  // the actor is RUNNING: where a clone takes its own identity. Its environment carries the
+  // actor's identity (docs/api.md, "Clones"). A failure is a failed resume.
+  std::optional<ExecHook> post_restore;
+  bool operator==(const Hooks&) const = default;
+};
+
 struct ActorSpec {
   Runtime runtime = Runtime::kGvisor;
   // Exactly one of bundle and image is set (non-empty).
@@ -108,6 +133,8 @@ struct ActorSpec {
   CheckpointPolicy checkpoint_policy = CheckpointPolicy::kDirect;
   SnapshotSpec snapshots;
   Timeouts timeouts;
+  std::optional<ActorSourceRef> source;  // immutable; gvisor only
+  Hooks hooks;
   bool operator==(const ActorSpec&) const = default;
 };
 
@@ -129,6 +156,15 @@ struct Snapshot {
   bool operator==(const Snapshot&) const = default;
 };
 
+// status.clonedFrom: what a clone's sandbox was last started from when that was its source's
+// snapshot (not a snapshot of its own). Informational: a restore derives everything again.
+struct ClonedFrom {
+  std::string actor_name;
+  std::string actor_uid;  // the source's metadata.uid, which its snapshot's manifest records
+  std::string snapshot_id;
+  bool operator==(const ClonedFrom&) const = default;
+};
+
 struct ActorStatus {
   ActorState status = ActorState::kUnspecified;
   int64_t observed_generation = 0;
@@ -139,6 +175,7 @@ struct ActorStatus {
   std::string image_digest;
   std::optional<Time> transition_start_time;  // set while IsTransitioning(status)
   std::optional<Snapshot> latest_snapshot;
+  std::optional<ClonedFrom> cloned_from;
   std::vector<Condition> conditions;
   bool operator==(const ActorStatus&) const = default;
 };

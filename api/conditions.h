@@ -102,6 +102,15 @@ inline constexpr char kReasonPullingImage[] = "PullingImage";
 inline constexpr char kReasonImageNotPresent[] = "ImageNotPresent";
 inline constexpr char kReasonSnapshotImageUnavailable[] = "SnapshotImageUnavailable";
 inline constexpr char kReasonBadImage[] = "BadImage";
+// A clone (spec.source): the source actor does not exist; it has no committed Full snapshot
+// to start from (or not the one named); its snapshot cannot run here (a CUDA snapshot in an
+// actor without a GPU, or another runtime); the postRestore hook failed.
+inline constexpr char kReasonSourceNotFound[] = "SourceNotFound";
+inline constexpr char kReasonSourceSnapshotUnavailable[] = "SourceSnapshotUnavailable";
+inline constexpr char kReasonSourceIncompatible[] = "SourceIncompatible";
+inline constexpr char kReasonPostRestoreHookFailed[] = "PostRestoreHookFailed";
+inline constexpr char kReasonRestoredFromSource[] = "RestoredFromSource";
+
 // Derived from the failure classes a runtime driver names (runtime_driver.h), a Data
 // snapshot's (data_dirs.h) and the snapshot store's (snapshot_reasons.h): a checkpoint or a
 // restore that failed with one says it in CheckpointFailed / Ready.

@@ -66,6 +66,8 @@ inline constexpr int kMaxArgLength = 4096;    // one item of command or args
 inline constexpr int kMaxEnvVars = 256;
 inline constexpr int kMaxEnvNameLength = 253;
 inline constexpr int kMaxEnvValueLength = 32768;
-inline constexpr int kMaxImageDigestLength = 256;  // status.imageDigest, latestSnapshot.imageDigest
+inline constexpr int kMaxImageDigestLength = 256;
+inline constexpr int32_t kDefaultHookTimeoutSeconds = 30;
+inline constexpr int32_t kMaxHookTimeoutSeconds = 600;  // status.imageDigest, latestSnapshot.imageDigest
 
 }  // namespace stasis::api
