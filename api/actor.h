@@ -156,8 +156,8 @@ struct Snapshot {
   bool operator==(const Snapshot&) const = default;
 };
 
-// status.clonedFrom: what a clone's sandbox was last started from when that was its source's
-// snapshot (not a snapshot of its own). Informational: a restore derives everything again.
+// status.clonedFrom: the source snapshot a clone last started from (kept once the clone has
+// snapshots of its own). Informational: a restore derives everything again.
 struct ClonedFrom {
   std::string actor_name;
   std::string actor_uid;  // the source's metadata.uid, which its snapshot's manifest records

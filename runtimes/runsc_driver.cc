@@ -365,16 +365,25 @@ Status RunscDriver::Thaw(const SandboxRef& ref) { return Simple("resume", ref); 
 
 Result<ExecResult> RunscDriver::Exec(const SandboxRef& ref, const std::vector<std::string>& argv,
                                      std::chrono::milliseconds deadline) {
+  return Exec(ref, ExecRequest{argv, {}, deadline});
+}
+
+Result<ExecResult> RunscDriver::Exec(const SandboxRef& ref, const ExecRequest& request) {
   const auto start = Clock::now();
   Status status = RequireId("exec", ref);
-  if (status.ok() && argv.empty()) {
+  if (status.ok() && request.argv.empty()) {
     status = Status(Code::kInvalidArgument, "runsc exec: empty argv", kRuntimeError);
   }
   ExecResult result;
   if (status.ok()) {
-    std::vector<std::string> args = {"exec", ref.id};
-    args.insert(args.end(), argv.begin(), argv.end());
-    auto r = Call("exec", ref.id, Argv(ref.root, args), deadline);
+    std::vector<std::string> args = {"exec"};
+    for (const auto& e : request.env) {
+      args.push_back("-env");
+      args.push_back(e);
+    }
+    args.push_back(ref.id);
+    args.insert(args.end(), request.argv.begin(), request.argv.end());
+    auto r = Call("exec", ref.id, Argv(ref.root, args), request.deadline);
     if (!r.ok()) {
       status = r.status();
     } else {

@@ -52,6 +52,8 @@ class RunscDriver : public RuntimeDriver, public CudaCheckpointCapability {
   // sandbox could not be asked (not_found, container_stopped, timeout, runtime_error).
   Result<ExecResult> Exec(const SandboxRef& ref, const std::vector<std::string>& argv,
                           std::chrono::milliseconds deadline) override;
+  // `runsc exec -env NAME=value… <id> argv…`, classified as above.
+  Result<ExecResult> Exec(const SandboxRef& ref, const ExecRequest& request) override;
   CudaCheckpointCapability* CudaCheckpoint() override { return this; }
   // Also releases the root's runsc-owned null-netns bind mount once no container is left in
   // ref.root (one root per actor: the actor's sandboxes are deleted one at a time), so that the

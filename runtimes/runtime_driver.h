@@ -58,6 +58,13 @@ struct ExecResult {
   std::string err;
 };
 
+// A command to run inside a running sandbox (a postRestore hook).
+struct ExecRequest {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // "NAME=value", added to the container's environment
+  std::chrono::milliseconds deadline{std::chrono::seconds(30)};
+};
+
 // Checkpointing a live CUDA context: the runtime runs cuda-checkpoint inside the sandbox
 // during its checkpoint (runsc -cuda-checkpoint-path). The node agent's preflight asks both
 // questions below before it freezes a GPU actor, so a missing helper costs a condition, not
@@ -97,6 +104,14 @@ class RuntimeDriver {
   virtual Result<int64_t> MemoryUsage(const SandboxRef& ref) {
     (void)ref;
     return Status(Code::kFailedPrecondition, "this runtime does not report memory usage", "unknown");
+  }
+  // Runs a command inside the running sandbox. A process that ran is an ExecResult whatever its
+  // exit status; an error only when the sandbox could not be asked. A runtime that cannot run
+  // commands in its sandboxes says so (kFailedPrecondition "unsupported").
+  virtual Result<ExecResult> Exec(const SandboxRef& ref, const ExecRequest& request) {
+    (void)ref;
+    (void)request;
+    return Status(Code::kFailedPrecondition, "this runtime cannot run a command in a sandbox", "unsupported");
   }
   // The runtime build's version string, recorded in snapshot manifests ("go-160fafc42237").
   virtual Result<std::string> Version() = 0;

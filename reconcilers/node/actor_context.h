@@ -14,6 +14,7 @@
 
 #include "api/field_error.h"
 #include "reconcilers/node/actor_reconciler.h"
+#include "reconcilers/node/clone_source.h"
 
 namespace stasis {
 
@@ -35,6 +36,8 @@ struct ActorReconciler::Ctx {
   // An actor from an image: the image its sandbox starts or restores on (actor_image.cc), held
   // from eviction while this reconcile lives; and pull secrets it could not use.
   std::optional<images::LocalImage> image;
+  // A clone without a snapshot of its own: the source's snapshot it restores (clone_source.h).
+  std::optional<CloneSnapshot> clone;
   std::vector<std::string> pull_secret_problems;
 };
 

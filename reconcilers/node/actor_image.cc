@@ -89,6 +89,8 @@ std::optional<Result<ReconcileOutcome>> ActorReconciler::PrepareImage(Ctx& c) {
                          "it can only be restored from the bundle it was taken on", false);
     }
     request.pinned_digest = snap->image_digest;
+  } else if (c.clone) {
+    request.pinned_digest = c.clone->image_digest;  // the source's image, by the same rule
   }
   request.auths = PullSecretAuths(c);
   if (options_.image_store->WouldPull(request)) {
@@ -164,29 +166,15 @@ std::string ActorReconciler::ImageBundleDir(const SandboxRef& ref) const {
 
 Result<ReconcileOutcome> ActorReconciler::RefuseImage(Ctx& c, const char* reason, const std::string& message,
                                                       bool retry) {
-  // The actor stays where it rested (its snapshot kept) and no worker was claimed. A pull that
-  // may succeed later is retried with the resume's backoff (1 s doubling to 5 min), as a Pod's
-  // ImagePullBackOff: the status writes of each attempt re-enqueue the actor at once, so the
-  // wait must be the agent's own (transition_retries.h). An image this node can never run waits
-  // for a new generation.
-  const int64_t generation = c.a.metadata.generation;
-  if (retry) {
-    retries_.NoteFailure(c.key, RetryOp::kResume, generation);
-  } else {
-    retries_.GiveUp(c.key, RetryOp::kResume, generation);
-  }
-  FailureVerdict v;
-  v.reason = reason;
-  if (SetFailureCondition(c, api::kConditionReady, false, v, message)) Event(c, true, reason, message);
+  // A pull that may succeed later is retried with the resume's backoff, as a Pod's
+  // ImagePullBackOff; an image this node can never run waits for a new generation.
   if (const auto* p = api::FindCondition(c.a.status.conditions, api::kConditionProgressing);
       p && p->reason == api::kReasonPullingImage) {
     SetCondition(c, api::kConditionProgressing, false, reason, "the pull failed");
   }
   spdlog::warn("image not ready actor={} image={} reason={} retry={} error=\"{}\"", c.key, c.a.spec.image, reason,
                retry, message);
-  if (Status s = WriteStatus(c); !s.ok()) return s;
-  if (!retry) return ReconcileOutcome{};
-  return ReconcileOutcome{retries_.Wait(c.key, RetryOp::kResume, generation)};
+  return RefuseStart(c, reason, message, retry);
 }
 
 }  // namespace stasis

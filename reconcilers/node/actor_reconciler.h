@@ -231,6 +231,17 @@ class ActorReconciler : public Reconciler {
   // BundleNotAllowed (its snapshot kept). nullopt when the resume may go ahead.
   std::optional<Result<ReconcileOutcome>> RefuseBundle(Ctx& c);
   Result<ReconcileOutcome> ClaimFailed(Ctx& c, const Status& claim);
+  // A clone without a snapshot of its own: reads its source (a quorum read, the store's
+  // manifests) and chooses the snapshot it restores (clone_source.h) into c.clone, before a
+  // worker is claimed; nullopt when the resume may go ahead.
+  std::optional<Result<ReconcileOutcome>> ResolveClone(Ctx& c);
+  // A start refused before a worker is claimed (an image, a clone's source): the actor rests
+  // where it was with Ready=False `reason` and a Warning Event; retried with the resume's
+  // backoff when `retry`, else at the next generation.
+  Result<ReconcileOutcome> RefuseStart(Ctx& c, const char* reason, const std::string& message, bool retry);
+  // Runs spec.hooks.postRestore in the restored sandbox (post_restore_hook_failed when it
+  // fails, exits non-zero or outlives its deadline).
+  [[nodiscard]] Status RunPostRestoreHook(Ctx& c, const std::string& snapshot_id);
   // Restores or boots the claimed sandbox (the status says RESUMING).
   [[nodiscard]] Status StartSandbox(Ctx& c, const api::Worker& worker);
   Result<ReconcileOutcome> ResumeFailed(Ctx& c, api::ActorState resting, const Status& result);

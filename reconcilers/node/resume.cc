@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "reconcilers/api_resources.h"
 #include "reconcilers/node/actor_context.h"
 #include "reconcilers/node/actor_reconciler.h"
 #include "runtimes/bundle_confinement.h"
@@ -27,6 +28,12 @@ Status UnrestorableOrRetry(const Status& check) {
   const bool gone = r == snapshot_reason::kSnapshotNotFound || r == snapshot_reason::kSnapshotCorrupt ||
                     r == snapshot_reason::kSnapshotOwnerMismatch || r == snapshot_reason::kInvalidName;
   return Status(gone ? Code::kFailedPrecondition : Code::kUnavailable, check.message(), check.reason());
+}
+
+// What a start restores: the actor's own Full snapshot, or a clone's source snapshot.
+std::string RestoreWhat(const api::Actor& a, const std::optional<CloneSnapshot>& clone) {
+  if (clone) return "snapshot " + clone->snapshot_id + " of actor " + clone->source_name;
+  return "snapshot " + a.status.latest_snapshot->id;
 }
 
 bool FromFullSnapshot(const api::Actor& a) {
@@ -105,12 +112,87 @@ Result<ReconcileOutcome> ActorReconciler::ClaimFailed(Ctx& c, const Status& clai
   return ReconcileOutcome{std::chrono::seconds(5)};
 }
 
+Result<ReconcileOutcome> ActorReconciler::RefuseStart(Ctx& c, const char* reason, const std::string& message,
+                                                      bool retry) {
+  // The actor stays where it rested (its snapshot kept) and no worker was claimed. The status
+  // writes of each attempt re-enqueue the actor at once, so the wait must be the agent's own
+  // (transition_retries.h).
+  const int64_t generation = c.a.metadata.generation;
+  if (retry) {
+    retries_.NoteFailure(c.key, RetryOp::kResume, generation);
+  } else {
+    retries_.GiveUp(c.key, RetryOp::kResume, generation);
+  }
+  FailureVerdict v;
+  v.reason = reason;
+  if (SetFailureCondition(c, api::kConditionReady, false, v, message)) Event(c, true, reason, message);
+  if (Status s = WriteStatus(c); !s.ok()) return s;
+  if (!retry) return ReconcileOutcome{};
+  return ReconcileOutcome{retries_.Wait(c.key, RetryOp::kResume, generation)};
+}
+
+std::optional<Result<ReconcileOutcome>> ActorReconciler::ResolveClone(Ctx& c) {
+  if (!c.a.spec.source || c.a.status.latest_snapshot) return std::nullopt;
+  const std::string& ns = c.a.metadata.namespace_;
+  const std::string& source_name = c.a.spec.source->actor_name;
+  // The source's uid from a quorum read, its snapshots from the store's manifests: nothing is
+  // taken from a status another agent may write.
+  SourceObservation source;
+  auto live = client_.Get(kActorType, ns, source_name);
+  if (!live.ok() && live.status().code() != Code::kNotFound) return Result<ReconcileOutcome>(live.status());
+  if (live.ok()) {
+    source.exists = true;
+    source.uid = (*live)["metadata"].value("uid", "");
+    source.committed = snapshots_.ListCommitted(ns, source_name);
+  }
+  auto chosen = ChooseCloneSnapshot(c.a.spec, source);
+  if (!chosen.ok()) {
+    const std::string& r = chosen.status().reason();
+    const char* reason = r == kSourceNotFound              ? api::kReasonSourceNotFound
+                         : r == kSourceSnapshotUnavailable ? api::kReasonSourceSnapshotUnavailable
+                                                           : api::kReasonSourceIncompatible;
+    spdlog::warn("clone source not usable actor={} source={} reason={} error=\"{}\"", c.key, source_name, reason,
+                 chosen.status().message());
+    return RefuseStart(c, reason, chosen.status().message(), chosen.status().code() == Code::kUnavailable);
+  }
+  spdlog::info("clone source chosen actor={} source={} snapshot={} image_digest={} cuda={}", c.key, source_name,
+               chosen->snapshot_id, chosen->image_digest, chosen->cuda_checkpointed);
+  c.clone = std::move(*chosen);
+  return std::nullopt;
+}
+
+Status ActorReconciler::RunPostRestoreHook(Ctx& c, const std::string& snapshot_id) {
+  const auto& hook = c.a.spec.hooks.post_restore;
+  if (!hook) return OkStatus();
+  ExecRequest request;
+  request.argv = hook->command;
+  request.env = PostRestoreHookEnv(c.a, snapshot_id, c.clone ? "clone" : "resume");
+  request.deadline = std::chrono::seconds(hook->timeout_seconds);
+  const auto start = clock_.Now();
+  auto ran = c.driver->Exec(c.ref, request);
+  const double took = Seconds(clock_.Now() - start);
+  std::string failure;
+  if (!ran.ok()) {
+    failure = ran.status().reason() == "timeout"
+                  ? "did not finish within " + std::to_string(hook->timeout_seconds) + "s"
+                  : ran.status().message();
+  } else if (ran->exit_code != 0) {
+    std::string err = ran->err.size() > 512 ? ran->err.substr(ran->err.size() - 512) : ran->err;
+    failure = "exited " + std::to_string(ran->exit_code) + (err.empty() ? "" : ": " + err);
+  }
+  spdlog::info("post-restore hook actor={} snapshot={} ok={} duration_s={:.3f}{}", c.key, snapshot_id,
+               failure.empty(), took, failure.empty() ? "" : " error=\"" + failure + "\"");
+  if (failure.empty()) return OkStatus();
+  return Status(Code::kUnavailable, "the postRestore hook " + failure, "post_restore_hook_failed");
+}
+
 Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   if (auto refused = RefuseResume(c)) return std::move(*refused);
+  if (auto refused = ResolveClone(c)) return std::move(*refused);
   if (auto refused = PrepareImage(c)) return std::move(*refused);
   const ActorState resting = c.a.status.status;
   const auto& snap = c.a.status.latest_snapshot;
-  const bool from_snapshot = FromFullSnapshot(c.a), from_data = FromDataSnapshot(c.a);
+  const bool from_snapshot = FromFullSnapshot(c.a) || c.clone, from_data = FromDataSnapshot(c.a);
   auto worker = workers_.Claim(c.actor_ref, static_cast<size_t>(c.a.spec.gpu.count));
   if (!worker.ok()) return ClaimFailed(c, worker.status());
   c.claimed = true;
@@ -120,7 +202,7 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   c.a.status.worker_name = worker->metadata.name;
   c.a.status.sandbox_id = c.ref.id;
   SetCondition(c, api::kConditionProgressing, true, api::kReasonResuming,
-               from_snapshot ? "restoring snapshot " + snap->id
+               from_snapshot ? "restoring " + RestoreWhat(c.a, c.clone)
                : from_data   ? "restoring the data of snapshot " + snap->id + ", then booting from the bundle"
                              : "booting from the bundle");
   if (Status s = WriteStatus(c); !s.ok()) return s;
@@ -130,7 +212,8 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   const double took = Seconds(clock_.Now() - start);
   if (from_snapshot || from_data) {
     const bool gpu = c.a.spec.gpu.count > 0;
-    metrics_.ObserveDuration("restore", api::ToString(snap->trigger), gpu, result.ok() ? "success" : "error", took);
+    const std::string trigger = c.clone ? c.clone->trigger : api::ToString(snap->trigger);
+    metrics_.ObserveDuration("restore", trigger, gpu, result.ok() ? "success" : "error", took);
     metrics_.CountOperation("restore", result.ok() ? "success" : "error",
                             result.ok() ? "" : api::MetricReason(FailureReason(result)));
   }
@@ -138,15 +221,16 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   retries_.Clear(c.key, RetryOp::kResume);
   c.a.status.status = ActorState::kRunning;
   if (c.image) c.a.status.image_digest = c.image->digest;
-  SetCondition(c, api::kConditionProgressing, false, api::kReasonResumed, "");
+  if (c.clone) c.a.status.cloned_from = api::ClonedFrom{c.clone->source_name, c.clone->source_uid, c.clone->snapshot_id};
+  SetCondition(c, api::kConditionProgressing, false, c.clone ? api::kReasonRestoredFromSource : api::kReasonResumed, "");
   SetCondition(c, api::kConditionReady, true, api::kReasonRunning,
-               from_snapshot ? "restored from snapshot " + snap->id
+               from_snapshot ? "restored " + RestoreWhat(c.a, c.clone)
                : from_data   ? "booted from the bundle with the data of snapshot " + snap->id
                              : "booted from the bundle");
   SetCondition(c, api::kConditionCheckpointFailed, false, api::kReasonClearedOnResume, "");
   if (Status s = WriteStatus(c); !s.ok()) return s;
   Event(c, false, "Resumed",
-        (from_snapshot ? "restored snapshot " + snap->id
+        (from_snapshot ? "restored " + RestoreWhat(c.a, c.clone)
          : from_data   ? "booted with the data of snapshot " + snap->id
                        : std::string("booted")) + " on worker " +
             c.a.status.worker_name + " in " + std::to_string(took) + "s");
@@ -167,7 +251,7 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
   fs::create_directories(fs::path(c.ref.log_path).parent_path(), ec);
 
   const auto& snap = c.a.status.latest_snapshot;
-  const bool from_snapshot = FromFullSnapshot(c.a);
+  const bool from_snapshot = FromFullSnapshot(c.a) || c.clone;
   const auto deadline = std::chrono::seconds(c.a.spec.timeouts.restore_seconds);
   if (c.a.spec.gpu.count > 0) {
     const auto prepare_start = clock_.Now();
@@ -186,12 +270,16 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
   // committed image is verified against its checksums first; a node-local one whose fsyncs were
   // deferred only if a reboot came between. `source` holds a cached copy from eviction until
   // the restore below has returned (runsc has its files open by then).
+  // A clone's source snapshot is the source's, under its name and of its life.
+  const std::string& owner = c.clone ? c.clone->source_name : c.a.metadata.name;
+  const std::string& owner_uid = c.clone ? c.clone->source_uid : c.a.metadata.uid;
+  const std::string& id = c.clone ? c.clone->snapshot_id : snap->id;
+  const bool committed = c.clone || snap->node_name.empty();
   const auto check_start = clock_.Now();
-  auto source = snapshots_.CheckForRestore(c.a.metadata.namespace_, c.a.metadata.name, snap->id,
-                                           /*committed=*/snap->node_name.empty(), c.a.metadata.uid);
+  auto source = snapshots_.CheckForRestore(c.a.metadata.namespace_, owner, id, committed, owner_uid);
   if (!source.ok()) return UnrestorableOrRetry(source.status());
-  spdlog::debug("snapshot checked for restore actor={} snapshot={} committed={} duration_ms={}", c.key, snap->id,
-                snap->node_name.empty(),
+  spdlog::debug("snapshot checked for restore actor={} owner={} snapshot={} committed={} duration_ms={}", c.key,
+                owner, id, committed,
                 std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - check_start).count());
   // The manifest, not the status every agent may write, says what the snapshot was taken on:
   // runsc restores onto the same root filesystem or not at all (an image's digest, or a bundle).
@@ -199,18 +287,19 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
   if (source->manifest.image_digest != running_on) {
     auto what = [](const std::string& digest) { return digest.empty() ? std::string("a bundle") : "image " + digest; };
     return Status(Code::kFailedPrecondition,
-                  "snapshot " + snap->id + " was taken on " + what(source->manifest.image_digest) +
+                  "snapshot " + id + " was taken on " + what(source->manifest.image_digest) +
                       "; this actor now runs on " + what(running_on),
                   "snapshot_image_mismatch");
   }
-  if (snap->location != source->dir) {
+  if (!c.clone && snap->location != source->dir) {
     spdlog::warn("snapshot location ignored actor={} snapshot={} location=\"{}\" restoring_from=\"{}\"", c.key,
                  snap->id, snap->location, source->dir);
   }
   RestoreOptions ro;
   ro.image_dir = source->dir;
   ro.deadline = deadline;
-  return c.driver->Restore(c.ref, ro);
+  if (Status s = c.driver->Restore(c.ref, ro); !s.ok()) return s;
+  return RunPostRestoreHook(c, id);
 }
 
 Result<ReconcileOutcome> ActorReconciler::ResumeFailed(Ctx& c, ActorState resting, const Status& result) {
@@ -225,7 +314,7 @@ Result<ReconcileOutcome> ActorReconciler::ResumeFailed(Ctx& c, ActorState restin
   c.a.status.worker_name.clear();
   c.a.status.sandbox_id.clear();
   SetCondition(c, api::kConditionProgressing, false, v.reason, "resume failed");
-  const std::string what = std::string(FromFullSnapshot(c.a) ? "restore" : "start") + " failed: " + result.message();
+  const std::string what = std::string(FromFullSnapshot(c.a) || c.clone ? "restore" : "start") + " failed: " + result.message();
   if (SetFailureCondition(c, api::kConditionReady, false, v, what)) {
     Event(c, true, "ResumeFailed", v.note + result.message());
   }

@@ -66,7 +66,7 @@ Bundle::Bundle(const std::vector<std::string>& args, const fs::path& parent)
     fs::create_directories(rootfs / d);
   }
   fs::copy_file("/bin/busybox", rootfs / "bin" / "busybox");
-  for (const char* applet : {"sh", "cat", "echo", "sleep", "ls", "test", "true", "wc"}) {
+  for (const char* applet : {"sh", "cat", "echo", "sleep", "ls", "test", "true", "wc", "hostname"}) {
     fs::create_symlink("busybox", rootfs / "bin" / applet);
   }
   nlohmann::json spec = {

@@ -1,0 +1,56 @@
+// A clone (spec.source) starts by restoring another actor's committed Full snapshot. Which
+// snapshot, and whether this actor can run it, is decided here from what was read of the
+// source — its uid from a quorum read, its committed snapshots' manifests from the store — by a
+// pure function; resume.cc reads, asks, and restores (read → decide → act).
+//
+// Invariants:
+//  - Only a snapshot whose manifest names the source's current life (its metadata.uid) is
+//    chosen: a snapshot left by an earlier actor of the same name is never anyone's source.
+//  - Only a committed Full snapshot: a node-local one is on one node's disk, a Data one holds
+//    no process to restore.
+//  - Without a snapshot id, the newest such snapshot by takenAt; with one, exactly that one.
+//  - Nothing the source could not have run is restored: a CUDA snapshot needs a GPU actor, an
+//    image's snapshot an actor from an image, a bundle's an actor from a bundle.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "api/actor.h"
+#include "base/status.h"
+#include "snapshots/manifest.h"
+
+namespace stasis {
+
+// Failure classes of ChooseCloneSnapshot (Status::reason()). source_not_found and
+// source_snapshot_unavailable are kUnavailable (the source may be created, or suspend, later:
+// retried with backoff); source_incompatible is kFailedPrecondition (a new generation).
+inline constexpr char kSourceNotFound[] = "source_not_found";
+inline constexpr char kSourceSnapshotUnavailable[] = "source_snapshot_unavailable";
+inline constexpr char kSourceIncompatible[] = "source_incompatible";
+
+// What was read of the source actor.
+struct SourceObservation {
+  bool exists = false;
+  std::string uid;                           // its metadata.uid
+  std::vector<SnapshotManifest> committed;   // its committed snapshots' manifests, any order
+};
+
+// The snapshot a clone restores.
+struct CloneSnapshot {
+  std::string source_name;
+  std::string source_uid;
+  std::string snapshot_id;
+  std::string image_digest;  // the manifest's: the image the clone must run on ("" = a bundle)
+  std::string trigger;  // the manifest's: "Pause" | "Suspend"
+  bool cuda_checkpointed = false;
+};
+
+Result<CloneSnapshot> ChooseCloneSnapshot(const api::ActorSpec& clone, const SourceObservation& source);
+
+// The environment of a postRestore hook (docs/api.md, "Clones"): who the actor is now, and what
+// it was restored from. `restore` is "clone" or "resume".
+std::vector<std::string> PostRestoreHookEnv(const api::Actor& a, const std::string& snapshot_id,
+                                            const std::string& restore);
+
+}  // namespace stasis
