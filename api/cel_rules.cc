@@ -1,5 +1,6 @@
 #include "api/cel_rules.h"
 
+#include <initializer_list>
 #include <regex>
 #include <string>
 #include <string_view>
@@ -41,6 +42,18 @@ bool IsEmptyOrDnsSubdomain(const json& self) {
 // several threads at once).
 bool Matches(const json& self, const std::regex& re) {
   return std::regex_search(self.get_ref<const std::string&>(), re);
+}
+
+// The value at a path of object keys, or nullptr where one is missing (CEL's has() false).
+const json* FindPath(const json& root, std::initializer_list<const char*> keys) {
+  const json* v = &root;
+  for (const char* key : keys) {
+    if (!v->is_object()) return nullptr;
+    auto it = v->find(key);
+    if (it == v->end()) return nullptr;
+    v = &*it;
+  }
+  return v;
 }
 
 bool IsData(const json& snapshots, const char* key) {
@@ -122,6 +135,46 @@ openapi::Rule DataScopeNeedsDirs() {
           kMessageDataScopeNeedsDirs, "dataDirs"};
 }
 
+openapi::Rule SourceActorName() {
+  return {[](const json& self) { return IsDnsSubdomain(self.get_ref<const std::string&>()); },
+          kMessageSourceActorName, ""};
+}
+
+openapi::Rule SnapshotId() {
+  static const std::regex* const kRe = new std::regex(kSnapshotIdPattern);
+  return {[](const json& self) {
+            const auto& s = self.get_ref<const std::string&>();
+            return Matches(self, *kRe) && !std::string_view(s).ends_with(kPartialSnapshotSuffix);
+          },
+          kMessageSourceSnapshotId, ""};
+}
+
+openapi::Rule SourceNeedsGvisor() {
+  return {[](const json& self) {
+            return !self.contains("source") || self.value("runtime", "gvisor") == "gvisor";
+          },
+          kMessageSourceNeedsGvisor, "source"};
+}
+
+openapi::TransitionRule SourceImmutable() {
+  return {[](const json& self, const json& old_self) {
+            const auto source = self.find("source");
+            const auto old_source = old_self.find("source");
+            const bool has = source != self.end();
+            return has == (old_source != old_self.end()) && (!has || *source == *old_source);
+          },
+          kMessageImmutableSource, "source"};
+}
+
+openapi::Rule SourceIsNotSelf() {
+  return {[](const json& self) {
+            const json* name = FindPath(self, {"metadata", "name"});
+            const json* source = FindPath(self, {"spec", "source", "actorName"});
+            return name == nullptr || source == nullptr || *source != *name;
+          },
+          kMessageSourceIsSelf, "spec.source.actorName"};
+}
+
 openapi::Rule WorkerHeldRef() {
   return {[](const json& self) {
             return (self.value("phase", "") == "Held") == self.contains("actorRef");
@@ -130,7 +183,7 @@ openapi::Rule WorkerHeldRef() {
 }
 
 openapi::TransitionRule Immutable(const char* message) {
-  return {[](const json& self, const json& old_self) { return self == old_self; }, message};
+  return {[](const json& self, const json& old_self) { return self == old_self; }, message, ""};
 }
 
 }  // namespace stasis::api::cel

@@ -41,6 +41,20 @@ openapi::Rule PullSecretName();
 // spec.workingDir: self.startsWith('/').
 openapi::Rule WorkingDirAbsolute();
 
+// Clones:
+// spec.source.actorName: self.matches('^[a-z0-9]…$') (an RFC 1123 subdomain).
+openapi::Rule SourceActorName();
+// spec.source.snapshotID: self.matches(kSnapshotIdPattern) && !self.endsWith('.partial').
+openapi::Rule SnapshotId();
+// spec: !has(self.source) || !has(self.runtime) || self.runtime == 'gvisor'  (fieldPath .source)
+openapi::Rule SourceNeedsGvisor();
+// spec, on update: has(self.source) == has(oldSelf.source) &&
+//   (!has(self.source) || self.source == oldSelf.source)  (fieldPath .source)
+openapi::TransitionRule SourceImmutable();
+// The whole Actor: !has(self.spec.source) || self.spec.source.actorName != self.metadata.name
+// (fieldPath .spec.source.actorName).
+openapi::Rule SourceIsNotSelf();
+
 // Worker status: has(self.actorRef) == (self.phase == 'Held').
 openapi::Rule WorkerHeldRef();
 

@@ -25,14 +25,32 @@ Schema ConditionSchema() {
                 {"type", "status", "lastTransitionTime", "reason", "message"});
 }
 
-// A whole object of a kind: apiVersion, kind, metadata (not validated), spec, status.
-Schema KindSchema(Schema spec, Schema status) {
+// A whole object of a kind: apiVersion, kind, metadata (not validated), spec, status, and the
+// rules on the whole object.
+Schema KindSchema(Schema spec, Schema status, std::vector<Rule> rules = {}) {
   return Object({{"apiVersion", Scalar(Type::kString)},
                  {"kind", Scalar(Type::kString)},
                  {"metadata", Object({})},
                  {"spec", std::move(spec)},
                  {"status", std::move(status)}},
-                {"spec"});
+                {"spec"}, std::move(rules));
+}
+
+// spec.source and spec.hooks: a clone, and the command that gives it its own identity.
+Schema SourceSchema() {
+  return Object({{"actorName", String(kMaxNodeNameLength, {cel::SourceActorName()})},
+                 {"snapshotID", String(kMaxSnapshotIdLength, {cel::SnapshotId()})}},
+                {"actorName"});
+}
+
+Schema HooksSchema() {
+  Schema command = Array(String(kMaxArgLength), kMaxCommandItems, ListType::kAtomic);
+  command.min_items = 1;
+  Schema post_restore = Object(
+      {{"command", command},
+       {"timeoutSeconds", Integer("int32", kMinTimeoutSeconds, kMaxHookTimeoutSeconds)}},
+      {"command"});
+  return Object({{"postRestore", post_restore}});
 }
 
 Schema ActorSpecSchema() {
@@ -58,7 +76,7 @@ Schema ActorSpecSchema() {
   Schema env_var = Object({{"name", String(kMaxEnvNameLength, {cel::EnvName()})},
                            {"value", String(kMaxEnvValueLength)}},
                           {"name"});
-  return Object(
+  Schema spec = Object(
       {{"runtime", runtime},
        {"bundle", String(kMaxPathLength, cel::PathRules(kMessageBundleAbsolute, kMessageBundleDotDot))},
        {"image", String(kMaxImageLength, {cel::ImageReference()})},
@@ -73,7 +91,9 @@ Schema ActorSpecSchema() {
        {"checkpointPolicy", Enum({"Direct", "LeaveRunningThenStop"})},
        {"gpu", gpu},
        {"snapshots", snapshots},
-       {"timeouts", timeouts}},
+       {"timeouts", timeouts},
+       {"source", SourceSchema()},
+       {"hooks", HooksSchema()}},
       {},
       {cel::ImageOrBundle(), cel::NeedsImage("imagePullPolicy", kMessagePullPolicyNeedsImage),
        cel::NeedsImage("imagePullSecrets", kMessagePullSecretsNeedsImage),
@@ -81,7 +101,11 @@ Schema ActorSpecSchema() {
        cel::NeedsImage("args", kMessageArgsNeedsImage),
        cel::NeedsImage("env", kMessageEnvNeedsImage),
        cel::NeedsImage("workingDir", kMessageWorkingDirNeedsImage), cel::ImageNotMicrovm(),
-       cel::ImageNoDataSnapshots()});
+       cel::ImageNoDataSnapshots(), cel::SourceNeedsGvisor()});
+  // A clone's first start restored its source's snapshot; another source would make its own
+  // later snapshots and status.clonedFrom describe an actor it never was.
+  spec.transition_rules = {cel::SourceImmutable()};
+  return spec;
 }
 
 Schema ActorStatusSchema() {
@@ -98,6 +122,9 @@ Schema ActorStatusSchema() {
                           {"runscVersion", String(256)},
                           {"imageDigest", String(kMaxImageDigestLength)},
                           {"takenAt", DateTime()}});
+  Schema cloned_from = Object({{"actorName", String(kMaxNodeNameLength)},
+                               {"actorUID", String(kMaxUidLength)},
+                               {"snapshotID", String(kMaxSnapshotIdLength)}});
   return Object({{"status", Enum({"STATUS_UNSPECIFIED", "STATUS_RESUMING", "STATUS_RUNNING",
                                   "STATUS_SUSPENDING", "STATUS_SUSPENDED", "STATUS_PAUSING",
                                   "STATUS_PAUSED", "STATUS_FAILED"})},
@@ -108,6 +135,7 @@ Schema ActorStatusSchema() {
                  {"imageDigest", String(kMaxImageDigestLength)},
                  {"transitionStartTime", DateTime()},
                  {"latestSnapshot", latest},
+                 {"clonedFrom", cloned_from},
                  {"conditions", Array(ConditionSchema(), kMaxConditions, ListType::kMap, "type")}});
 }
 
@@ -135,7 +163,8 @@ Schema WorkerStatusSchema() {
 }  // namespace
 
 const Schema& ActorSchema() {
-  static const Schema* const kSchema = new Schema(KindSchema(ActorSpecSchema(), ActorStatusSchema()));
+  static const Schema* const kSchema = new Schema(
+      KindSchema(ActorSpecSchema(), ActorStatusSchema(), {cel::SourceIsNotSelf()}));
   return *kSchema;
 }
 

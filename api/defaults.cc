@@ -47,6 +47,12 @@ void ApplyActorDefaults(json& actor) {
   Default((*spec)["snapshots"], "onCommit", "Full");
   Default((*spec)["timeouts"], "checkpointSeconds", kDefaultTimeoutSeconds);
   Default((*spec)["timeouts"], "restoreSeconds", kDefaultTimeoutSeconds);
+  // spec.hooks has no default: its fields are filled only where the user wrote the hook.
+  if (auto hooks = spec->find("hooks"); hooks != spec->end() && hooks->is_object()) {
+    if (auto hook = hooks->find("postRestore"); hook != hooks->end()) {
+      Default(*hook, "timeoutSeconds", kDefaultHookTimeoutSeconds);
+    }
+  }
 }
 
 void ApplyWorkerDefaults(json& worker) {

@@ -230,6 +230,38 @@ void ReadObjectList(Reader& r, const json& obj, const char* key, const std::stri
   }
 }
 
+// spec.source and spec.hooks: optional objects, absent (nullopt) unless written.
+void ReadCloneFields(Reader& r, const json& spec, ActorSpec& s) {
+  if (const json* src = r.Object(spec, "source", "spec.source")) {
+    ActorSourceRef ref;
+    r.String(*src, "actorName", "spec.source.actorName", ref.actor_name);
+    r.String(*src, "snapshotID", "spec.source.snapshotID", ref.snapshot_id);
+    s.source = std::move(ref);
+  }
+  const json* hooks = r.Object(spec, "hooks", "spec.hooks");
+  if (hooks == nullptr) return;
+  if (const json* hook = r.Object(*hooks, "postRestore", "spec.hooks.postRestore")) {
+    const std::string p = "spec.hooks.postRestore.";
+    ExecHook exec;
+    r.StringList(*hook, "command", p + "command", exec.command);
+    r.Integer(*hook, "timeoutSeconds", p + "timeoutSeconds", exec.timeout_seconds);
+    s.hooks.post_restore = std::move(exec);
+  }
+}
+
+void WriteCloneFields(const ActorSpec& s, json& j) {
+  if (s.source) {
+    json src = {{"actorName", s.source->actor_name}};
+    if (!s.source->snapshot_id.empty()) src["snapshotID"] = s.source->snapshot_id;
+    j["source"] = std::move(src);
+  }
+  if (s.hooks.post_restore) {
+    const ExecHook& hook = *s.hooks.post_restore;
+    j["hooks"]["postRestore"] = {{"command", hook.command},
+                                 {"timeoutSeconds", hook.timeout_seconds}};
+  }
+}
+
 void ReadActorSpec(Reader& r, const json& obj, ActorSpec& s) {
   const json* spec = r.Object(obj, "spec", "spec");
   if (spec == nullptr) return;
@@ -272,6 +304,7 @@ void ReadActorSpec(Reader& r, const json& obj, ActorSpec& s) {
               s.timeouts.checkpoint_seconds);
     r.Integer(*t, "restoreSeconds", "spec.timeouts.restoreSeconds", s.timeouts.restore_seconds);
   }
+  ReadCloneFields(r, *spec, s);
 }
 
 json ActorSpecToJson(const ActorSpec& s) {
@@ -308,6 +341,7 @@ json ActorSpecToJson(const ActorSpec& s) {
   if (!s.snapshots.data_dirs.empty()) j["snapshots"]["dataDirs"] = s.snapshots.data_dirs;
   j["timeouts"] = {{"checkpointSeconds", s.timeouts.checkpoint_seconds},
                    {"restoreSeconds", s.timeouts.restore_seconds}};
+  WriteCloneFields(s, j);
   return j;
 }
 
@@ -337,6 +371,14 @@ void ReadActorStatus(Reader& r, const json& obj, ActorStatus& s) {
     r.OptionalTime(*ls, "takenAt", p + "takenAt", snap.taken_at);
     s.latest_snapshot = std::move(snap);
   }
+  if (const json* cf = r.Object(*st, "clonedFrom", "status.clonedFrom")) {
+    const std::string p = "status.clonedFrom.";
+    ClonedFrom from;
+    r.String(*cf, "actorName", p + "actorName", from.actor_name);
+    r.String(*cf, "actorUID", p + "actorUID", from.actor_uid);
+    r.String(*cf, "snapshotID", p + "snapshotID", from.snapshot_id);
+    s.cloned_from = std::move(from);
+  }
   ReadConditions(r, *st, s.conditions);
 }
 
@@ -363,6 +405,13 @@ json ActorStatusToJson(const ActorStatus& s) {
     if (!snap.image_digest.empty()) ls["imageDigest"] = snap.image_digest;
     if (snap.taken_at) ls["takenAt"] = FormatTime(*snap.taken_at);
     j["latestSnapshot"] = std::move(ls);
+  }
+  if (s.cloned_from) {
+    json cf = json::object();
+    if (!s.cloned_from->actor_name.empty()) cf["actorName"] = s.cloned_from->actor_name;
+    if (!s.cloned_from->actor_uid.empty()) cf["actorUID"] = s.cloned_from->actor_uid;
+    if (!s.cloned_from->snapshot_id.empty()) cf["snapshotID"] = s.cloned_from->snapshot_id;
+    j["clonedFrom"] = std::move(cf);
   }
   if (!s.conditions.empty()) j["conditions"] = ConditionsToJson(s.conditions);
   return j;

@@ -66,8 +66,13 @@ inline constexpr int kMaxArgLength = 4096;    // one item of command or args
 inline constexpr int kMaxEnvVars = 256;
 inline constexpr int kMaxEnvNameLength = 253;
 inline constexpr int kMaxEnvValueLength = 32768;
-inline constexpr int kMaxImageDigestLength = 256;
+inline constexpr int kMaxImageDigestLength = 256;  // status.imageDigest, latestSnapshot.imageDigest
+// Clones (spec.source, spec.hooks, status.clonedFrom).
 inline constexpr int32_t kDefaultHookTimeoutSeconds = 30;
-inline constexpr int32_t kMaxHookTimeoutSeconds = 600;  // status.imageDigest, latestSnapshot.imageDigest
+inline constexpr int32_t kMaxHookTimeoutSeconds = 600;  // hooks.postRestore.timeoutSeconds
+// A snapshot id: the rule snapshots/snapshot_names.h IsSnapshotId() applies (snapshots/ cannot
+// include api/, so the length is spelled there too).
+inline constexpr int kMaxSnapshotIdLength = 128;
+inline constexpr int kMaxUidLength = 128;  // metadata.uid (a UUID: 36)
 
 }  // namespace stasis::api

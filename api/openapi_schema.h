@@ -32,6 +32,7 @@ struct Rule {
 struct TransitionRule {
   std::function<bool(const json& self, const json& old_self)> ok;
   const char* message;
+  std::string field_path;  // as Rule's
 };
 
 struct Schema {
@@ -42,6 +43,7 @@ struct Schema {
   std::optional<double> maximum;
   std::optional<int64_t> min_length;
   std::optional<int64_t> max_length;
+  std::optional<int64_t> min_items;
   std::optional<int64_t> max_items;
   std::string pattern;
   std::vector<std::string> required;

@@ -39,6 +39,14 @@ std::string RenderValue(const json& v) {
   return v.dump();
 }
 
+// A list as Go's %#v renders the []interface{} the server decoded it into (field.Error falls
+// back to %#v for a value that is no scalar): []interface {}{"a", 1}.
+std::string RenderGoSlice(const json& v) {
+  std::string s = "[]interface {}{";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + RenderValue(v[i]);
+  return s + "}";
+}
+
 std::string RenderBound(double d) {
   if (std::trunc(d) == d) return std::to_string(static_cast<int64_t>(d));
   return json(d).dump();
@@ -241,6 +249,11 @@ class Validator {
           "must have at most " + std::to_string(*s.max_items) +
               (*s.max_items == 1 ? " item" : " items"));
     }
+    if (s.min_items && static_cast<int64_t>(v.size()) < *s.min_items) {
+      Add(FieldErrorType::kInvalid, path, RenderGoSlice(v),
+          Name(path) + " in body should have at least " + std::to_string(*s.min_items) +
+              " items");
+    }
     for (size_t i = 0; i < v.size(); ++i) CheckSchema(*s.items, v[i], Index(path, i));
   }
 
@@ -304,8 +317,9 @@ class Validator {
       for (const TransitionRule& rule : s.transition_rules) {
         if (rule.ok(v, *old)) continue;
         const bool compound = s.type == Type::kObject || s.type == Type::kArray;
-        errors_.push_back(
-            {FieldErrorType::kInvalid, path, compound ? "" : RenderValue(v), rule.message});
+        errors_.push_back({FieldErrorType::kInvalid,
+                           rule.field_path.empty() ? path : Child(path, rule.field_path),
+                           compound ? "" : RenderValue(v), rule.message});
       }
     }
     if (s.type == Type::kObject) {

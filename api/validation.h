@@ -72,6 +72,18 @@ inline constexpr char kMessageEnvName[] =
     "env names must consist of letters, digits, '_', '-' or '.' and must not start with a digit";
 inline constexpr char kMessagePullSecretName[] =
     "imagePullSecrets names must be lowercase RFC 1123 subdomains (the names of Secrets)";
+// Clones (spec.source).
+inline constexpr char kMessageSourceActorName[] =
+    "source.actorName must be a lowercase RFC 1123 subdomain (the name of an Actor in the same "
+    "namespace)";
+inline constexpr char kMessageSourceSnapshotId[] =
+    "source.snapshotID must be a snapshot id: letters, digits, '-', '_' or '.', starting with a "
+    "letter or digit, not ending in .partial";
+inline constexpr char kMessageImmutableSource[] =
+    "source is immutable: set it when the actor is created";
+inline constexpr char kMessageSourceNeedsGvisor[] =
+    "source is only for runtime gvisor: a clone restores its source's gVisor snapshot";
+inline constexpr char kMessageSourceIsSelf[] = "an actor cannot be its own source";
 // Added by the server (and here) when CEL rules were skipped because of a blocking error.
 inline constexpr char kCelSkippedNotice[] =
     "some validation rules were not checked because the object was invalid; correct the "
@@ -93,12 +105,16 @@ inline constexpr char kImageReferencePattern[] =
     "[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*"
     "(:[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$";
 inline constexpr char kEnvNamePattern[] = "^[-._a-zA-Z][-._a-zA-Z0-9]*$";
+// spec.source.snapshotID, with !self.endsWith('.partial') beside it: snapshot ids as
+// snapshots/snapshot_names.h IsSnapshotId() accepts them (the length is the schema's maxLength).
+inline constexpr char kSnapshotIdPattern[] = "^[a-zA-Z0-9][-._a-zA-Z0-9]*$";
+inline constexpr char kPartialSnapshotSuffix[] = ".partial";
 
 // An Actor as sent to the API server (create or update of the main resource): the whole
 // object, status included.
 FieldErrors ValidateActor(const nlohmann::json& actor);
 FieldErrors ValidateActor(const Actor& actor);  // validates ActorTypedJson(actor)
-// Also applies the transition rules (spec.runtime is immutable).
+// Also applies the transition rules (spec.runtime and spec.source are immutable).
 FieldErrors ValidateActorUpdate(const nlohmann::json& old_actor, const nlohmann::json& new_actor);
 
 // As a write of status to /status is checked; no errors when there is no status.

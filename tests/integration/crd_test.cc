@@ -151,7 +151,8 @@ TEST_F(CrdTest, KubectlExplainDescribesTheFields) {
 
 TEST_F(CrdTest, SamplesAreAcceptedAndReadByTheCppTypes) {
   for (const char* sample :
-       {"actor-cpu.yaml", "actor-gpu.yaml", "actor-microvm.yaml", "actor-image.yaml"}) {
+       {"actor-cpu.yaml", "actor-gpu.yaml", "actor-microvm.yaml", "actor-image.yaml",
+        "actor-clone.yaml"}) {
     SCOPED_TRACE(sample);
     CommandResult r = Kubectl({"apply", "-n", kNs, "-f", kSampleDir + sample});
     ASSERT_EQ(r.exit_code, 0) << Show(r);
@@ -159,7 +160,7 @@ TEST_F(CrdTest, SamplesAreAcceptedAndReadByTheCppTypes) {
   CommandResult r = Kubectl({"apply", "-f", kSampleDir + "worker.yaml"});
   ASSERT_EQ(r.exit_code, 0) << Show(r);
 
-  for (const char* name : {"counter", "cuda-counter", "counter-vm", "counter-image"}) {
+  for (const char* name : {"counter", "cuda-counter", "counter-vm", "counter-image", "counter-clone"}) {
     json stored = GetActor(name);
     EXPECT_TRUE(ValidateActor(stored).empty()) << name;
     Result<Actor> a = ActorFromJson(stored);
@@ -181,6 +182,12 @@ TEST_F(CrdTest, SamplesAreAcceptedAndReadByTheCppTypes) {
   EXPECT_TRUE(image.spec.bundle.empty());
   EXPECT_EQ(EffectivePullPolicy(image.spec), PullPolicy::kIfNotPresent);
   EXPECT_EQ(image.spec.env, (std::vector<EnvVar>{{"COUNTER_START", "0"}}));
+  Actor clone = *ActorFromJson(GetActor("counter-clone"));
+  ASSERT_TRUE(clone.spec.source.has_value());
+  EXPECT_EQ(clone.spec.source->actor_name, "counter");
+  EXPECT_TRUE(clone.spec.source->snapshot_id.empty());
+  ASSERT_TRUE(clone.spec.hooks.post_restore.has_value());
+  EXPECT_EQ(clone.spec.hooks.post_restore->command.front(), "/bin/sh");
 
   Result<Worker> w = WorkerFromJson(GetJson({"get", "worker", "node-a-gpu0"}));
   ASSERT_TRUE(w.ok()) << w.status().ToString();
@@ -479,6 +486,30 @@ TEST_F(CrdTest, ActorRuntimeIsImmutable) {
   EXPECT_EQ(expected, R"(spec.runtime: Invalid value: "gvisor": runtime is immutable)");
   CommandResult r = Kubectl({"patch", "actor", "immutable-runtime", "-n", kNs, "--type=merge",
                              "-p", R"({"spec": {"runtime": "gvisor"}})"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(ServerSaid(r.err, expected)) << r.err;
+}
+
+// Adding, changing or removing spec.source after creation: the server refuses each with the
+// message and field the C++ validator gives.
+TEST_F(CrdTest, ActorSourceIsImmutable) {
+  const json clone = stasis::testing::GoodCloneActor("immutable-source");
+  Create(clone);
+  json changed = clone;
+  changed["spec"]["source"]["actorName"] = "another";
+  const std::string expected = ValidateActorUpdate(clone, changed).at(0).ToString();
+  EXPECT_EQ(expected, "spec.source: Invalid value: " + std::string(kMessageImmutableSource));
+  for (const char* patch : {R"({"spec": {"source": {"actorName": "another"}}})",
+                            R"({"spec": {"source": null}})"}) {
+    CommandResult r = Kubectl(
+        {"patch", "actor", "immutable-source", "-n", kNs, "--type=merge", "-p", patch});
+    EXPECT_NE(r.exit_code, 0) << patch;
+    EXPECT_TRUE(ServerSaid(r.err, expected)) << patch << r.err;
+  }
+  json plain = MinimalActor("added-source");
+  Create(plain);
+  CommandResult r = Kubectl({"patch", "actor", "added-source", "-n", kNs, "--type=merge", "-p",
+                             R"({"spec": {"source": {"actorName": "counter"}}})"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(ServerSaid(r.err, expected)) << r.err;
 }

@@ -26,6 +26,12 @@ BadObject ImageActor(std::string name, std::string what, BadWrite write, const j
   return {std::move(name), std::move(what), write, std::move(object), std::move(expected)};
 }
 
+BadObject CloneActor(std::string name, std::string what, BadWrite write, const json& patch,
+                     std::string expected) {
+  json object = Patched(GoodCloneActor(name, write == BadWrite::kStatus), patch);
+  return {std::move(name), std::move(what), write, std::move(object), std::move(expected)};
+}
+
 BadObject Worker(std::string name, std::string what, BadWrite write, const json& patch,
                  std::string expected) {
   json object = Patched(GoodWorker(name, write == BadWrite::kStatus), patch);
@@ -138,6 +144,33 @@ json GoodImageActor(const std::string& name, bool with_status) {
                          {"runscVersion", "release-20260622.0"},
                          {"imageDigest", kGoodImageDigest},
                          {"takenAt", "2026-12-02T10:00:04Z"}}}};
+  }
+  return actor;
+}
+
+json GoodCloneActor(const std::string& name, bool with_status) {
+  json actor = {
+      {"apiVersion", "stasis.dev/v1alpha1"},
+      {"kind", "Actor"},
+      {"metadata", {{"name", name}, {"namespace", kBadObjectNamespace}}},
+      {"spec",
+       {{"runtime", "gvisor"},
+        {"bundle", "/var/lib/stasis/bundles/counter"},
+        {"desiredState", "Running"},
+        {"source", {{"actorName", kCloneSourceName}, {"snapshotID", "20261202T150102Z-3f9a1c"}}},
+        {"hooks",
+         {{"postRestore",
+           {{"command", {"/bin/sh", "-c", "hostname \"$STASIS_ACTOR_NAME\""}},
+            {"timeoutSeconds", 10}}}}}}}};
+  if (with_status) {
+    actor["status"] = {{"status", "STATUS_RUNNING"},
+                       {"observedGeneration", 1},
+                       {"nodeName", "node-a"},
+                       {"workerName", "node-a-cpu0"},
+                       {"clonedFrom",
+                        {{"actorName", kCloneSourceName},
+                         {"actorUID", "6f1c3a2e-0000-4000-8000-000000000001"},
+                         {"snapshotID", "20261202T150102Z-3f9a1c"}}}};
   }
   return actor;
 }
@@ -369,6 +402,65 @@ const std::vector<BadObject>& BadActors() {
             "bad-working-dir-relative", "workingDir not absolute", kCreate,
             {{"spec", {{"workingDir", "srv"}}}},
             R"(spec.workingDir: Invalid value: "srv": workingDir must be an absolute path)"),
+        // Clones (spec.source, spec.hooks).
+        CloneActor("bad-source-no-name", "source without actorName", kCreate,
+                   {{"spec", {{"source", {{"actorName", nullptr}}}}}},
+                   "spec.source.actorName: Required value"),
+        CloneActor(
+            "bad-source-name", "source.actorName not a DNS subdomain", kCreate,
+            {{"spec", {{"source", {{"actorName", "Counter_A"}}}}}},
+            R"(spec.source.actorName: Invalid value: "Counter_A": source.actorName must be a lowercase RFC 1123 subdomain (the name of an Actor in the same namespace))"),
+        CloneActor("bad-source-name-long", "source.actorName longer than 253", kCreate,
+                   {{"spec", {{"source", {{"actorName", std::string(254, 'a')}}}}}},
+                   "spec.source.actorName: Too long: may not be more than 253 bytes"),
+        CloneActor(
+            "bad-source-snapshot-id", "source.snapshotID with a '/'", kCreate,
+            {{"spec", {{"source", {{"snapshotID", "../other/1"}}}}}},
+            R"(spec.source.snapshotID: Invalid value: "../other/1": source.snapshotID must be a snapshot id: letters, digits, '-', '_' or '.', starting with a letter or digit, not ending in .partial)"),
+        CloneActor(
+            "bad-source-snapshot-partial", "source.snapshotID naming a partial snapshot", kCreate,
+            {{"spec", {{"source", {{"snapshotID", "20261202T150102Z-3f9a1c.partial"}}}}}},
+            R"(spec.source.snapshotID: Invalid value: "20261202T150102Z-3f9a1c.partial": source.snapshotID must be a snapshot id: letters, digits, '-', '_' or '.', starting with a letter or digit, not ending in .partial)"),
+        CloneActor("bad-source-snapshot-long", "source.snapshotID longer than 128", kCreate,
+                   {{"spec", {{"source", {{"snapshotID", std::string(129, 's')}}}}}},
+                   "spec.source.snapshotID: Too long: may not be more than 128 bytes"),
+        CloneActor("bad-source-microvm", "a clone with runtime microvm", kCreate,
+                   {{"spec", {{"runtime", "microvm"}}}},
+                   "spec.source: Invalid value: source is only for runtime gvisor: a clone "
+                   "restores its source's gVisor snapshot"),
+        CloneActor("bad-source-self", "an actor that names itself as its source", kCreate,
+                   {{"spec", {{"source", {{"actorName", "bad-source-self"}}}}}},
+                   "spec.source.actorName: Invalid value: an actor cannot be its own source"),
+        CloneActor("bad-hook-no-command", "postRestore without command", kCreate,
+                   {{"spec", {{"hooks", {{"postRestore", {{"command", nullptr}}}}}}}},
+                   "spec.hooks.postRestore.command: Required value"),
+        CloneActor("bad-hook-empty-command", "postRestore with an empty command", kCreate,
+                   {{"spec", {{"hooks", {{"postRestore", {{"command", json::array()}}}}}}}},
+                   "spec.hooks.postRestore.command: Invalid value: []interface {}{}: "
+                   "spec.hooks.postRestore.command in body should have at least 1 items"),
+        CloneActor("bad-hook-command-many", "257 postRestore command items", kCreate,
+                   {{"spec",
+                     {{"hooks",
+                       {{"postRestore",
+                         {{"command", json(std::vector<std::string>(257, "x"))}}}}}}}},
+                   "spec.hooks.postRestore.command: Too many: 257: must have at most 256 items"),
+        CloneActor("bad-hook-arg-long", "a postRestore argument longer than 4096", kCreate,
+                   {{"spec",
+                     {{"hooks", {{"postRestore", {{"command", {std::string(4097, 'a')}}}}}}}}},
+                   "spec.hooks.postRestore.command[0]: Too long: may not be more than 4096 bytes"),
+        CloneActor("bad-hook-timeout-zero", "postRestore timeoutSeconds below 1", kCreate,
+                   {{"spec", {{"hooks", {{"postRestore", {{"timeoutSeconds", 0}}}}}}}},
+                   "spec.hooks.postRestore.timeoutSeconds: Invalid value: 0: "
+                   "spec.hooks.postRestore.timeoutSeconds in body should be greater than or "
+                   "equal to 1"),
+        CloneActor("bad-hook-timeout-high", "postRestore timeoutSeconds above 600", kCreate,
+                   {{"spec", {{"hooks", {{"postRestore", {{"timeoutSeconds", 601}}}}}}}},
+                   "spec.hooks.postRestore.timeoutSeconds: Invalid value: 601: "
+                   "spec.hooks.postRestore.timeoutSeconds in body should be less than or equal "
+                   "to 600"),
+        CloneActor("bad-cloned-from-uid-long", "status.clonedFrom.actorUID longer than 128",
+                   kStatus, {{"status", {{"clonedFrom", {{"actorUID", std::string(129, 'u')}}}}}},
+                   "status.clonedFrom.actorUID: Too long: may not be more than 128 bytes"),
         ImageActor("bad-image-digest-long", "status.imageDigest longer than 256", kStatus,
                    {{"status", {{"imageDigest", std::string(257, 'd')}}}},
                    "status.imageDigest: Too long: may not be more than 256 bytes"),

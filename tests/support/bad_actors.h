@@ -37,6 +37,10 @@ nlohmann::json GoodWorker(const std::string& name, bool with_status = false);
 // A valid Actor from an OCI image (spec.image) named `name` that sets every field an image
 // actor may have (and, with status, the image digests) to a non-default value.
 nlohmann::json GoodImageActor(const std::string& name, bool with_status = false);
+// A valid clone (spec.source) of the actor kCloneSourceName, with a postRestore hook, named
+// `name` (and, with status, status.clonedFrom).
+nlohmann::json GoodCloneActor(const std::string& name, bool with_status = false);
+inline constexpr char kCloneSourceName[] = "counter";
 // A valid sha256 digest, "sha256:" and 64 hex digits.
 inline constexpr char kGoodImageDigest[] =
     "sha256:4b825dc642cb6eb9a060e54bf8d69288fbee4904a0a94e0a6c4e3ab2b5a4d2f1";

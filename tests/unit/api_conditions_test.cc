@@ -150,5 +150,23 @@ TEST(ApiConditionsTest, ImageReasonsAreConditionReasons) {
   }
 }
 
+// The reasons of clones (spec.source) likewise, and as their metric labels would read.
+TEST(ApiConditionsTest, CloneReasonsAreConditionReasons) {
+  const std::vector<std::string> reasons = {kReasonSourceNotFound, kReasonSourceSnapshotUnavailable,
+                                            kReasonSourceIncompatible, kReasonPostRestoreHookFailed,
+                                            kReasonRestoredFromSource};
+  const std::vector<std::string> spelled = {"SourceNotFound", "SourceSnapshotUnavailable",
+                                            "SourceIncompatible", "PostRestoreHookFailed",
+                                            "RestoredFromSource"};
+  EXPECT_EQ(reasons, spelled);
+  std::vector<Condition> cs;
+  for (const std::string& r : reasons) {
+    EXPECT_TRUE(SetCondition(cs, Ready(ConditionStatus::kFalse, r.c_str()), At(1)));
+    EXPECT_EQ(cs[0].reason, r);
+  }
+  EXPECT_EQ(MetricReason(kReasonSourceSnapshotUnavailable), "source_snapshot_unavailable");
+  EXPECT_EQ(MetricReason(kReasonPostRestoreHookFailed), "post_restore_hook_failed");
+}
+
 }  // namespace
 }  // namespace stasis::api

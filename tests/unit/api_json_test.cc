@@ -191,6 +191,142 @@ TEST(ApiJsonTest, ImageActorRoundTripsEveryField) {
   EXPECT_EQ(ActorTypedJson(*g), good) << ActorTypedJson(*g).dump(2);
 }
 
+// A clone with every clone field set.
+Actor FullCloneActor() {
+  Actor a;
+  a.metadata.name = "counter-clone";
+  a.metadata.namespace_ = "team-a";
+  a.spec.bundle = "/var/lib/stasis/bundles/counter";
+  a.spec.source = ActorSourceRef{"counter", "20261202T150102Z-3f9a1c"};
+  a.spec.hooks.post_restore = ExecHook{{"/bin/sh", "-c", "hostname \"$STASIS_ACTOR_NAME\""}, 10};
+  a.status.cloned_from =
+      ClonedFrom{"counter", "6f1c3a2e-0000-4000-8000-000000000001", "20261202T150102Z-3f9a1c"};
+  return a;
+}
+
+TEST(ApiJsonTest, CloneFieldsRoundTrip) {
+  const Actor a = FullCloneActor();
+  const json j = ActorToJson(a);
+  EXPECT_EQ(j["spec"]["source"],
+            json({{"actorName", "counter"}, {"snapshotID", "20261202T150102Z-3f9a1c"}}));
+  EXPECT_EQ(j["spec"]["hooks"],
+            json::parse(R"({"postRestore": {"command": ["/bin/sh", "-c",
+                            "hostname \"$STASIS_ACTOR_NAME\""], "timeoutSeconds": 10}})"));
+  EXPECT_EQ(j["status"]["clonedFrom"],
+            json({{"actorName", "counter"},
+                  {"actorUID", "6f1c3a2e-0000-4000-8000-000000000001"},
+                  {"snapshotID", "20261202T150102Z-3f9a1c"}}));
+  Result<Actor> back = ActorFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, a);
+  EXPECT_EQ(*ActorFromJson(*ParseJson(j.dump())), a);
+
+  // The shared good clone reads and writes back as the server stores it (defaults filled in).
+  json good = stasis::testing::GoodCloneActor("counter-clone", /*with_status=*/true);
+  Result<Actor> g = ActorFromJson(good);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  ApplyActorDefaults(good);
+  EXPECT_EQ(ActorTypedJson(*g), good) << ActorTypedJson(*g).dump(2);
+}
+
+TEST(ApiJsonTest, AbsentCloneFieldsStayAbsent) {
+  // Neither read nor written where not set.
+  const Actor bundle = *ActorFromJson(json::parse(R"({"spec": {"bundle": "/b"}})"));
+  EXPECT_FALSE(bundle.spec.source.has_value());
+  EXPECT_FALSE(bundle.spec.hooks.post_restore.has_value());
+  EXPECT_FALSE(bundle.status.cloned_from.has_value());
+  const json written = ActorToJson(FullActor());
+  EXPECT_FALSE(written["spec"].contains("source"));
+  EXPECT_FALSE(written["spec"].contains("hooks"));
+  EXPECT_FALSE(written["status"].contains("clonedFrom"));
+  // A source without a snapshot id writes no snapshotID (absent = the source's latest).
+  Actor latest;
+  latest.spec.source = ActorSourceRef{"counter", ""};
+  EXPECT_EQ(ActorTypedJson(latest)["spec"]["source"], json({{"actorName", "counter"}}));
+  // hooks without postRestore is no hook: it reads as none, and a read-modify-write keeps the
+  // object the way it was stored.
+  json empty_hooks = json::parse(R"({"spec": {"bundle": "/b", "hooks": {}}})");
+  const Actor no_hook = *ActorFromJson(empty_hooks);
+  EXPECT_EQ(no_hook.spec.hooks, Hooks{});
+  EXPECT_FALSE(ActorTypedJson(no_hook)["spec"].contains("hooks"));
+  EXPECT_EQ(ActorToJson(no_hook)["spec"]["hooks"], json::object());
+  // null is absent.
+  const Actor nulls = *ActorFromJson(json::parse(
+      R"({"spec": {"bundle": "/b", "source": null, "hooks": {"postRestore": null}},
+          "status": {"clonedFrom": null}})"));
+  EXPECT_FALSE(nulls.spec.source.has_value());
+  EXPECT_FALSE(nulls.spec.hooks.post_restore.has_value());
+  EXPECT_FALSE(nulls.status.cloned_from.has_value());
+}
+
+TEST(ApiJsonTest, PostRestoreTimeoutDefaultsTo30Seconds) {
+  const char* text = R"({"spec": {"bundle": "/b", "hooks": {"postRestore": {"command": ["/x"]}}}})";
+  const Actor a = *ActorFromJson(json::parse(text));
+  ASSERT_TRUE(a.spec.hooks.post_restore.has_value());
+  EXPECT_EQ(a.spec.hooks.post_restore->timeout_seconds, kDefaultHookTimeoutSeconds);
+  EXPECT_EQ(kDefaultHookTimeoutSeconds, 30);
+  EXPECT_EQ(ExecHook{}.timeout_seconds, 30);
+  json defaulted = json::parse(text);
+  ApplyActorDefaults(defaulted);
+  EXPECT_EQ(defaulted["spec"]["hooks"]["postRestore"]["timeoutSeconds"], 30);
+  // No default creates a hook that was not written.
+  json none = json::parse(R"({"spec": {"bundle": "/b", "hooks": {}}})");
+  ApplyActorDefaults(none);
+  EXPECT_EQ(none["spec"]["hooks"], json::object());
+}
+
+TEST(ApiJsonTest, CloneFieldsOfTheWrongTypeAreErrorsWithThePath) {
+  struct Case {
+    const char* json;
+    const char* message;
+  } cases[] = {
+      {R"({"spec": {"source": "counter"}})", "spec.source: must be an object"},
+      {R"({"spec": {"source": {"actorName": 1}}})", "spec.source.actorName: must be a string"},
+      {R"({"spec": {"source": {"snapshotID": true}}})", "spec.source.snapshotID: must be a string"},
+      {R"({"spec": {"hooks": []}})", "spec.hooks: must be an object"},
+      {R"({"spec": {"hooks": {"postRestore": "/x"}}})", "spec.hooks.postRestore: must be an object"},
+      {R"({"spec": {"hooks": {"postRestore": {"command": "/x"}}}})",
+       "spec.hooks.postRestore.command: must be a list of strings"},
+      {R"({"spec": {"hooks": {"postRestore": {"timeoutSeconds": "30"}}}})",
+       "spec.hooks.postRestore.timeoutSeconds: must be an integer"},
+      {R"({"status": {"clonedFrom": []}})", "status.clonedFrom: must be an object"},
+      {R"({"status": {"clonedFrom": {"actorUID": 7}}})", "status.clonedFrom.actorUID: must be a string"},
+  };
+  for (const Case& c : cases) {
+    Result<Actor> a = ActorFromJson(json::parse(c.json));
+    ASSERT_FALSE(a.ok()) << c.json;
+    EXPECT_EQ(a.status().message(), c.message);
+  }
+}
+
+TEST(ApiJsonTest, StatusMergePatchCarriesClonedFrom) {
+  json stored = stasis::testing::GoodCloneActor("counter-clone");
+  stored["metadata"]["resourceVersion"] = "3";
+  const Actor before = *ActorFromJson(stored);
+  Actor after = before;
+  after.status.cloned_from = ClonedFrom{"counter", "uid-1", "snap-1"};
+  std::optional<json> patch = ActorStatusMergePatch(before, after);
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ(*patch, json::parse(R"({"metadata": {"resourceVersion": "3"}, "status": {"clonedFrom":
+                                    {"actorName": "counter", "actorUID": "uid-1",
+                                     "snapshotID": "snap-1"}}})"));
+  // One field changed: only that field; cleared: null removes it.
+  Actor changed = after;
+  changed.status.cloned_from->snapshot_id = "snap-2";
+  EXPECT_EQ((*ActorStatusMergePatch(after, changed))["status"],
+            json::parse(R"({"clonedFrom": {"snapshotID": "snap-2"}})"));
+  Actor cleared = after;
+  cleared.status.cloned_from.reset();
+  EXPECT_EQ((*ActorStatusMergePatch(after, cleared))["status"],
+            json::parse(R"({"clonedFrom": null})"));
+  // spec.source and hooks are spec: in the main merge patch, not the status one.
+  Actor spec_changed = before;
+  spec_changed.spec.hooks.post_restore->timeout_seconds = 60;
+  EXPECT_FALSE(ActorStatusMergePatch(before, spec_changed).has_value());
+  EXPECT_EQ((*ActorMergePatch(before, spec_changed))["spec"],
+            json::parse(R"({"hooks": {"postRestore": {"timeoutSeconds": 60}}})"));
+}
+
 TEST(ApiJsonTest, ImageFieldsOfTheWrongTypeAreErrorsWithThePath) {
   struct Case {
     const char* json;
@@ -306,7 +442,8 @@ TEST(ApiJsonTest, JsonDefaultsEqualTypedDefaults) {
         R"({"spec": {"bundle": "/b", "snapshots": {"onCommit": "Data"}}})",
         R"({"spec": {"bundle": "/b", "timeouts": {"restoreSeconds": 5}}})",
         R"({"spec": {"image": "busybox"}})",
-        R"({"spec": {"image": "busybox", "env": [{"name": "A", "value": "1"}], "command": ["/x"]}})"}) {
+        R"({"spec": {"image": "busybox", "env": [{"name": "A", "value": "1"}], "command": ["/x"]}})",
+        R"({"spec": {"bundle": "/b", "source": {"actorName": "a"}, "hooks": {"postRestore": {"command": ["/x"]}}}})"}) {
     json defaulted = json::parse(text);
     ApplyActorDefaults(defaulted);
     EXPECT_EQ(ActorTypedJson(*ActorFromJson(json::parse(text)))["spec"], defaulted["spec"]) << text;

@@ -7,7 +7,9 @@
 #include <string>
 
 #include "api/json_mapping.h"
+#include "api/names.h"
 #include "api/validation.h"
+#include "snapshots/snapshot_names.h"
 #include "tests/support/bad_actors.h"
 
 namespace stasis::api {
@@ -18,6 +20,7 @@ using stasis::testing::BadActors;
 using stasis::testing::BadObject;
 using stasis::testing::BadWorkers;
 using stasis::testing::GoodActor;
+using stasis::testing::GoodCloneActor;
 using stasis::testing::GoodImageActor;
 using stasis::testing::GoodWorker;
 
@@ -78,6 +81,24 @@ TEST(ApiValidationTest, GoodObjectsPass) {
   Worker worker;
   worker.spec.node_name = "node-a";
   EXPECT_TRUE(ValidateWorker(worker).empty());
+  // Clones: every clone field, and the smallest (the latest snapshot, the default timeout).
+  EXPECT_TRUE(ValidateActor(GoodCloneActor("c", true)).empty())
+      << Render(ValidateActor(GoodCloneActor("c", true)));
+  EXPECT_TRUE(ValidateActorStatus(GoodCloneActor("c", true)).empty());
+  EXPECT_TRUE(ValidateActor(json::parse(R"({"metadata": {"name": "c"}, "spec": {"bundle": "/b",
+      "source": {"actorName": "counter"}, "hooks": {"postRestore": {"command": ["/x"]}}}})"))
+                  .empty());
+  Actor clone;
+  clone.metadata.name = "counter-clone";
+  clone.spec.bundle = "/var/lib/stasis/bundles/counter";
+  clone.spec.source = ActorSourceRef{"counter", ""};
+  clone.spec.hooks.post_restore = ExecHook{{"/bin/hostname", "counter-clone"}};
+  clone.status.cloned_from = ClonedFrom{"counter", "6f1c3a2e-0000-4000-8000-000000000001", "s1"};
+  EXPECT_TRUE(ValidateActor(clone).empty()) << Render(ValidateActor(clone));
+  // A hook needs no source: it runs after every restore of a Full snapshot.
+  json hooked = GoodImageActor("i");
+  hooked["spec"]["hooks"] = GoodCloneActor("c")["spec"]["hooks"];
+  EXPECT_TRUE(ValidateActor(hooked).empty()) << Render(ValidateActor(hooked));
 }
 
 TEST(ApiValidationTest, TheBadActorTableIsLargeEnough) { EXPECT_GE(BadActors().size(), 20u); }
@@ -212,6 +233,77 @@ TEST(ApiValidationTest, ActorRuntimeIsImmutable) {
   EXPECT_TRUE(ValidateActor(new_actor).empty());  // on create there is no old value
 }
 
+// Adding, removing or changing spec.source after creation is refused, each at spec.source; any
+// other change of a clone is not.
+TEST(ApiValidationTest, ActorSourceIsImmutable) {
+  const std::string refused =
+      "spec.source: Invalid value: " + std::string(kMessageImmutableSource);
+  const json clone = GoodCloneActor("c");
+  json other = clone;
+  other["spec"]["desiredState"] = "Suspended";
+  other["spec"]["hooks"]["postRestore"]["timeoutSeconds"] = 60;
+  EXPECT_TRUE(ValidateActorUpdate(clone, other).empty()) << Render(ValidateActorUpdate(clone, other));
+  json changed = clone;
+  changed["spec"]["source"]["actorName"] = "another";
+  EXPECT_EQ(Render(ValidateActorUpdate(clone, changed)), "\n  " + refused);
+  changed = clone;
+  changed["spec"]["source"].erase("snapshotID");  // from one snapshot to the latest: a change
+  EXPECT_EQ(Render(ValidateActorUpdate(clone, changed)), "\n  " + refused);
+  json removed = clone;
+  removed["spec"].erase("source");
+  EXPECT_EQ(Render(ValidateActorUpdate(clone, removed)), "\n  " + refused);
+  json plain = GoodCloneActor("c");
+  plain["spec"].erase("source");
+  EXPECT_EQ(Render(ValidateActorUpdate(plain, clone)), "\n  " + refused);  // added
+  EXPECT_TRUE(ValidateActorUpdate(plain, plain).empty());
+  EXPECT_TRUE(ValidateActor(clone).empty());  // on create there is no old value
+}
+
+TEST(ApiValidationTest, CloneRulesAndTheirMessages) {
+  // A clone of itself; the name rule reads metadata.name, which the server always has.
+  json self = GoodCloneActor("counter");
+  FieldErrors errors = ValidateActor(self);
+  ASSERT_EQ(errors.size(), 1u) << Render(errors);
+  EXPECT_EQ(errors[0].ToString(),
+            "spec.source.actorName: Invalid value: " + std::string(kMessageSourceIsSelf));
+  self["metadata"].erase("name");
+  EXPECT_TRUE(ValidateActor(self).empty()) << Render(ValidateActor(self));
+  // microvm: refused at spec.source (the runtime is what a clone cannot have).
+  json vm = GoodCloneActor("c");
+  vm["spec"]["runtime"] = "microvm";
+  errors = ValidateActor(vm);
+  ASSERT_EQ(errors.size(), 1u) << Render(errors);
+  EXPECT_EQ(errors[0].ToString(),
+            "spec.source: Invalid value: " + std::string(kMessageSourceNeedsGvisor));
+  vm["spec"].erase("source");
+  EXPECT_TRUE(ValidateActor(vm).empty()) << Render(ValidateActor(vm));
+  // The hook's bounds: 1 and 600 pass, and the default applies before validation.
+  for (int ok : {1, kMaxHookTimeoutSeconds}) {
+    json hook = GoodCloneActor("c");
+    hook["spec"]["hooks"]["postRestore"]["timeoutSeconds"] = ok;
+    EXPECT_TRUE(ValidateActor(hook).empty()) << ok << Render(ValidateActor(hook));
+  }
+  json one = GoodCloneActor("c");
+  one["spec"]["hooks"]["postRestore"]["command"] = {"/x"};
+  one["spec"]["hooks"]["postRestore"].erase("timeoutSeconds");
+  EXPECT_TRUE(ValidateActor(one).empty()) << Render(ValidateActor(one));
+}
+
+// spec.source.snapshotID accepts exactly the ids the snapshot store accepts
+// (snapshots/snapshot_names.h), up to the schema's length.
+TEST(ApiValidationTest, SourceSnapshotIdIsASnapshotStoreId) {
+  for (const std::string& id :
+       {std::string("20261202T150102Z-3f9a1c"), std::string("a"), std::string("A.b_c-9"),
+        std::string("9..x"), std::string(kMaxSnapshotIdLength, 'x'), std::string("x.partia"),
+        std::string(""), std::string(".hidden"), std::string("-x"), std::string("_x"),
+        std::string("a/b"), std::string(".."), std::string("x.partial"), std::string("a b"),
+        std::string("caf\xC3\xA9"), std::string(kMaxSnapshotIdLength + 1, 'x')}) {
+    json actor = GoodCloneActor("c");
+    actor["spec"]["source"]["snapshotID"] = id;
+    EXPECT_EQ(ValidateActor(actor).empty(), IsSnapshotId(id)) << id << Render(ValidateActor(actor));
+  }
+}
+
 TEST(ApiValidationTest, EveryMessageAndPatternIsInTheCrds) {
   const std::string actors =
       ReadFile(std::string(STASIS_SOURCE_DIR) + "/manifests/crd/actors.stasis.dev.yaml");
@@ -227,7 +319,8 @@ TEST(ApiValidationTest, EveryMessageAndPatternIsInTheCrds) {
         kMessageImageDataSnapshots, kMessageCommandNeedsImage, kMessageArgsNeedsImage,
         kMessageEnvNeedsImage, kMessageWorkingDirNeedsImage, kMessagePullPolicyNeedsImage,
         kMessagePullSecretsNeedsImage, kMessageWorkingDirAbsolute, kMessageEnvName,
-        kMessagePullSecretName}) {
+        kMessagePullSecretName, kMessageSourceActorName, kMessageSourceSnapshotId,
+        kMessageImmutableSource, kMessageSourceNeedsGvisor, kMessageSourceIsSelf}) {
     EXPECT_NE(actors.find("message: \"" + std::string(m) + "\""), std::string::npos) << m;
   }
   // The CEL regular expressions, verbatim.
@@ -235,6 +328,9 @@ TEST(ApiValidationTest, EveryMessageAndPatternIsInTheCrds) {
     EXPECT_NE(actors.find("rule: \"self.matches('" + std::string(p) + "')\""), std::string::npos)
         << p;
   }
+  EXPECT_NE(actors.find("rule: \"self.matches('" + std::string(kSnapshotIdPattern) +
+                        "') && !self.endsWith('" + kPartialSnapshotSuffix + "')\""),
+            std::string::npos);
   // spec.bundle is no longer required: the rule "exactly one of image and bundle" replaces it.
   EXPECT_EQ(actors.find("required: [bundle]"), std::string::npos);
   for (const char* m : {kMessageNodeName, kMessageWorkerHeldRef, kMessageImmutableNodeName}) {
@@ -247,7 +343,9 @@ TEST(ApiValidationTest, EveryMessageAndPatternIsInTheCrds) {
                         "default: gvisor", "default: Running", "default: Direct", "default: Full",
                         "maxItems: 16", "maximum: 86400", "maximum: 8", "maxLength: 4096",
                         "maxLength: 255", "maxItems: 256", "maxLength: 32768",
-                        "enum: [Always, IfNotPresent, Never]"}) {
+                        "enum: [Always, IfNotPresent, Never]", "default: 30", "maximum: 600",
+                        "minItems: 1", "maxLength: 128", "required: [actorName]",
+                        "required: [command]"}) {
     EXPECT_NE(actors.find(d), std::string::npos) << d;
   }
 }
