@@ -104,7 +104,8 @@ inline constexpr char kReasonSnapshotImageUnavailable[] = "SnapshotImageUnavaila
 inline constexpr char kReasonBadImage[] = "BadImage";
 // A clone (spec.source): the source actor does not exist; it has no committed Full snapshot
 // to start from (or not the one named); its snapshot cannot run here (a CUDA snapshot in an
-// actor without a GPU, or another runtime); the postRestore hook failed.
+// actor without a GPU, or another runtime); the postRestore hook failed. RestoredFromSource:
+// Ready=True, the clone runs on its source's snapshot.
 inline constexpr char kReasonSourceNotFound[] = "SourceNotFound";
 inline constexpr char kReasonSourceSnapshotUnavailable[] = "SourceSnapshotUnavailable";
 inline constexpr char kReasonSourceIncompatible[] = "SourceIncompatible";

@@ -39,14 +39,6 @@ std::string RenderValue(const json& v) {
   return v.dump();
 }
 
-// A list as Go's %#v renders the []interface{} the server decoded it into (field.Error falls
-// back to %#v for a value that is no scalar): []interface {}{"a", 1}.
-std::string RenderGoSlice(const json& v) {
-  std::string s = "[]interface {}{";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + RenderValue(v[i]);
-  return s + "}";
-}
-
 std::string RenderBound(double d) {
   if (std::trunc(d) == d) return std::to_string(static_cast<int64_t>(d));
   return json(d).dump();
@@ -250,7 +242,8 @@ class Validator {
               (*s.max_items == 1 ? " item" : " items"));
     }
     if (s.min_items && static_cast<int64_t>(v.size()) < *s.min_items) {
-      Add(FieldErrorType::kInvalid, path, RenderGoSlice(v),
+      // The server quotes the list's length as the value, as kube-openapi's TooFewItems does.
+      Add(FieldErrorType::kInvalid, path, std::to_string(v.size()),
           Name(path) + " in body should have at least " + std::to_string(*s.min_items) +
               " items");
     }

@@ -222,8 +222,8 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   c.a.status.status = ActorState::kRunning;
   if (c.image) c.a.status.image_digest = c.image->digest;
   if (c.clone) c.a.status.cloned_from = api::ClonedFrom{c.clone->source_name, c.clone->source_uid, c.clone->snapshot_id};
-  SetCondition(c, api::kConditionProgressing, false, c.clone ? api::kReasonRestoredFromSource : api::kReasonResumed, "");
-  SetCondition(c, api::kConditionReady, true, api::kReasonRunning,
+  SetCondition(c, api::kConditionProgressing, false, api::kReasonResumed, "");
+  SetCondition(c, api::kConditionReady, true, c.clone ? api::kReasonRestoredFromSource : api::kReasonRunning,
                from_snapshot ? "restored " + RestoreWhat(c.a, c.clone)
                : from_data   ? "booted from the bundle with the data of snapshot " + snap->id
                              : "booted from the bundle");

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -20,6 +21,7 @@ namespace {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
 using ::testing::HasSubstr;
 
 // The hook a clone takes its identity with: its own hostname, and a file naming it.
@@ -35,6 +37,20 @@ json IdentityHook() {
 
 class NodeClonesTest : public NodeAgentTest {
  protected:
+  // The counter, allowed to set its hostname: the hook runs with the container's capabilities,
+  // and sethostname(2) needs CAP_SYS_ADMIN (inside the sandbox's own kernel).
+  void SetUp() override {
+    NodeAgentTest::SetUp();
+    renaming_bundle_ = std::make_unique<Bundle>(CounterArgs(), BundleRoot(),
+                                                std::vector<std::string>{"CAP_KILL", "CAP_SYS_ADMIN"});
+  }
+
+  json CounterSpec(const std::string& node) {
+    json spec = NodeAgentTest::CounterSpec(node);
+    spec["bundle"] = renaming_bundle_->dir().string();
+    return spec;
+  }
+
   // What `argv` prints inside the actor's sandbox on that agent's node ("" when it fails).
   std::string InSandbox(const Agent& a, const std::string& actor, const std::vector<std::string>& argv) {
     std::vector<std::string> cmd = {PinnedRunsc(), "-root", RunDir(a, actor), "exec", Id(actor)};
@@ -67,6 +83,8 @@ class NodeClonesTest : public NodeAgentTest {
     EXPECT_TRUE(WaitStatus(name, "STATUS_RUNNING", 30s, actor));
     return at;
   }
+
+  std::unique_ptr<Bundle> renaming_bundle_;
 };
 
 // A source counted past 50, was suspended into the store and runs again; five clones on two
@@ -108,6 +126,7 @@ TEST_F(NodeClonesTest, FiveClonesContinueFromTheSourcesSnapshotEachWithItsOwnIde
     EXPECT_EQ(from.value("snapshotID", ""), snapshot_id);
     EXPECT_FALSE(StatusField(clone, "latestSnapshot").is_object()) << "a clone has no snapshot of its own yet";
     EXPECT_THAT(CondMessage(clone, "Ready"), HasSubstr("of actor src"));
+    EXPECT_EQ(CondReason(clone, "Ready"), "RestoredFromSource");
     EXPECT_TRUE(StatusField(clone, "workerName").is_string()) << clone["status"].dump();
   }
   // The source ran on; its own snapshot is untouched by the clones.

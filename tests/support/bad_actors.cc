@@ -436,7 +436,7 @@ const std::vector<BadObject>& BadActors() {
                    "spec.hooks.postRestore.command: Required value"),
         CloneActor("bad-hook-empty-command", "postRestore with an empty command", kCreate,
                    {{"spec", {{"hooks", {{"postRestore", {{"command", json::array()}}}}}}}},
-                   "spec.hooks.postRestore.command: Invalid value: []interface {}{}: "
+                   "spec.hooks.postRestore.command: Invalid value: 0: "
                    "spec.hooks.postRestore.command in body should have at least 1 items"),
         CloneActor("bad-hook-command-many", "257 postRestore command items", kCreate,
                    {{"spec",

@@ -59,7 +59,8 @@ const fs::path& TestBundleRoot() {
   return root;
 }
 
-Bundle::Bundle(const std::vector<std::string>& args, const fs::path& parent)
+Bundle::Bundle(const std::vector<std::string>& args, const fs::path& parent,
+               const std::vector<std::string>& capabilities)
     : dir_(MakeTemp("stasis-bundle-", parent.empty() ? TestBundleRoot() : parent)) {
   const fs::path rootfs = dir_ / "rootfs";
   for (const char* d : {"bin", "proc", "dev", "sys", "tmp", "data", "etc"}) {
@@ -78,7 +79,7 @@ Bundle::Bundle(const std::vector<std::string>& args, const fs::path& parent)
         {"env", {"PATH=/bin", "HOME=/"}},
         {"cwd", "/"},
         {"capabilities",
-         {{"bounding", {"CAP_KILL"}}, {"effective", {"CAP_KILL"}}, {"permitted", {"CAP_KILL"}}}},
+         {{"bounding", capabilities}, {"effective", capabilities}, {"permitted", capabilities}}},
         {"noNewPrivileges", true}}},
       {"root", {{"path", "rootfs"}, {"readonly", false}}},
       {"hostname", "stasis-test"},

@@ -17,12 +17,13 @@ const std::string& PinnedRunsc();
 // A shell loop that writes an ever-increasing counter to /tmp/counter ten times a second.
 std::vector<std::string> CounterArgs();
 
-// A temporary OCI bundle: rootfs/ with busybox and its applets, config.json running `args`.
-// Removed with everything under it when destroyed. Made under `parent` when given (an agent's
-// --bundle-root), else under TestBundleRoot().
+// A temporary OCI bundle: rootfs/ with busybox and its applets, config.json running `args`
+// with `capabilities`. Removed with everything under it when destroyed. Made under `parent`
+// when given (an agent's --bundle-root), else under TestBundleRoot().
 class Bundle {
  public:
-  explicit Bundle(const std::vector<std::string>& args, const std::filesystem::path& parent = {});
+  explicit Bundle(const std::vector<std::string>& args, const std::filesystem::path& parent = {},
+                  const std::vector<std::string>& capabilities = {"CAP_KILL"});
   ~Bundle();
   Bundle(const Bundle&) = delete;
   Bundle& operator=(const Bundle&) = delete;

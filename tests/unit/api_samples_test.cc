@@ -65,7 +65,8 @@ TEST(ApiSamplesTest, TheCloneSampleClonesASampleActorWithAHook) {
   EXPECT_EQ(a.spec.bundle, source["spec"]["bundle"]);  // a restore needs the same root filesystem
   ASSERT_TRUE(a.spec.hooks.post_restore.has_value());
   EXPECT_EQ(a.spec.hooks.post_restore->command,
-            (std::vector<std::string>{"/bin/sh", "-c", "hostname \"$STASIS_ACTOR_NAME\""}));
+            (std::vector<std::string>{"/bin/sh", "-c",
+                                      "echo \"$STASIS_ACTOR_NAMESPACE/$STASIS_ACTOR_NAME $STASIS_ACTOR_UID\" > /tmp/identity"}));
 }
 
 }  // namespace
