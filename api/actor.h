@@ -106,6 +106,16 @@ struct ExecHook {
   bool operator==(const ExecHook&) const = default;
 };
 
+// A gate in the sandbox: a command that exits 0 once the workload is ready (a file that
+// appears: ["test", "-e", "/ready"]), run every `period_seconds` from the start until it passes
+// or `timeout_seconds` have passed (condition ReadinessGate).
+struct ReadinessGate {
+  std::vector<std::string> command;
+  int32_t timeout_seconds = kDefaultReadinessTimeoutSeconds;
+  int32_t period_seconds = 1;
+  bool operator==(const ReadinessGate&) const = default;
+};
+
 struct Hooks {
   // Run after every restore of a Full snapshot (a resume, or a clone's first start), before
   // the actor is RUNNING: where a clone takes its own identity. Its environment carries the
@@ -133,8 +143,13 @@ struct ActorSpec {
   CheckpointPolicy checkpoint_policy = CheckpointPolicy::kDirect;
   SnapshotSpec snapshots;
   Timeouts timeouts;
-  std::optional<ActorSourceRef> source;  // immutable; gvisor only
+  std::optional<ActorSourceRef> source;  // immutable, but set once by the controller from templateRef; gvisor only
   Hooks hooks;
+  // An actor from an ActorTemplate (same namespace; immutable). At creation only templateRef,
+  // nodeName and desiredState need be set: the cluster controller copies the template's actor
+  // spec in and sets source to the template's golden snapshot (docs/templates.md).
+  std::optional<LocalObjectReference> template_ref;
+  std::optional<ReadinessGate> readiness_gate;
   bool operator==(const ActorSpec&) const = default;
 };
 

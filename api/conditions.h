@@ -27,6 +27,15 @@ inline constexpr char kConditionCommitFailed[] = "CommitFailed";  // PAUSED, the
 // desired state of Paused), Suspended when its snapshot is committed to the store.
 inline constexpr char kConditionPaused[] = "Paused";
 inline constexpr char kConditionSuspended[] = "Suspended";
+// spec.readinessGate: True once its command passed in this run of the sandbox (reset at each
+// start); False with ReadinessGatePending until then, ReadinessGateTimedOut after its timeout.
+inline constexpr char kConditionReadinessGate[] = "ReadinessGate";
+inline constexpr char kReasonReadinessGatePassed[] = "ReadinessGatePassed";
+inline constexpr char kReasonReadinessGatePending[] = "ReadinessGatePending";
+inline constexpr char kReasonReadinessGateTimedOut[] = "ReadinessGateTimedOut";
+// spec.templateRef: the controller has not filled the spec from the template yet (it waits for
+// the template's golden snapshot).
+inline constexpr char kReasonTemplatePending[] = "TemplatePending";
 
 // Condition reasons that say where an actor is or what happened to it. Failure reasons
 // derived from a failure class ("nvproxy_live_clients" → "NvproxyLiveClients") are built by the

@@ -69,6 +69,10 @@ inline constexpr int kMaxEnvValueLength = 32768;
 inline constexpr int kMaxImageDigestLength = 256;  // status.imageDigest, latestSnapshot.imageDigest
 // Clones (spec.source, spec.hooks, status.clonedFrom).
 inline constexpr int32_t kDefaultHookTimeoutSeconds = 30;
+inline constexpr int32_t kDefaultReadinessTimeoutSeconds = 300;
+inline constexpr int32_t kMaxReadinessTimeoutSeconds = 3600;
+inline constexpr int32_t kMaxReadinessPeriodSeconds = 60;
+inline constexpr int32_t kMaxWarmPool = 64;
 inline constexpr int32_t kMaxHookTimeoutSeconds = 600;  // hooks.postRestore.timeoutSeconds
 // A snapshot id: the rule snapshots/snapshot_names.h IsSnapshotId() applies (snapshots/ cannot
 // include api/, so the length is spelled there too).
