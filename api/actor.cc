@@ -139,4 +139,8 @@ void SetStateConditions(ActorStatus& status, int64_t generation, Time now) {
   for (Condition& c : status.conditions) c.observed_generation = generation;
 }
 
+bool AwaitsTemplate(const ActorSpec& spec) {
+  return spec.template_ref && spec.bundle.empty() && spec.image.empty();
+}
+
 }  // namespace stasis::api

@@ -215,6 +215,10 @@ struct Actor {
 // (nothing is pulled).
 PullPolicy EffectivePullPolicy(const ActorSpec& spec);
 
+// An actor from a template whose spec the controller has not filled in yet (no image, no
+// bundle): nothing runs it and the binder leaves it alone until then.
+bool AwaitsTemplate(const ActorSpec& spec);
+
 // The tag of an image reference as written ("" when none; a digest is not a tag): the part
 // after the last ':' of the last '/'-separated component, before any '@'.
 std::string_view ImageTag(std::string_view image);

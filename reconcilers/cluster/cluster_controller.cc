@@ -10,6 +10,7 @@
 #include "reconcilers/cluster/cluster_metrics.h"
 #include "reconcilers/cluster/cluster_reconciler.h"
 #include "reconcilers/cluster/store_gc.h"
+#include "reconcilers/cluster/template_reconciler.h"
 #include "snapshots/encryption_key.h"
 #include "snapshots/object_store_backend.h"
 #include "snapshots/snapshot_store.h"
@@ -112,6 +113,25 @@ Status OpenStore(const ClusterControllerOptions& o, ControllerStore& out) {
   return OkStatus();
 }
 
+// ActorTemplates: golden snapshots, and actors filled in from their template
+// (template_reconciler.h). An actor's event concerns the template it is golden for or made from.
+std::unique_ptr<TemplateReconciler> AddTemplateController(Manager& m, Informer& actors, const SnapshotStore* store) {
+  Informer& templates = m.AddInformer(InformerFor(kActorTemplateType));
+  actors.AddIndex(kActorsByNamespaceIndex, IndexByNamespace());
+  auto reconciler = std::make_unique<TemplateReconciler>(TemplateReconcilerOptions{}, m.client(), templates.store(),
+                                                         actors.store(), &m.events(), store);
+  Controller& c = m.AddController("templates", *reconciler, 2);
+  templates.AddEventHandler(c.EnqueueHandler());
+  auto enqueue = [&c](const ObjectPtr& o) {
+    for (const auto& key : TemplateKeysOf(*o)) c.queue().Add(key);
+  };
+  actors.AddEventHandler({enqueue, [enqueue](const ObjectPtr&, const ObjectPtr& n) { enqueue(n); }, enqueue});
+  m.OnControllersStarted([&templates, &c] {
+    for (const auto& key : templates.store().Keys()) c.queue().Add(key);
+  });
+  return reconciler;
+}
+
 }  // namespace
 
 Status RunClusterController(const ClusterControllerOptions& o, const std::atomic<bool>* stop) {
@@ -134,6 +154,7 @@ Status RunClusterController(const ClusterControllerOptions& o, const std::atomic
   ClusterReconciler reconciler(ro, m.client(), actors.store(), workers.store(), leases.store(), cluster_metrics,
                                &m.events(), RealClock::Get(), store.snapshots ? &*store.snapshots : nullptr);
   Controller& controller = m.AddController("cluster", reconciler, o.concurrency);
+  auto templates = AddTemplateController(m, actors, store.snapshots ? &*store.snapshots : nullptr);
   actors.AddEventHandler(controller.EnqueueHandler());
   actors.AddIndex(kBindCandidateIndex, IndexBindCandidates());
   // A worker freed or a node (dis)appearing can unblock an actor waiting to bind: requeue

@@ -275,13 +275,13 @@ Result<ReconcileOutcome> ClusterReconciler::ForceClean(api::Actor& a, const std:
 }
 
 bool IsBindCandidate(const api::Actor& a) {
-  return a.spec.desired_state == api::DesiredState::kRunning && a.spec.node_name.empty() &&
+  return a.spec.desired_state == api::DesiredState::kRunning && a.spec.node_name.empty() && !api::AwaitsTemplate(a.spec) &&
          a.status.status != ActorState::kRunning && !api::IsTransitioning(a.status.status) &&
          a.status.status != ActorState::kFailed;
 }
 
 IndexFunc IndexBindCandidates() {
-  // Runs on every actor event and over every actor at a relist: reads the four fields
+  // Runs on every actor event and over every actor at a relist: reads the few fields
   // IsBindCandidate needs instead of parsing the whole actor. Absent fields take the API's
   // defaults (desiredState Running, status unspecified).
   return [](const json& o) -> std::vector<std::string> {
@@ -296,6 +296,9 @@ IndexFunc IndexBindCandidates() {
     if (!desired || !parsed_state) return {};
     a.spec.desired_state = *desired;
     a.spec.node_name = str("/spec/nodeName", "");
+    a.spec.bundle = str("/spec/bundle", "");
+    a.spec.image = str("/spec/image", "");
+    if (o.contains(json::json_pointer("/spec/templateRef"))) a.spec.template_ref = api::LocalObjectReference{};
     a.status.status = *parsed_state;
     if (!IsBindCandidate(a)) return {};
     return {kBindCandidate};

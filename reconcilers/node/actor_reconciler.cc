@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "api/json_mapping.h"
@@ -11,6 +12,7 @@
 #include "api/validation.h"
 #include "reconcilers/api_resources.h"
 #include "reconcilers/node/actor_context.h"
+#include "reconcilers/node/readiness_gate.h"
 #include "reconcilers/node/sandbox_id.h"
 #include "reconcilers/node/stray_state.h"
 
@@ -390,10 +392,37 @@ Result<ReconcileOutcome> ActorReconciler::RestNeverStarted(Ctx& c) {
 }
 
 Result<ReconcileOutcome> ActorReconciler::WatchLiveness(Ctx& c) {
-  if (!c.observed.generation_observed) {
+  std::chrono::milliseconds next = options_.liveness_period;
+  bool write = !c.observed.generation_observed;
+  const auto& gate = c.a.spec.readiness_gate;
+  switch (DecideGate(c.a, std::chrono::floor<std::chrono::seconds>(clock_.WallNow()))) {
+    case GateStep::kNone: break;
+    case GateStep::kTimedOut: {
+      const std::string message = "the readiness gate did not pass within " +
+                                  std::to_string(gate->timeout_seconds) + "s; the actor runs on";
+      SetCondition(c, api::kConditionReadinessGate, false, api::kReasonReadinessGateTimedOut, message);
+      Event(c, true, api::kReasonReadinessGateTimedOut, message);
+      spdlog::warn("readiness gate timed out actor={} timeout_s={}", c.key, gate->timeout_seconds);
+      write = true;
+      break;
+    }
+    case GateStep::kProbe: {
+      ExecRequest probe{gate->command, {}, std::chrono::seconds(std::min(gate->timeout_seconds, 30))};
+      auto ran = c.driver->Exec(c.ref, probe);
+      if (ran.ok() && ran->exit_code == 0) {
+        SetCondition(c, api::kConditionReadinessGate, true, api::kReasonReadinessGatePassed, "the readiness gate passed");
+        spdlog::info("readiness gate passed actor={}", c.key);
+        write = true;
+      } else {
+        next = std::chrono::seconds(gate->period_seconds);
+      }
+      break;
+    }
+  }
+  if (write) {
     if (Status s = WriteStatus(c); !s.ok()) return s;
   }
-  return ReconcileOutcome{options_.liveness_period};
+  return ReconcileOutcome{next};
 }
 
 Result<ReconcileOutcome> ActorReconciler::WriteObservedGeneration(Ctx& c) {

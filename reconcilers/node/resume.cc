@@ -48,6 +48,14 @@ bool FromDataSnapshot(const api::Actor& a) {
 }  // namespace
 
 std::optional<Result<ReconcileOutcome>> ActorReconciler::RefuseResume(Ctx& c) {
+  if (api::AwaitsTemplate(c.a.spec)) {
+    // The controller fills the spec in from the template once its golden snapshot exists; that
+    // write is a new generation, which reconciles the actor again.
+    SetCondition(c, api::kConditionReady, false, api::kReasonTemplatePending,
+                 "waiting for the controller to fill the spec in from template " + c.a.spec.template_ref->name);
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    return ReconcileOutcome{};
+  }
   if (c.a.spec.runtime == api::Runtime::kMicrovm && c.a.spec.gpu.count > 0) {
     // A VFIO GPU in a micro-VM cannot be snapshotted by the VMM, and the in-guest step that
     // would make it possible is designed (docs/microvm.md) but not built: refuse before a
@@ -228,6 +236,11 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
                : from_data   ? "booted from the bundle with the data of snapshot " + snap->id
                              : "booted from the bundle");
   SetCondition(c, api::kConditionCheckpointFailed, false, api::kReasonClearedOnResume, "");
+  if (c.a.spec.readiness_gate) {
+    // Each run passes its gate anew (readiness_gate.h), from this RUNNING write on.
+    SetCondition(c, api::kConditionReadinessGate, false, api::kReasonReadinessGatePending,
+                 "waiting for the readiness gate's command to exit 0");
+  }
   if (Status s = WriteStatus(c); !s.ok()) return s;
   Event(c, false, "Resumed",
         (from_snapshot ? "restored " + RestoreWhat(c.a, c.clone)
@@ -236,6 +249,7 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
             c.a.status.worker_name + " in " + std::to_string(took) + "s");
   spdlog::info("actor resumed actor={} worker={} from_snapshot={} duration_s={:.3f}", c.key,
                c.a.status.worker_name, from_snapshot, took);
+  if (c.a.spec.readiness_gate) return ReconcileOutcome{std::chrono::seconds(c.a.spec.readiness_gate->period_seconds)};
   return ReconcileOutcome{options_.liveness_period};
 }
 

@@ -1,0 +1,78 @@
+// What the cluster controller does for one ActorTemplate (docs/templates.md), decided by a pure
+// function from what it observed: the template, the golden actors it made, and whether the
+// recorded golden snapshot is still in the store. template_reconciler.cc reads and acts.
+//
+// The golden snapshot is taken through an ordinary Actor, the golden actor
+// `<template>-golden-<generation>`: created from spec.actor with snapshots forced Full (a Data
+// golden would leave nothing to restore) and the template's readiness gate; suspended once the
+// gate passes (or once RUNNING without one); its committed snapshot recorded in status.golden.
+// Actors with templateRef are then filled in from the template and start as clones of it.
+//
+// Invariants:
+//  - At most one golden actor per template generation; a new generation takes a new golden,
+//    and an older golden actor is deleted only once the new golden is recorded and no actor
+//    that has no snapshot of its own names it as its source (it may still start from it).
+//  - A golden that cannot be taken (its gate timed out, its actor failed) is reported on the
+//    template (GoldenReady=False), its actor deleted (its worker freed), and not tried again
+//    until a new generation: no loop, no stuck actor, no held worker.
+//  - A recorded golden whose snapshot is gone from the store is dropped and taken again.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/actor.h"
+#include "api/actor_template.h"
+
+namespace stasis {
+
+// The annotation on a golden actor naming the template generation it was made for.
+inline constexpr char kTemplateGenerationAnnotation[] = "stasis.dev/template-generation";
+
+std::string GoldenActorName(const std::string& template_name, int64_t generation);
+
+// One actor labelled golden-of=<template>.
+struct GoldenActorView {
+  std::string name;
+  int64_t template_generation = 0;
+  bool being_deleted = false;
+  api::ActorState status = api::ActorState::kUnspecified;
+  api::DesiredState desired = api::DesiredState::kRunning;
+  bool gate_passed = false;     // ReadinessGate=True
+  bool gate_timed_out = false;  // ReadinessGate=False ReadinessGateTimedOut
+  std::string failure;          // FAILED: its Ready message
+  std::optional<api::Snapshot> latest;  // status.latestSnapshot
+};
+
+struct TemplateObservation {
+  int64_t generation = 0;
+  bool has_gate = false;
+  std::optional<api::GoldenSnapshot> recorded;  // status.golden
+  // The GoldenReady condition as last written (a failure at this generation is final).
+  std::optional<api::Condition> golden_ready;
+  bool recorded_in_store = true;  // false only when the store was read and lacks it
+  std::vector<GoldenActorView> goldens;
+  // Golden actors named as spec.source by an actor that has no snapshot of its own.
+  std::set<std::string> needed_as_source;
+  int pending_actors = 0;  // templateRef actors still to be filled in
+};
+
+struct TemplateActions {
+  std::optional<std::string> create_golden;   // create this golden actor
+  std::optional<std::string> suspend_golden;  // set its desiredState to Suspended
+  std::vector<std::string> delete_goldens;
+  std::optional<api::GoldenSnapshot> record;  // the new status.golden
+  bool clear_recorded = false;
+  bool fill_pending = false;  // fill templateRef actors in from the template and the golden
+  // GoldenReady as it should read (written when it differs).
+  bool ready = false;
+  std::string reason, message;
+  bool recheck = false;  // look again soon: a golden is under way
+};
+
+TemplateActions DecideTemplate(const std::string& template_name, const TemplateObservation& o);
+
+}  // namespace stasis

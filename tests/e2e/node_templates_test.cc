@@ -1,0 +1,219 @@
+// `stasis controller` and `stasis node` end to end, ActorTemplates: the controller takes a
+// template's golden snapshot through a golden actor once its readiness gate passes (Full, even
+// when the template's snapshots say Data), fills actors created with templateRef in from the
+// template, and they start from the golden snapshot — counters continuing from it, each with
+// its own hostname; a template change takes a new golden and leaves started actors alone; a
+// gate that never passes is reported and holds nothing; a golden snapshot deleted from the
+// store is taken again. The fixture is tests/support/node_agent_fixture.h.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/control_plane.h"
+#include "tests/support/node_agent_fixture.h"
+#include "tests/support/sandbox.h"
+
+namespace stasis::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+class NodeTemplatesTest : public NodeAgentTest {
+ protected:
+  void SetUp() override {
+    NodeAgentTest::SetUp();
+    // The hook sets the hostname: sethostname(2) needs CAP_SYS_ADMIN in the sandbox's kernel.
+    bundle_ = std::make_unique<Bundle>(CounterArgs(), BundleRoot(),
+                                       std::vector<std::string>{"CAP_KILL", "CAP_SYS_ADMIN"});
+    controller_ = std::make_unique<BackgroundProcess>(
+        std::vector<std::string>{kStasis, "controller", "--kubeconfig", ControlPlane::Get().kubeconfig(),
+                                 "--metrics-addr", "127.0.0.1:0", "--leader-elect=false", "--snapshot-store", store_},
+        (work_.path() / "controller.log").string());
+  }
+
+  void TearDown() override {
+    Kubectl({"delete", "actortemplates", "--all", "-n", ns_, "--wait=false"});
+    NodeAgentTest::TearDown();
+    if (controller_) controller_->Stop(10s);
+  }
+
+  json TemplateSpec(const json& gate_command, int timeout_seconds = 60) {
+    return {{"actor",
+             {{"bundle", bundle_->dir().string()},
+              {"snapshots", {{"onPause", "Data"}, {"onCommit", "Data"}, {"dataDirs", {"/data"}}}},
+              {"hooks",
+               {{"postRestore",
+                 {{"command", {"/bin/sh", "-c", "hostname \"$STASIS_ACTOR_NAME\""}}, {"timeoutSeconds", 20}}}}}}},
+            {"readinessGate", {{"command", gate_command}, {"timeoutSeconds", timeout_seconds}, {"periodSeconds", 1}}}};
+  }
+
+  void CreateTemplate(const std::string& name, const json& spec) {
+    json t = {{"apiVersion", "stasis.dev/v1alpha1"},
+              {"kind", "ActorTemplate"},
+              {"metadata", {{"name", name}, {"namespace", ns_}}},
+              {"spec", spec}};
+    auto r = Kubectl({"apply", "-f", "-"}, t.dump());
+    ASSERT_TRUE(r.success()) << r.Summary() << "\n" << r.err;
+  }
+
+  json GetTemplate(const std::string& name) {
+    auto r = Kubectl({"get", "actortemplate", name, "-n", ns_, "-o", "json"});
+    return r.success() ? json::parse(r.out) : json();
+  }
+
+  bool WaitTemplate(const std::string& name, const std::string& reason, std::chrono::seconds timeout, json* out) {
+    const auto start = std::chrono::steady_clock::now();
+    json t;
+    while (std::chrono::steady_clock::now() - start < timeout) {
+      t = GetTemplate(name);
+      if (CondReason(t, "GoldenReady") == reason) {
+        if (out) *out = t;
+        return true;
+      }
+      std::this_thread::sleep_for(kPoll);
+    }
+    ADD_FAILURE() << "template " << name << ": GoldenReady never " << reason << "; last seen:\n"
+                  << t.dump(2) << "\ncontroller log:\n"
+                  << ReadFile(work_.path() / "controller.log") << AgentLogs();
+    return false;
+  }
+
+  void CreateFromTemplate(const std::string& name, const std::string& tmpl, const std::string& node) {
+    CreateActor(name, {{"templateRef", {{"name", tmpl}}}, {"nodeName", node}, {"desiredState", "Running"}});
+  }
+
+  std::string InSandbox(const Agent& a, const std::string& actor, const std::vector<std::string>& argv) {
+    std::vector<std::string> cmd = {PinnedRunsc(), "-root", RunDir(a, actor), "exec", Id(actor)};
+    cmd.insert(cmd.end(), argv.begin(), argv.end());
+    auto r = RunCommand(cmd, 30s);
+    if (!r.ok() || !r->success()) return "";
+    std::string out = r->out;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
+
+  const json kCountAtLeast50 = {"/bin/sh", "-c", "test \"$(cat /tmp/counter)\" -ge 50"};
+  std::unique_ptr<BackgroundProcess> controller_;
+};
+
+// The counter's template, gated at count ≥ 50, its snapshots Data: the golden actor is bound,
+// runs, passes its gate, is suspended Full and recorded; five actors from the template start
+// from it with their counters past 50 and their own hostnames.
+TEST_F(NodeTemplatesTest, AGoldenIsTakenAtTheGateAndFiveActorsStartFromIt) {
+  Agent* a = StartAgent(Node("a"), PinnedRunsc(), {}, 6);
+  ASSERT_NE(a, nullptr);
+  CreateTemplate("counter", TemplateSpec(kCountAtLeast50));
+  json t;
+  ASSERT_TRUE(WaitTemplate("counter", "GoldenSnapshotTaken", 90s, &t));
+  const json golden = StatusField(t, "golden");
+  ASSERT_TRUE(golden.is_object()) << t.dump(2);
+  const std::string golden_actor = golden.value("actorName", "");
+  EXPECT_EQ(golden_actor, "counter-golden-1");
+  json g = GetActor(golden_actor);
+  ASSERT_FALSE(g.is_null());
+  EXPECT_EQ(StatusOf(g), "STATUS_SUSPENDED");
+  EXPECT_EQ(StatusField(g, "latestSnapshot").value("scope", ""), "Full") << "a golden is Full whatever onPause says";
+  EXPECT_EQ(StatusField(g, "latestSnapshot").value("id", ""), golden.value("snapshotID", ""));
+  EXPECT_TRUE(CondIs(g, "ReadinessGate", "True")) << g["status"].dump();
+  ExpectAllWorkersFree(a->node);
+
+  for (int i = 0; i < 5; ++i) CreateFromTemplate("from-" + std::to_string(i), "counter", a->node);
+  for (int i = 0; i < 5; ++i) {
+    const std::string name = "from-" + std::to_string(i);
+    json actor;
+    ASSERT_TRUE(WaitStatus(name, "STATUS_RUNNING", 90s, &actor));
+    const long first = Counter(*a, name);
+    EXPECT_GE(first, 50) << name << " did not start from the golden snapshot";
+    EXPECT_EQ(InSandbox(*a, name, {"/bin/hostname"}), name);
+    EXPECT_EQ(actor["spec"].value("bundle", ""), bundle_->dir().string()) << "filled in from the template";
+    EXPECT_EQ(actor["spec"]["source"].value("actorName", ""), golden_actor);
+    EXPECT_EQ(StatusField(actor, "clonedFrom").value("snapshotID", ""), golden.value("snapshotID", ""));
+  }
+}
+
+// A template change (a new generation) takes a new golden; the actor started from the old one
+// runs on, and the old golden actor stays while that actor could still start from it.
+TEST_F(NodeTemplatesTest, ATemplateChangeTakesANewGoldenAndLeavesStartedActorsAlone) {
+  Agent* a = StartAgent(Node("a"), PinnedRunsc(), {}, 3);
+  ASSERT_NE(a, nullptr);
+  CreateTemplate("counter", TemplateSpec({"/bin/sh", "-c", "test -e /tmp/counter"}));
+  json t;
+  ASSERT_TRUE(WaitTemplate("counter", "GoldenSnapshotTaken", 90s, &t));
+  CreateFromTemplate("old", "counter", a->node);
+  json old;
+  ASSERT_TRUE(WaitStatus("old", "STATUS_RUNNING", 90s, &old));
+
+  json spec = TemplateSpec({"/bin/sh", "-c", "test -e /tmp/counter"});
+  spec["actor"]["timeouts"] = {{"restoreSeconds", 120}};
+  CreateTemplate("counter", spec);
+  ASSERT_TRUE(WaitActor("counter-golden-2", [](const json& x) { return StatusOf(x) == "STATUS_SUSPENDED"; }, 90s,
+                        "the new golden actor suspended"));
+  ASSERT_TRUE(WaitTemplate("counter", "GoldenSnapshotTaken", 30s, &t));
+  EXPECT_EQ(StatusField(t, "golden").value("actorName", ""), "counter-golden-2");
+  EXPECT_EQ(StatusField(t, "golden").value("generation", 0), 2);
+  old = GetActor("old");
+  EXPECT_EQ(StatusOf(old), "STATUS_RUNNING");
+  EXPECT_EQ(StatusField(old, "clonedFrom").value("actorName", ""), "counter-golden-1");
+  EXPECT_FALSE(GetActor("counter-golden-1").is_null()) << "old may start from it again until it has a snapshot";
+
+  CreateFromTemplate("new", "counter", a->node);
+  json fresh;
+  ASSERT_TRUE(WaitStatus("new", "STATUS_RUNNING", 90s, &fresh));
+  EXPECT_EQ(StatusField(fresh, "clonedFrom").value("actorName", ""), "counter-golden-2");
+  EXPECT_EQ(fresh["spec"]["timeouts"].value("restoreSeconds", 0), 120);
+
+  // Once the old actor has a snapshot of its own, nobody needs the old golden.
+  Patch("old", {{"desiredState", "Suspended"}});
+  ASSERT_TRUE(WaitStatus("old", "STATUS_SUSPENDED", 30s));
+  ASSERT_TRUE(WaitActor("counter-golden-1", [](const json& x) { return x.is_null(); }, 60s, "the old golden deleted"));
+}
+
+// A gate that never passes: the template says so, the golden actor is deleted (its worker
+// freed) and no other is made for that generation.
+TEST_F(NodeTemplatesTest, AGateThatNeverPassesIsReportedAndHoldsNothing) {
+  Agent* a = StartAgent(Node("a"), PinnedRunsc(), {}, 2);
+  ASSERT_NE(a, nullptr);
+  CreateTemplate("never", TemplateSpec({"/bin/sh", "-c", "exit 1"}, /*timeout_seconds=*/3));
+  json t;
+  ASSERT_TRUE(WaitTemplate("never", "ReadinessGateFailed", 90s, &t));
+  EXPECT_THAT(CondMessage(t, "GoldenReady"), HasSubstr("never-golden-1"));
+  EXPECT_FALSE(StatusField(t, "golden").is_object());
+  ASSERT_TRUE(WaitActor("never-golden-1", [](const json& x) { return x.is_null(); }, 60s, "the golden actor deleted"));
+  ExpectAllWorkersFree(a->node);
+  std::this_thread::sleep_for(3s);  // and no new attempt at this generation
+  EXPECT_TRUE(GetActor("never-golden-1").is_null());
+  EXPECT_EQ(CondReason(GetTemplate("never"), "GoldenReady"), "ReadinessGateFailed");
+}
+
+// The golden snapshot deleted from the store: an actor from the template reports it, and the
+// template takes the golden again, from which the actor then starts.
+TEST_F(NodeTemplatesTest, AGoldenDeletedFromTheStoreIsTakenAgain) {
+  Agent* a = StartAgent(Node("a"), PinnedRunsc(), {}, 3);
+  ASSERT_NE(a, nullptr);
+  CreateTemplate("counter", TemplateSpec({"/bin/sh", "-c", "test -e /tmp/counter"}));
+  json t;
+  ASSERT_TRUE(WaitTemplate("counter", "GoldenSnapshotTaken", 90s, &t));
+  const std::string first_id = StatusField(t, "golden").value("snapshotID", "");
+  fs::remove_all(Committed(store_, "counter-golden-1") + "/" + first_id);
+
+  CreateFromTemplate("late", "counter", a->node);
+  ASSERT_TRUE(WaitTemplate("counter", "GoldenSnapshotMissing", 60s, &t));
+  ASSERT_TRUE(WaitTemplate("counter", "GoldenSnapshotTaken", 120s, &t));
+  EXPECT_NE(StatusField(t, "golden").value("snapshotID", ""), first_id);
+  json late;
+  ASSERT_TRUE(WaitStatus("late", "STATUS_RUNNING", 120s, &late));
+  EXPECT_EQ(StatusField(late, "clonedFrom").value("snapshotID", ""), StatusField(t, "golden").value("snapshotID", ""));
+}
+
+}  // namespace
+}  // namespace stasis::testing
