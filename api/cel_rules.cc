@@ -64,7 +64,10 @@ bool IsData(const json& snapshots, const char* key) {
 }  // namespace
 
 openapi::Rule ImageOrBundle() {
-  return {[](const json& self) { return self.contains("image") != self.contains("bundle"); },
+  return {[](const json& self) {
+            const bool image = self.contains("image"), bundle = self.contains("bundle");
+            return self.contains("templateRef") ? !(image && bundle) : image != bundle;
+          },
           kMessageImageOrBundle, ""};
 }
 
@@ -160,10 +163,25 @@ openapi::TransitionRule SourceImmutable() {
   return {[](const json& self, const json& old_self) {
             const auto source = self.find("source");
             const auto old_source = old_self.find("source");
-            const bool has = source != self.end();
-            return has == (old_source != old_self.end()) && (!has || *source == *old_source);
+            if (old_source != old_self.end()) return source != self.end() && *source == *old_source;
+            return source == self.end() || old_self.contains("templateRef");
           },
           kMessageImmutableSource, "source"};
+}
+
+openapi::TransitionRule TemplateRefImmutable() {
+  return {[](const json& self, const json& old_self) {
+            const auto ref = self.find("templateRef");
+            const auto old_ref = old_self.find("templateRef");
+            const bool has = ref != self.end();
+            return has == (old_ref != old_self.end()) && (!has || *ref == *old_ref);
+          },
+          kMessageImmutableTemplateRef, "templateRef"};
+}
+
+openapi::Rule TemplateRefName() {
+  return {[](const json& self) { return IsDnsSubdomain(self.get_ref<const std::string&>()); },
+          kMessageTemplateRefName, ""};
 }
 
 openapi::Rule SourceIsNotSelf() {

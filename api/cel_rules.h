@@ -24,7 +24,7 @@ openapi::Rule ScopeSubset();
 openapi::Rule DataScopeNeedsDirs();
 
 // spec, for actors from OCI images:
-//   has(self.image) != has(self.bundle)
+//   has(self.templateRef) ? !(has(self.image) && has(self.bundle)) : has(self.image) != has(self.bundle)
 openapi::Rule ImageOrBundle();
 //   has(self.image) || !has(self.<field>), with fieldPath .<field> (command, args, env, …)
 openapi::Rule NeedsImage(const char* field, const char* message);
@@ -48,9 +48,15 @@ openapi::Rule SourceActorName();
 openapi::Rule SnapshotId();
 // spec: !has(self.source) || !has(self.runtime) || self.runtime == 'gvisor'  (fieldPath .source)
 openapi::Rule SourceNeedsGvisor();
-// spec, on update: has(self.source) == has(oldSelf.source) &&
-//   (!has(self.source) || self.source == oldSelf.source)  (fieldPath .source)
+// spec, on update: has(oldSelf.source) ? (has(self.source) && self.source == oldSelf.source)
+//   : (!has(self.source) || has(oldSelf.templateRef))  (fieldPath .source)
 openapi::TransitionRule SourceImmutable();
+
+// Templates:
+// spec, on update: templateRef neither added, removed nor changed (fieldPath .templateRef).
+openapi::TransitionRule TemplateRefImmutable();
+// spec.templateRef.name: an RFC 1123 subdomain.
+openapi::Rule TemplateRefName();
 // The whole Actor: !has(self.spec.source) || self.spec.source.actorName != self.metadata.name
 // (fieldPath .spec.source.actorName).
 openapi::Rule SourceIsNotSelf();

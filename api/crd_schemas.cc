@@ -53,6 +53,21 @@ Schema HooksSchema() {
   return Object({{"postRestore", post_restore}});
 }
 
+// spec.templateRef and spec.readinessGate: an actor from a template, and when a template's
+// golden snapshot is taken.
+Schema TemplateRefSchema() {
+  return Object({{"name", String(kMaxNodeNameLength, {cel::TemplateRefName()})}}, {"name"});
+}
+
+Schema ReadinessGateSchema() {
+  Schema command = Array(String(kMaxArgLength), kMaxCommandItems, ListType::kAtomic);
+  command.min_items = 1;
+  return Object({{"command", command},
+                 {"timeoutSeconds", Integer("int32", 1, kMaxReadinessTimeoutSeconds)},
+                 {"periodSeconds", Integer("int32", 1, kMaxReadinessPeriodSeconds)}},
+                {"command"});
+}
+
 Schema ActorSpecSchema() {
   Schema gpu = Object(
       {{"count", Integer("int32", 0, kMaxGpuCount)},
@@ -93,7 +108,9 @@ Schema ActorSpecSchema() {
        {"snapshots", snapshots},
        {"timeouts", timeouts},
        {"source", SourceSchema()},
-       {"hooks", HooksSchema()}},
+       {"hooks", HooksSchema()},
+       {"templateRef", TemplateRefSchema()},
+       {"readinessGate", ReadinessGateSchema()}},
       {},
       {cel::ImageOrBundle(), cel::NeedsImage("imagePullPolicy", kMessagePullPolicyNeedsImage),
        cel::NeedsImage("imagePullSecrets", kMessagePullSecretsNeedsImage),
@@ -104,7 +121,7 @@ Schema ActorSpecSchema() {
        cel::ImageNoDataSnapshots(), cel::SourceNeedsGvisor()});
   // A clone's first start restored its source's snapshot; another source would make its own
   // later snapshots and status.clonedFrom describe an actor it never was.
-  spec.transition_rules = {cel::SourceImmutable()};
+  spec.transition_rules = {cel::SourceImmutable(), cel::TemplateRefImmutable()};
   return spec;
 }
 

@@ -4,148 +4,11 @@
 #include <limits>
 #include <string>
 
+#include "api/json_reader.h"
 #include "api/merge_patch.h"
 #include "api/names.h"
 
 namespace stasis::api {
-namespace {
-
-using nlohmann::json;
-
-// Reads typed values out of JSON objects. A missing or null key leaves the output at its
-// default; a value of the wrong type records the first error, with the field's path.
-class Reader {
- public:
-  const Status& status() const { return status_; }
-
-  // The child object at obj[key], or nullptr when absent/null (or not an object: an error).
-  const json* Object(const json& obj, const char* key, const std::string& path) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return nullptr;
-    if (!v->is_object()) return Fail(path, "an object");
-    return v;
-  }
-
-  void String(const json& obj, const char* key, const std::string& path, std::string& out) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return;
-    if (!v->is_string()) return (void)Fail(path, "a string");
-    out = v->get<std::string>();
-  }
-
-  template <typename Int>
-  void Integer(const json& obj, const char* key, const std::string& path, Int& out) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return;
-    long double d;
-    if (v->is_number_integer() && v->is_number_unsigned()) {
-      d = static_cast<long double>(v->get<uint64_t>());
-    } else if (v->is_number_integer()) {
-      d = static_cast<long double>(v->get<int64_t>());
-    } else if (v->is_number_float() && std::trunc(v->get<double>()) == v->get<double>()) {
-      d = v->get<double>();  // 600.0 is an integer in JSON's eyes
-    } else {
-      return (void)Fail(path, "an integer");
-    }
-    if (d < static_cast<long double>(std::numeric_limits<Int>::min()) ||
-        d > static_cast<long double>(std::numeric_limits<Int>::max())) {
-      return (void)Fail(path, "an integer in range");
-    }
-    out = static_cast<Int>(d);
-  }
-
-  void Number(const json& obj, const char* key, const std::string& path, double& out) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return;
-    if (!v->is_number()) return (void)Fail(path, "a number");
-    out = v->get<double>();
-  }
-
-  void Bool(const json& obj, const char* key, const std::string& path, bool& out) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return;
-    if (!v->is_boolean()) return (void)Fail(path, "a boolean");
-    out = v->get<bool>();
-  }
-
-  void OptionalTime(const json& obj, const char* key, const std::string& path,
-                    std::optional<Time>& out) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return;
-    if (!v->is_string()) return (void)Fail(path, "an RFC 3339 date-time");
-    Result<Time> t = ParseTime(v->get_ref<const std::string&>());
-    if (!t.ok()) return (void)Fail(path, "an RFC 3339 date-time");
-    out = *t;
-  }
-
-  void RequiredTime(const json& obj, const char* key, const std::string& path, Time& out) {
-    std::optional<Time> t;
-    OptionalTime(obj, key, path, t);
-    if (t) out = *t;
-  }
-
-  template <typename E>
-  void Enum(const json& obj, const char* key, const std::string& path,
-            std::optional<E> (*parse)(std::string_view), E& out) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return;
-    if (!v->is_string()) return (void)Fail(path, "a string");
-    std::optional<E> e = parse(v->get_ref<const std::string&>());
-    if (!e) {
-      if (status_.ok()) {
-        status_ = Status(Code::kInvalidArgument,
-                         path + ": unsupported value \"" + v->get<std::string>() + "\"");
-      }
-      return;
-    }
-    out = *e;
-  }
-
-  void StringList(const json& obj, const char* key, const std::string& path,
-                  std::vector<std::string>& out) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return;
-    if (!v->is_array()) return (void)Fail(path, "a list of strings");
-    out.clear();
-    for (const json& item : *v) {
-      if (!item.is_string()) return (void)Fail(path, "a list of strings");
-      out.push_back(item.get<std::string>());
-    }
-  }
-
-  void StringMap(const json& obj, const char* key, const std::string& path,
-                 std::map<std::string, std::string>& out) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return;
-    if (!v->is_object()) return (void)Fail(path, "a map of strings");
-    out.clear();
-    for (auto it = v->begin(); it != v->end(); ++it) {
-      if (!it.value().is_string()) return (void)Fail(path, "a map of strings");
-      out[it.key()] = it.value().get<std::string>();
-    }
-  }
-
-  const json* Array(const json& obj, const char* key, const std::string& path) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return nullptr;
-    if (!v->is_array()) return Fail(path, "a list");
-    return v;
-  }
-
-  const json* Fail(const std::string& path, const char* what) {
-    if (status_.ok()) status_ = Status(Code::kInvalidArgument, path + ": must be " + what);
-    return nullptr;
-  }
-
- private:
-  static const json* Find(const json& obj, const char* key) {
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-
-  Status status_;
-};
 
 void ReadMeta(Reader& r, const json& obj, ObjectMeta& m) {
   const json* meta = r.Object(obj, "metadata", "metadata");
@@ -213,22 +76,7 @@ json ConditionsToJson(const std::vector<Condition>& conditions) {
   return list;
 }
 
-// A list of objects at obj[key]: `read` is called with each item and its path.
-template <typename T, typename F>
-void ReadObjectList(Reader& r, const json& obj, const char* key, const std::string& path,
-                    std::vector<T>& out, F read) {
-  const json* list = r.Array(obj, key, path);
-  if (list == nullptr) return;
-  out.clear();
-  for (size_t i = 0; i < list->size(); ++i) {
-    const std::string item_path = path + "[" + std::to_string(i) + "]";
-    const json& item = (*list)[i];
-    if (!item.is_object()) return (void)r.Fail(item_path, "an object");
-    T t;
-    read(item, item_path, t);
-    out.push_back(std::move(t));
-  }
-}
+namespace {
 
 // spec.source and spec.hooks: optional objects, absent (nullopt) unless written.
 void ReadCloneFields(Reader& r, const json& spec, ActorSpec& s) {
@@ -249,6 +97,18 @@ void ReadCloneFields(Reader& r, const json& spec, ActorSpec& s) {
   }
 }
 
+// spec.templateRef and spec.readinessGate: optional objects, absent unless written.
+void ReadTemplateFields(Reader& r, const json& spec, ActorSpec& s) {
+  if (const json* ref = r.Object(spec, "templateRef", "spec.templateRef")) {
+    LocalObjectReference t;
+    r.String(*ref, "name", "spec.templateRef.name", t.name);
+    s.template_ref = std::move(t);
+  }
+  if (const json* gate = r.Object(spec, "readinessGate", "spec.readinessGate")) {
+    s.readiness_gate = ReadReadinessGate(r, *gate, "spec.readinessGate");
+  }
+}
+
 void WriteCloneFields(const ActorSpec& s, json& j) {
   if (s.source) {
     json src = {{"actorName", s.source->actor_name}};
@@ -260,7 +120,11 @@ void WriteCloneFields(const ActorSpec& s, json& j) {
     j["hooks"]["postRestore"] = {{"command", hook.command},
                                  {"timeoutSeconds", hook.timeout_seconds}};
   }
+  if (s.template_ref) j["templateRef"] = {{"name", s.template_ref->name}};
+  if (s.readiness_gate) j["readinessGate"] = ReadinessGateToJson(*s.readiness_gate);
 }
+
+}  // namespace
 
 void ReadActorSpec(Reader& r, const json& obj, ActorSpec& s) {
   const json* spec = r.Object(obj, "spec", "spec");
@@ -305,6 +169,19 @@ void ReadActorSpec(Reader& r, const json& obj, ActorSpec& s) {
     r.Integer(*t, "restoreSeconds", "spec.timeouts.restoreSeconds", s.timeouts.restore_seconds);
   }
   ReadCloneFields(r, *spec, s);
+  ReadTemplateFields(r, *spec, s);
+}
+
+ReadinessGate ReadReadinessGate(Reader& r, const json& gate, const std::string& path) {
+  ReadinessGate g;
+  r.StringList(gate, "command", path + ".command", g.command);
+  r.Integer(gate, "timeoutSeconds", path + ".timeoutSeconds", g.timeout_seconds);
+  r.Integer(gate, "periodSeconds", path + ".periodSeconds", g.period_seconds);
+  return g;
+}
+
+json ReadinessGateToJson(const ReadinessGate& g) {
+  return {{"command", g.command}, {"timeoutSeconds", g.timeout_seconds}, {"periodSeconds", g.period_seconds}};
 }
 
 json ActorSpecToJson(const ActorSpec& s) {
@@ -344,6 +221,8 @@ json ActorSpecToJson(const ActorSpec& s) {
   WriteCloneFields(s, j);
   return j;
 }
+
+namespace {
 
 void ReadActorStatus(Reader& r, const json& obj, ActorStatus& s) {
   const json* st = r.Object(obj, "status", "status");
@@ -417,30 +296,6 @@ json ActorStatusToJson(const ActorStatus& s) {
   return j;
 }
 
-// `raw` with the changes between what it says and `typed` applied; apiVersion/kind set.
-template <typename T>
-json MergeIntoRaw(const T& object, const json& typed, Result<T> (*from_json)(const json&),
-                  json (*to_typed)(const T&)) {
-  if (!object.raw.is_object() || object.raw.empty()) return typed;
-  json out = object.raw;
-  Result<T> base = from_json(object.raw);
-  if (base.ok()) {
-    out.merge_patch(CreateMergePatch(to_typed(*base), typed));
-  } else {
-    out.merge_patch(typed);  // raw unreadable: typed fields win, other keys stay
-  }
-  out["apiVersion"] = typed["apiVersion"];
-  out["kind"] = typed["kind"];
-  return out;
-}
-
-std::optional<json> PatchOf(const json& before, const json& after,
-                            const std::string& resource_version) {
-  json diff = CreateMergePatch(before, after);
-  if (diff.empty()) return std::nullopt;
-  if (!resource_version.empty()) diff["metadata"]["resourceVersion"] = resource_version;
-  return diff;
-}
 
 json MetaAndSpec(const json& typed) {
   return {{"metadata", typed["metadata"]}, {"spec", typed["spec"]}};

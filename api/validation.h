@@ -46,7 +46,10 @@ inline constexpr char kMessageImmutableRuntime[] = "runtime is immutable";
 // Actors from OCI images.
 inline constexpr char kMessageImageOrBundle[] =
     "exactly one of image and bundle must be set: an actor runs an OCI image or an OCI bundle "
-    "on the node";
+    "on the node (with templateRef, at most one: the template fills it in)";
+inline constexpr char kMessageImmutableTemplateRef[] = "templateRef is immutable: set it when the actor is created";
+inline constexpr char kMessageTemplateRefName[] =
+    "templateRef.name must be a lowercase RFC 1123 subdomain (the name of an ActorTemplate)";
 inline constexpr char kMessageImageReference[] =
     "image must be an image reference such as registry.example.com/team/app:v1 or "
     "registry.example.com/team/app@sha256:<64 hex digits>: no whitespace, no uppercase letters "
