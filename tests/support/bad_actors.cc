@@ -263,7 +263,20 @@ const std::vector<BadObject>& BadActors() {
         Actor("bad-bundle-missing", "neither bundle nor image", kCreate,
               {{"spec", {{"bundle", nullptr}}}},
               "spec: Invalid value: exactly one of image and bundle must be set: an actor runs "
-              "an OCI image or an OCI bundle on the node"),
+              "an OCI image or an OCI bundle on the node (with templateRef, at most one: the "
+              "template fills it in)"),
+        ImageActor("bad-template-image-and-bundle", "templateRef with both image and bundle", kCreate,
+              {{"spec", {{"templateRef", {{"name", "counter"}}}, {"bundle", "/var/lib/stasis/bundles/counter"}}}},
+              "spec: Invalid value: exactly one of image and bundle must be set: an actor runs "
+              "an OCI image or an OCI bundle on the node (with templateRef, at most one: the "
+              "template fills it in)"),
+        Actor("bad-template-ref-name", "templateRef.name not a DNS subdomain", kCreate,
+              {{"spec", {{"templateRef", {{"name", "Counter_1"}}}}}},
+              R"(spec.templateRef.name: Invalid value: "Counter_1": templateRef.name must be a lowercase RFC 1123 subdomain (the name of an ActorTemplate))"),
+        Actor("bad-readiness-gate-timeout", "readinessGate.timeoutSeconds above 3600", kCreate,
+              {{"spec", {{"readinessGate", {{"command", {"true"}}, {"timeoutSeconds", 3601}}}}}},
+              "spec.readinessGate.timeoutSeconds: Invalid value: 3601: spec.readinessGate.timeoutSeconds in body "
+              "should be less than or equal to 3600"),
         Actor("bad-spec-missing", "spec missing", kCreate, {{"spec", nullptr}},
               "spec: Required value"),
         Actor("bad-gpu-count-high", "gpu.count above 8", kCreate,
@@ -304,7 +317,8 @@ const std::vector<BadObject>& BadActors() {
         ImageActor("bad-image-and-bundle", "both image and bundle", kCreate,
                    {{"spec", {{"bundle", "/var/lib/stasis/bundles/counter"}}}},
                    "spec: Invalid value: exactly one of image and bundle must be set: an actor "
-                   "runs an OCI image or an OCI bundle on the node"),
+                   "runs an OCI image or an OCI bundle on the node (with templateRef, at most one: "
+                   "the template fills it in)"),
         ImageActor("bad-image-data-on-pause", "image with onPause Data", kCreate,
                    {{"spec",
                      {{"snapshots",
