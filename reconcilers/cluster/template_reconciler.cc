@@ -127,6 +127,10 @@ TemplateObservation TemplateReconciler::Observe(const api::ActorTemplate& t) con
       found = found || m.id == o.recorded->snapshot_id;
     }
     o.recorded_in_store = found;
+    if (!found) {
+      spdlog::warn("golden snapshot missing from the store template={}/{} actor={} snapshot={}", t.metadata.namespace_,
+                   t.metadata.name, o.recorded->actor_name, o.recorded->snapshot_id);
+    }
   }
   return o;
 }
