@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/json_mapping.h"
+#include "api/template_json.h"
 #include "api/validation.h"
 
 namespace stasis::api {
@@ -67,6 +68,20 @@ TEST(ApiSamplesTest, TheCloneSampleClonesASampleActorWithAHook) {
   EXPECT_EQ(a.spec.hooks.post_restore->command,
             (std::vector<std::string>{"/bin/sh", "-c",
                                       "echo \"$STASIS_ACTOR_NAMESPACE/$STASIS_ACTOR_NAME $STASIS_ACTOR_UID\" > /tmp/identity"}));
+}
+
+TEST(ApiSamplesTest, TheTemplateSampleReadsAndItsActorNamesIt) {
+  auto t = ActorTemplateFromJson(YamlToJson(YAML::LoadFile(kSampleDir + "actortemplate.yaml")));
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->spec.actor.bundle, "/var/lib/stasis/bundles/counter");
+  ASSERT_TRUE(t->spec.readiness_gate.has_value());
+  EXPECT_EQ(t->spec.readiness_gate->timeout_seconds, 300);
+  ASSERT_TRUE(t->spec.actor.hooks.post_restore.has_value());
+  auto a = ActorFromJson(YamlToJson(YAML::LoadFile(kSampleDir + "actor-from-template.yaml")));
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(a->spec.template_ref.has_value());
+  EXPECT_EQ(a->spec.template_ref->name, t->metadata.name);
+  EXPECT_TRUE(AwaitsTemplate(a->spec)) << "created with neither bundle nor image";
 }
 
 }  // namespace
