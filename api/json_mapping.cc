@@ -1,349 +1,24 @@
 #include "api/json_mapping.h"
 
-#include <cmath>
-#include <limits>
 #include <string>
 
-#include "api/merge_patch.h"
+#include "api/json_reader.h"
 #include "api/names.h"
+#include "api/template_json.h"
 
 namespace stasis::api {
-namespace {
 
+using json_internal::ConditionsToJson;
+using json_internal::MergeIntoRaw;
+using json_internal::MetaAndSpec;
+using json_internal::MetaToJson;
+using json_internal::PatchOf;
+using json_internal::ReadConditions;
+using json_internal::Reader;
+using json_internal::ReadMeta;
 using nlohmann::json;
 
-// Reads typed values out of JSON objects. A missing or null key leaves the output at its
-// default; a value of the wrong type records the first error, with the field's path.
-class Reader {
- public:
-  const Status& status() const { return status_; }
-
-  // The child object at obj[key], or nullptr when absent/null (or not an object: an error).
-  const json* Object(const json& obj, const char* key, const std::string& path) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return nullptr;
-    if (!v->is_object()) return Fail(path, "an object");
-    return v;
-  }
-
-  void String(const json& obj, const char* key, const std::string& path, std::string& out) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return;
-    if (!v->is_string()) return (void)Fail(path, "a string");
-    out = v->get<std::string>();
-  }
-
-  template <typename Int>
-  void Integer(const json& obj, const char* key, const std::string& path, Int& out) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return;
-    long double d;
-    if (v->is_number_integer() && v->is_number_unsigned()) {
-      d = static_cast<long double>(v->get<uint64_t>());
-    } else if (v->is_number_integer()) {
-      d = static_cast<long double>(v->get<int64_t>());
-    } else if (v->is_number_float() && std::trunc(v->get<double>()) == v->get<double>()) {
-      d = v->get<double>();  // 600.0 is an integer in JSON's eyes
-    } else {
-      return (void)Fail(path, "an integer");
-    }
-    if (d < static_cast<long double>(std::numeric_limits<Int>::min()) ||
-        d > static_cast<long double>(std::numeric_limits<Int>::max())) {
-      return (void)Fail(path, "an integer in range");
-    }
-    out = static_cast<Int>(d);
-  }
-
-  void Number(const json& obj, const char* key, const std::string& path, double& out) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return;
-    if (!v->is_number()) return (void)Fail(path, "a number");
-    out = v->get<double>();
-  }
-
-  void Bool(const json& obj, const char* key, const std::string& path, bool& out) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return;
-    if (!v->is_boolean()) return (void)Fail(path, "a boolean");
-    out = v->get<bool>();
-  }
-
-  void OptionalTime(const json& obj, const char* key, const std::string& path,
-                    std::optional<Time>& out) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return;
-    if (!v->is_string()) return (void)Fail(path, "an RFC 3339 date-time");
-    Result<Time> t = ParseTime(v->get_ref<const std::string&>());
-    if (!t.ok()) return (void)Fail(path, "an RFC 3339 date-time");
-    out = *t;
-  }
-
-  void RequiredTime(const json& obj, const char* key, const std::string& path, Time& out) {
-    std::optional<Time> t;
-    OptionalTime(obj, key, path, t);
-    if (t) out = *t;
-  }
-
-  template <typename E>
-  void Enum(const json& obj, const char* key, const std::string& path,
-            std::optional<E> (*parse)(std::string_view), E& out) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return;
-    if (!v->is_string()) return (void)Fail(path, "a string");
-    std::optional<E> e = parse(v->get_ref<const std::string&>());
-    if (!e) {
-      if (status_.ok()) {
-        status_ = Status(Code::kInvalidArgument,
-                         path + ": unsupported value \"" + v->get<std::string>() + "\"");
-      }
-      return;
-    }
-    out = *e;
-  }
-
-  void StringList(const json& obj, const char* key, const std::string& path,
-                  std::vector<std::string>& out) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return;
-    if (!v->is_array()) return (void)Fail(path, "a list of strings");
-    out.clear();
-    for (const json& item : *v) {
-      if (!item.is_string()) return (void)Fail(path, "a list of strings");
-      out.push_back(item.get<std::string>());
-    }
-  }
-
-  void StringMap(const json& obj, const char* key, const std::string& path,
-                 std::map<std::string, std::string>& out) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return;
-    if (!v->is_object()) return (void)Fail(path, "a map of strings");
-    out.clear();
-    for (auto it = v->begin(); it != v->end(); ++it) {
-      if (!it.value().is_string()) return (void)Fail(path, "a map of strings");
-      out[it.key()] = it.value().get<std::string>();
-    }
-  }
-
-  const json* Array(const json& obj, const char* key, const std::string& path) {
-    const json* v = Find(obj, key);
-    if (v == nullptr) return nullptr;
-    if (!v->is_array()) return Fail(path, "a list");
-    return v;
-  }
-
-  const json* Fail(const std::string& path, const char* what) {
-    if (status_.ok()) status_ = Status(Code::kInvalidArgument, path + ": must be " + what);
-    return nullptr;
-  }
-
- private:
-  static const json* Find(const json& obj, const char* key) {
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-
-  Status status_;
-};
-
-void ReadMeta(Reader& r, const json& obj, ObjectMeta& m) {
-  const json* meta = r.Object(obj, "metadata", "metadata");
-  if (meta == nullptr) return;
-  r.String(*meta, "name", "metadata.name", m.name);
-  r.String(*meta, "namespace", "metadata.namespace", m.namespace_);
-  r.String(*meta, "uid", "metadata.uid", m.uid);
-  r.String(*meta, "resourceVersion", "metadata.resourceVersion", m.resource_version);
-  r.Integer(*meta, "generation", "metadata.generation", m.generation);
-  r.StringMap(*meta, "labels", "metadata.labels", m.labels);
-  r.StringMap(*meta, "annotations", "metadata.annotations", m.annotations);
-  r.StringList(*meta, "finalizers", "metadata.finalizers", m.finalizers);
-  r.OptionalTime(*meta, "creationTimestamp", "metadata.creationTimestamp", m.creation_timestamp);
-  r.OptionalTime(*meta, "deletionTimestamp", "metadata.deletionTimestamp", m.deletion_timestamp);
-}
-
-json MetaToJson(const ObjectMeta& m) {
-  json j = json::object();
-  if (!m.name.empty()) j["name"] = m.name;
-  if (!m.namespace_.empty()) j["namespace"] = m.namespace_;
-  if (!m.uid.empty()) j["uid"] = m.uid;
-  if (!m.resource_version.empty()) j["resourceVersion"] = m.resource_version;
-  if (m.generation != 0) j["generation"] = m.generation;
-  if (!m.labels.empty()) j["labels"] = m.labels;
-  if (!m.annotations.empty()) j["annotations"] = m.annotations;
-  if (!m.finalizers.empty()) j["finalizers"] = m.finalizers;
-  if (m.creation_timestamp) j["creationTimestamp"] = FormatTime(*m.creation_timestamp);
-  if (m.deletion_timestamp) j["deletionTimestamp"] = FormatTime(*m.deletion_timestamp);
-  return j;
-}
-
-void ReadConditions(Reader& r, const json& status, std::vector<Condition>& out) {
-  const json* list = r.Array(status, "conditions", "status.conditions");
-  if (list == nullptr) return;
-  for (size_t i = 0; i < list->size(); ++i) {
-    const std::string path = "status.conditions[" + std::to_string(i) + "]";
-    const json& item = (*list)[i];
-    if (!item.is_object()) {
-      r.Fail(path, "an object");
-      return;
-    }
-    Condition c;
-    r.String(item, "type", path + ".type", c.type);
-    r.Enum(item, "status", path + ".status", &ParseConditionStatus, c.status);
-    r.Integer(item, "observedGeneration", path + ".observedGeneration", c.observed_generation);
-    r.RequiredTime(item, "lastTransitionTime", path + ".lastTransitionTime",
-                   c.last_transition_time);
-    r.String(item, "reason", path + ".reason", c.reason);
-    r.String(item, "message", path + ".message", c.message);
-    out.push_back(std::move(c));
-  }
-}
-
-json ConditionsToJson(const std::vector<Condition>& conditions) {
-  json list = json::array();
-  for (const Condition& c : conditions) {
-    json j = {{"type", c.type},
-              {"status", ToString(c.status)},
-              {"lastTransitionTime", FormatTime(c.last_transition_time)},
-              {"reason", c.reason},
-              {"message", c.message}};
-    if (c.observed_generation != 0) j["observedGeneration"] = c.observed_generation;
-    list.push_back(std::move(j));
-  }
-  return list;
-}
-
-// A list of objects at obj[key]: `read` is called with each item and its path.
-template <typename T, typename F>
-void ReadObjectList(Reader& r, const json& obj, const char* key, const std::string& path,
-                    std::vector<T>& out, F read) {
-  const json* list = r.Array(obj, key, path);
-  if (list == nullptr) return;
-  out.clear();
-  for (size_t i = 0; i < list->size(); ++i) {
-    const std::string item_path = path + "[" + std::to_string(i) + "]";
-    const json& item = (*list)[i];
-    if (!item.is_object()) return (void)r.Fail(item_path, "an object");
-    T t;
-    read(item, item_path, t);
-    out.push_back(std::move(t));
-  }
-}
-
-// spec.source and spec.hooks: optional objects, absent (nullopt) unless written.
-void ReadCloneFields(Reader& r, const json& spec, ActorSpec& s) {
-  if (const json* src = r.Object(spec, "source", "spec.source")) {
-    ActorSourceRef ref;
-    r.String(*src, "actorName", "spec.source.actorName", ref.actor_name);
-    r.String(*src, "snapshotID", "spec.source.snapshotID", ref.snapshot_id);
-    s.source = std::move(ref);
-  }
-  const json* hooks = r.Object(spec, "hooks", "spec.hooks");
-  if (hooks == nullptr) return;
-  if (const json* hook = r.Object(*hooks, "postRestore", "spec.hooks.postRestore")) {
-    const std::string p = "spec.hooks.postRestore.";
-    ExecHook exec;
-    r.StringList(*hook, "command", p + "command", exec.command);
-    r.Integer(*hook, "timeoutSeconds", p + "timeoutSeconds", exec.timeout_seconds);
-    s.hooks.post_restore = std::move(exec);
-  }
-}
-
-void WriteCloneFields(const ActorSpec& s, json& j) {
-  if (s.source) {
-    json src = {{"actorName", s.source->actor_name}};
-    if (!s.source->snapshot_id.empty()) src["snapshotID"] = s.source->snapshot_id;
-    j["source"] = std::move(src);
-  }
-  if (s.hooks.post_restore) {
-    const ExecHook& hook = *s.hooks.post_restore;
-    j["hooks"]["postRestore"] = {{"command", hook.command},
-                                 {"timeoutSeconds", hook.timeout_seconds}};
-  }
-}
-
-void ReadActorSpec(Reader& r, const json& obj, ActorSpec& s) {
-  const json* spec = r.Object(obj, "spec", "spec");
-  if (spec == nullptr) return;
-  r.Enum(*spec, "runtime", "spec.runtime", &ParseRuntime, s.runtime);
-  r.String(*spec, "bundle", "spec.bundle", s.bundle);
-  r.String(*spec, "image", "spec.image", s.image);
-  if (auto p = spec->find("imagePullPolicy"); p != spec->end() && !p->is_null()) {
-    PullPolicy policy = PullPolicy::kIfNotPresent;
-    r.Enum(*spec, "imagePullPolicy", "spec.imagePullPolicy", &ParsePullPolicy, policy);
-    s.image_pull_policy = policy;
-  }
-  ReadObjectList(r, *spec, "imagePullSecrets", "spec.imagePullSecrets", s.image_pull_secrets,
-                 [&r](const json& item, const std::string& path, LocalObjectReference& ref) {
-                   r.String(item, "name", path + ".name", ref.name);
-                 });
-  r.StringList(*spec, "command", "spec.command", s.command);
-  r.StringList(*spec, "args", "spec.args", s.args);
-  ReadObjectList(r, *spec, "env", "spec.env", s.env,
-                 [&r](const json& item, const std::string& path, EnvVar& e) {
-                   r.String(item, "name", path + ".name", e.name);
-                   r.String(item, "value", path + ".value", e.value);
-                 });
-  r.String(*spec, "workingDir", "spec.workingDir", s.working_dir);
-  r.String(*spec, "nodeName", "spec.nodeName", s.node_name);
-  if (const json* gpu = r.Object(*spec, "gpu", "spec.gpu")) {
-    r.Integer(*gpu, "count", "spec.gpu.count", s.gpu.count);
-    r.String(*gpu, "cudaCheckpointPath", "spec.gpu.cudaCheckpointPath", s.gpu.cuda_checkpoint_path);
-  }
-  r.Enum(*spec, "desiredState", "spec.desiredState", &ParseDesiredState, s.desired_state);
-  r.Enum(*spec, "checkpointPolicy", "spec.checkpointPolicy", &ParseCheckpointPolicy,
-         s.checkpoint_policy);
-  if (const json* snap = r.Object(*spec, "snapshots", "spec.snapshots")) {
-    r.Enum(*snap, "onPause", "spec.snapshots.onPause", &ParseSnapshotScope, s.snapshots.on_pause);
-    r.Enum(*snap, "onCommit", "spec.snapshots.onCommit", &ParseSnapshotScope,
-           s.snapshots.on_commit);
-    r.StringList(*snap, "dataDirs", "spec.snapshots.dataDirs", s.snapshots.data_dirs);
-  }
-  if (const json* t = r.Object(*spec, "timeouts", "spec.timeouts")) {
-    r.Integer(*t, "checkpointSeconds", "spec.timeouts.checkpointSeconds",
-              s.timeouts.checkpoint_seconds);
-    r.Integer(*t, "restoreSeconds", "spec.timeouts.restoreSeconds", s.timeouts.restore_seconds);
-  }
-  ReadCloneFields(r, *spec, s);
-}
-
-json ActorSpecToJson(const ActorSpec& s) {
-  json j = json::object();
-  j["runtime"] = ToString(s.runtime);
-  if (!s.bundle.empty()) j["bundle"] = s.bundle;
-  if (!s.image.empty()) j["image"] = s.image;
-  if (s.image_pull_policy) j["imagePullPolicy"] = ToString(*s.image_pull_policy);
-  if (!s.image_pull_secrets.empty()) {
-    json secrets = json::array();
-    for (const LocalObjectReference& ref : s.image_pull_secrets) {
-      secrets.push_back({{"name", ref.name}});
-    }
-    j["imagePullSecrets"] = std::move(secrets);
-  }
-  if (!s.command.empty()) j["command"] = s.command;
-  if (!s.args.empty()) j["args"] = s.args;
-  if (!s.env.empty()) {
-    json env = json::array();
-    for (const EnvVar& e : s.env) {
-      json var = {{"name", e.name}};
-      if (!e.value.empty()) var["value"] = e.value;
-      env.push_back(std::move(var));
-    }
-    j["env"] = std::move(env);
-  }
-  if (!s.working_dir.empty()) j["workingDir"] = s.working_dir;
-  if (!s.node_name.empty()) j["nodeName"] = s.node_name;
-  j["gpu"] = {{"count", s.gpu.count}, {"cudaCheckpointPath", s.gpu.cuda_checkpoint_path}};
-  j["desiredState"] = ToString(s.desired_state);
-  j["checkpointPolicy"] = ToString(s.checkpoint_policy);
-  j["snapshots"] = {{"onPause", ToString(s.snapshots.on_pause)},
-                    {"onCommit", ToString(s.snapshots.on_commit)}};
-  if (!s.snapshots.data_dirs.empty()) j["snapshots"]["dataDirs"] = s.snapshots.data_dirs;
-  j["timeouts"] = {{"checkpointSeconds", s.timeouts.checkpoint_seconds},
-                   {"restoreSeconds", s.timeouts.restore_seconds}};
-  WriteCloneFields(s, j);
-  return j;
-}
+namespace {
 
 void ReadActorStatus(Reader& r, const json& obj, ActorStatus& s) {
   const json* st = r.Object(obj, "status", "status");
@@ -417,35 +92,6 @@ json ActorStatusToJson(const ActorStatus& s) {
   return j;
 }
 
-// `raw` with the changes between what it says and `typed` applied; apiVersion/kind set.
-template <typename T>
-json MergeIntoRaw(const T& object, const json& typed, Result<T> (*from_json)(const json&),
-                  json (*to_typed)(const T&)) {
-  if (!object.raw.is_object() || object.raw.empty()) return typed;
-  json out = object.raw;
-  Result<T> base = from_json(object.raw);
-  if (base.ok()) {
-    out.merge_patch(CreateMergePatch(to_typed(*base), typed));
-  } else {
-    out.merge_patch(typed);  // raw unreadable: typed fields win, other keys stay
-  }
-  out["apiVersion"] = typed["apiVersion"];
-  out["kind"] = typed["kind"];
-  return out;
-}
-
-std::optional<json> PatchOf(const json& before, const json& after,
-                            const std::string& resource_version) {
-  json diff = CreateMergePatch(before, after);
-  if (diff.empty()) return std::nullopt;
-  if (!resource_version.empty()) diff["metadata"]["resourceVersion"] = resource_version;
-  return diff;
-}
-
-json MetaAndSpec(const json& typed) {
-  return {{"metadata", typed["metadata"]}, {"spec", typed["spec"]}};
-}
-
 }  // namespace
 
 Result<json> ParseJson(std::string_view text) {
@@ -459,7 +105,9 @@ Result<Actor> ActorFromJson(const json& object) {
   Reader r;
   Actor a;
   ReadMeta(r, object, a.metadata);
-  ReadActorSpec(r, object, a.spec);
+  if (const json* spec = r.Object(object, "spec", "spec")) {
+    json_internal::ReadActorSpec(r, *spec, "spec.", a.spec);
+  }
   ReadActorStatus(r, object, a.status);
   if (!r.status().ok()) return r.status();
   a.raw = object;
@@ -470,7 +118,7 @@ json ActorTypedJson(const Actor& a) {
   return {{"apiVersion", kApiVersion},
           {"kind", kActorKind},
           {"metadata", MetaToJson(a.metadata)},
-          {"spec", ActorSpecToJson(a.spec)},
+          {"spec", ActorSpecJson(a.spec)},
           {"status", ActorStatusToJson(a.status)}};
 }
 
