@@ -158,6 +158,7 @@ Schema TemplateActorSchema() {
   props.emplace_back("readinessGate", ReadinessGateSchema());
   props.emplace_back("nodeName", String(kMaxNodeNameLength));
   props.emplace_back("desiredState", String(kMaxNodeNameLength));
+  // x-kubernetes-preserve-unknown-fields in the CRD: any content, which this validator ignores.
   props.emplace_back("source", Object({}));
   props.emplace_back("templateRef", Object({}));
   std::vector<Rule> rules = ActorSpecRules();
