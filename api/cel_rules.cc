@@ -56,6 +56,14 @@ const json* FindPath(const json& root, std::initializer_list<const char*> keys) 
   return v;
 }
 
+// has(self.<key>) == has(oldSelf.<key>) && (!has(self.<key>) || self.<key> == oldSelf.<key>)
+bool SameOptionalField(const json& self, const json& old_self, const std::string& key) {
+  const auto value = self.find(key);
+  const auto old_value = old_self.find(key);
+  const bool has = value != self.end();
+  return has == (old_value != old_self.end()) && (!has || *value == *old_value);
+}
+
 bool IsData(const json& snapshots, const char* key) {
   auto it = snapshots.find(key);
   return it != snapshots.end() && *it == "Data";
@@ -65,10 +73,17 @@ bool IsData(const json& snapshots, const char* key) {
 
 openapi::Rule ImageOrBundle() {
   return {[](const json& self) {
-            const bool image = self.contains("image"), bundle = self.contains("bundle");
-            return self.contains("templateRef") ? !(image && bundle) : image != bundle;
+            return self.contains("templateRef") || self.contains("image") != self.contains("bundle");
           },
           kMessageImageOrBundle, ""};
+}
+
+openapi::Rule AtMostImageOrBundle() {
+  return {[](const json& self) {
+            return !self.contains("templateRef") || !self.contains("image") ||
+                   !self.contains("bundle");
+          },
+          kMessageImageOrBundleWithTemplate, ""};
 }
 
 openapi::Rule NeedsImage(const char* field, const char* message) {
@@ -152,31 +167,40 @@ openapi::Rule SnapshotId() {
           kMessageSourceSnapshotId, ""};
 }
 
-openapi::Rule SourceNeedsGvisor() {
-  return {[](const json& self) {
-            return !self.contains("source") || self.value("runtime", "gvisor") == "gvisor";
+openapi::Rule SourceNeedsGvisor() { return GvisorOnly("source", kMessageSourceNeedsGvisor); }
+
+openapi::Rule GvisorOnly(const char* field, const char* message) {
+  const std::string key = field;
+  return {[key](const json& self) {
+            return !self.contains(key) || self.value("runtime", "gvisor") == "gvisor";
           },
-          kMessageSourceNeedsGvisor, "source"};
+          message, key};
+}
+
+openapi::Rule RuntimeGvisor(const char* message) {
+  return {[](const json& self) { return self.value("runtime", "gvisor") == "gvisor"; }, message,
+          "runtime"};
+}
+
+openapi::Rule Absent(const char* field, const char* message) {
+  const std::string key = field;
+  return {[key](const json& self) { return !self.contains(key); }, message, key};
 }
 
 openapi::TransitionRule SourceImmutable() {
   return {[](const json& self, const json& old_self) {
-            const auto source = self.find("source");
-            const auto old_source = old_self.find("source");
-            if (old_source != old_self.end()) return source != self.end() && *source == *old_source;
-            return source == self.end() || old_self.contains("templateRef");
+            const bool set_once = self.contains("templateRef") && !old_self.contains("source");
+            return SameOptionalField(self, old_self, "source") || set_once;
           },
           kMessageImmutableSource, "source"};
 }
 
-openapi::TransitionRule TemplateRefImmutable() {
-  return {[](const json& self, const json& old_self) {
-            const auto ref = self.find("templateRef");
-            const auto old_ref = old_self.find("templateRef");
-            const bool has = ref != self.end();
-            return has == (old_ref != old_self.end()) && (!has || *ref == *old_ref);
+openapi::TransitionRule FieldImmutable(const char* field, const char* message) {
+  const std::string key = field;
+  return {[key](const json& self, const json& old_self) {
+            return SameOptionalField(self, old_self, key);
           },
-          kMessageImmutableTemplateRef, "templateRef"};
+          message, key};
 }
 
 openapi::Rule TemplateRefName() {

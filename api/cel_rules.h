@@ -24,8 +24,10 @@ openapi::Rule ScopeSubset();
 openapi::Rule DataScopeNeedsDirs();
 
 // spec, for actors from OCI images:
-//   has(self.templateRef) ? !(has(self.image) && has(self.bundle)) : has(self.image) != has(self.bundle)
+//   has(self.templateRef) || has(self.image) != has(self.bundle)
 openapi::Rule ImageOrBundle();
+//   !has(self.templateRef) || !has(self.image) || !has(self.bundle)
+openapi::Rule AtMostImageOrBundle();
 //   has(self.image) || !has(self.<field>), with fieldPath .<field> (command, args, env, …)
 openapi::Rule NeedsImage(const char* field, const char* message);
 //   !has(self.image) || !has(self.runtime) || self.runtime != 'microvm'  (fieldPath .runtime)
@@ -48,15 +50,23 @@ openapi::Rule SourceActorName();
 openapi::Rule SnapshotId();
 // spec: !has(self.source) || !has(self.runtime) || self.runtime == 'gvisor'  (fieldPath .source)
 openapi::Rule SourceNeedsGvisor();
-// spec, on update: has(oldSelf.source) ? (has(self.source) && self.source == oldSelf.source)
-//   : (!has(self.source) || has(oldSelf.templateRef))  (fieldPath .source)
+// spec, on update: (has(self.source) == has(oldSelf.source) &&
+//   (!has(self.source) || self.source == oldSelf.source)) ||
+//   (has(self.templateRef) && !has(oldSelf.source))  (fieldPath .source)
 openapi::TransitionRule SourceImmutable();
+// spec: !has(self.<field>) || !has(self.runtime) || self.runtime == 'gvisor'  (fieldPath .<field>)
+openapi::Rule GvisorOnly(const char* field, const char* message);
 
 // Templates:
-// spec, on update: templateRef neither added, removed nor changed (fieldPath .templateRef).
-openapi::TransitionRule TemplateRefImmutable();
-// spec.templateRef.name: an RFC 1123 subdomain.
+// spec.templateRef.name: self.matches('^[a-z0-9]…$') (an RFC 1123 subdomain).
 openapi::Rule TemplateRefName();
+// spec, on update: has(self.<field>) == has(oldSelf.<field>) &&
+//   (!has(self.<field>) || self.<field> == oldSelf.<field>)  (fieldPath .<field>)
+openapi::TransitionRule FieldImmutable(const char* field, const char* message);
+// A template's spec.actor: !has(self.<field>)  (fieldPath .<field>).
+openapi::Rule Absent(const char* field, const char* message);
+// A template's spec.actor: !has(self.runtime) || self.runtime == 'gvisor'  (fieldPath .runtime).
+openapi::Rule RuntimeGvisor(const char* message);
 // The whole Actor: !has(self.spec.source) || self.spec.source.actorName != self.metadata.name
 // (fieldPath .spec.source.actorName).
 openapi::Rule SourceIsNotSelf();

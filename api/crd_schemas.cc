@@ -53,22 +53,39 @@ Schema HooksSchema() {
   return Object({{"postRestore", post_restore}});
 }
 
-// spec.templateRef and spec.readinessGate: an actor from a template, and when a template's
-// golden snapshot is taken.
-Schema TemplateRefSchema() {
-  return Object({{"name", String(kMaxNodeNameLength, {cel::TemplateRefName()})}}, {"name"});
-}
-
+// spec.readinessGate of an Actor and of a template.
 Schema ReadinessGateSchema() {
   Schema command = Array(String(kMaxArgLength), kMaxCommandItems, ListType::kAtomic);
   command.min_items = 1;
-  return Object({{"command", command},
-                 {"timeoutSeconds", Integer("int32", 1, kMaxReadinessTimeoutSeconds)},
-                 {"periodSeconds", Integer("int32", 1, kMaxReadinessPeriodSeconds)}},
-                {"command"});
+  return Object(
+      {{"command", command},
+       {"timeoutSeconds", Integer("int32", kMinTimeoutSeconds, kMaxReadinessTimeoutSeconds)},
+       {"periodSeconds", Integer("int32", kMinTimeoutSeconds, kMaxReadinessPeriodSeconds)}},
+      {"command"});
 }
 
-Schema ActorSpecSchema() {
+using Properties = std::vector<std::pair<std::string, Schema>>;
+
+// The fields an Actor's spec and a template's spec.actor share, in the CRD's order around
+// nodeName and desiredState (which only an Actor has).
+Properties ActorSpecImageFields(Schema runtime) {
+  Schema pull_secret = Object(
+      {{"name", String(kMaxNodeNameLength, {cel::PullSecretName()})}}, {"name"});
+  Schema env_var = Object({{"name", String(kMaxEnvNameLength, {cel::EnvName()})},
+                           {"value", String(kMaxEnvValueLength)}},
+                          {"name"});
+  return {{"runtime", std::move(runtime)},
+          {"bundle", String(kMaxPathLength, cel::PathRules(kMessageBundleAbsolute, kMessageBundleDotDot))},
+          {"image", String(kMaxImageLength, {cel::ImageReference()})},
+          {"imagePullPolicy", Enum({"Always", "IfNotPresent", "Never"})},
+          {"imagePullSecrets", Array(pull_secret, kMaxImagePullSecrets, ListType::kMap, "name")},
+          {"command", Array(String(kMaxArgLength), kMaxCommandItems, ListType::kAtomic)},
+          {"args", Array(String(kMaxArgLength), kMaxCommandItems, ListType::kAtomic)},
+          {"env", Array(env_var, kMaxEnvVars, ListType::kMap, "name")},
+          {"workingDir", String(kMaxPathLength, {cel::WorkingDirAbsolute()})}};
+}
+
+Properties ActorSpecRunFields() {
   Schema gpu = Object(
       {{"count", Integer("int32", 0, kMaxGpuCount)},
        {"cudaCheckpointPath",
@@ -83,46 +100,76 @@ Schema ActorSpecSchema() {
   Schema timeouts =
       Object({{"checkpointSeconds", Integer("int32", kMinTimeoutSeconds, kMaxTimeoutSeconds)},
               {"restoreSeconds", Integer("int32", kMinTimeoutSeconds, kMaxTimeoutSeconds)}});
+  return {{"checkpointPolicy", Enum({"Direct", "LeaveRunningThenStop"})},
+          {"gpu", gpu},
+          {"snapshots", snapshots},
+          {"timeouts", timeouts}};
+}
+
+// The rules of an Actor's spec that a template's spec.actor has too.
+std::vector<Rule> ActorSpecRules() {
+  return {cel::ImageOrBundle(), cel::AtMostImageOrBundle(),
+          cel::NeedsImage("imagePullPolicy", kMessagePullPolicyNeedsImage),
+          cel::NeedsImage("imagePullSecrets", kMessagePullSecretsNeedsImage),
+          cel::NeedsImage("command", kMessageCommandNeedsImage),
+          cel::NeedsImage("args", kMessageArgsNeedsImage),
+          cel::NeedsImage("env", kMessageEnvNeedsImage),
+          cel::NeedsImage("workingDir", kMessageWorkingDirNeedsImage), cel::ImageNotMicrovm(),
+          cel::ImageNoDataSnapshots(), cel::GvisorOnly("hooks", kMessageHooksNeedGvisor),
+          cel::GvisorOnly("readinessGate", kMessageReadinessGateNeedsGvisor)};
+}
+
+void Append(Properties& to, Properties from) {
+  for (auto& p : from) to.push_back(std::move(p));
+}
+
+Schema ActorSpecSchema() {
   Schema runtime = Enum({"gvisor", "microvm"});
   // A sandbox and its snapshots belong to one runtime: a runsc image cannot restore as a VM.
   runtime.transition_rules = {cel::Immutable(kMessageImmutableRuntime)};
-  Schema pull_secret = Object(
-      {{"name", String(kMaxNodeNameLength, {cel::PullSecretName()})}}, {"name"});
-  Schema env_var = Object({{"name", String(kMaxEnvNameLength, {cel::EnvName()})},
-                           {"value", String(kMaxEnvValueLength)}},
-                          {"name"});
-  Schema spec = Object(
-      {{"runtime", runtime},
-       {"bundle", String(kMaxPathLength, cel::PathRules(kMessageBundleAbsolute, kMessageBundleDotDot))},
-       {"image", String(kMaxImageLength, {cel::ImageReference()})},
-       {"imagePullPolicy", Enum({"Always", "IfNotPresent", "Never"})},
-       {"imagePullSecrets", Array(pull_secret, kMaxImagePullSecrets, ListType::kMap, "name")},
-       {"command", Array(String(kMaxArgLength), kMaxCommandItems, ListType::kAtomic)},
-       {"args", Array(String(kMaxArgLength), kMaxCommandItems, ListType::kAtomic)},
-       {"env", Array(env_var, kMaxEnvVars, ListType::kMap, "name")},
-       {"workingDir", String(kMaxPathLength, {cel::WorkingDirAbsolute()})},
-       {"nodeName", String(kMaxNodeNameLength, {cel::NodeNameOrEmpty()})},
-       {"desiredState", Enum({"Running", "Paused", "Suspended"})},
-       {"checkpointPolicy", Enum({"Direct", "LeaveRunningThenStop"})},
-       {"gpu", gpu},
-       {"snapshots", snapshots},
-       {"timeouts", timeouts},
-       {"source", SourceSchema()},
-       {"hooks", HooksSchema()},
-       {"templateRef", TemplateRefSchema()},
-       {"readinessGate", ReadinessGateSchema()}},
-      {},
-      {cel::ImageOrBundle(), cel::NeedsImage("imagePullPolicy", kMessagePullPolicyNeedsImage),
-       cel::NeedsImage("imagePullSecrets", kMessagePullSecretsNeedsImage),
-       cel::NeedsImage("command", kMessageCommandNeedsImage),
-       cel::NeedsImage("args", kMessageArgsNeedsImage),
-       cel::NeedsImage("env", kMessageEnvNeedsImage),
-       cel::NeedsImage("workingDir", kMessageWorkingDirNeedsImage), cel::ImageNotMicrovm(),
-       cel::ImageNoDataSnapshots(), cel::SourceNeedsGvisor()});
+  Properties props = ActorSpecImageFields(std::move(runtime));
+  props.emplace_back("nodeName", String(kMaxNodeNameLength, {cel::NodeNameOrEmpty()}));
+  props.emplace_back("desiredState", Enum({"Running", "Paused", "Suspended"}));
+  Append(props, ActorSpecRunFields());
+  props.emplace_back("source", SourceSchema());
+  props.emplace_back("hooks", HooksSchema());
+  props.emplace_back("templateRef",
+                     Object({{"name", String(kMaxNodeNameLength, {cel::TemplateRefName()})}},
+                            {"name"}));
+  props.emplace_back("readinessGate", ReadinessGateSchema());
+  std::vector<Rule> rules = ActorSpecRules();
+  rules.push_back(cel::SourceNeedsGvisor());
+  Schema spec = Object(std::move(props), {}, std::move(rules));
   // A clone's first start restored its source's snapshot; another source would make its own
-  // later snapshots and status.clonedFrom describe an actor it never was.
-  spec.transition_rules = {cel::SourceImmutable(), cel::TemplateRefImmutable()};
+  // later snapshots and status.clonedFrom describe an actor it never was. The controller sets
+  // source once on an actor from a template; another template would be another workload.
+  spec.transition_rules = {cel::SourceImmutable(),
+                           cel::FieldImmutable("templateRef", kMessageImmutableTemplateRef)};
   return spec;
+}
+
+// A template's spec.actor: an Actor's spec without what is each actor's own (nodeName,
+// desiredState) or the controller's (source) and without templateRef. Those four are in the
+// schema only so that the server does not prune them silently: a rule refuses each.
+Schema TemplateActorSchema() {
+  Properties props = ActorSpecImageFields(Enum({"gvisor", "microvm"}));
+  Append(props, ActorSpecRunFields());
+  props.emplace_back("hooks", HooksSchema());
+  props.emplace_back("readinessGate", ReadinessGateSchema());
+  props.emplace_back("nodeName", String(kMaxNodeNameLength));
+  props.emplace_back("desiredState", String(kMaxNodeNameLength));
+  // x-kubernetes-preserve-unknown-fields in the CRD: any content, which this validator ignores.
+  props.emplace_back("source", Object({}));
+  props.emplace_back("templateRef", Object({}));
+  std::vector<Rule> rules = ActorSpecRules();
+  for (Rule rule : {cel::RuntimeGvisor(kMessageTemplateRuntime),
+                    cel::Absent("nodeName", kMessageTemplateNodeName),
+                    cel::Absent("desiredState", kMessageTemplateDesiredState),
+                    cel::Absent("source", kMessageTemplateSource),
+                    cel::Absent("templateRef", kMessageTemplateTemplateRef)}) {
+    rules.push_back(std::move(rule));
+  }
+  return Object(std::move(props), {}, std::move(rules));
 }
 
 Schema ActorStatusSchema() {
@@ -156,6 +203,27 @@ Schema ActorStatusSchema() {
                  {"conditions", Array(ConditionSchema(), kMaxConditions, ListType::kMap, "type")}});
 }
 
+Schema ActorTemplateSpecSchema() {
+  return Object({{"actor", TemplateActorSchema()},
+                 {"readinessGate", ReadinessGateSchema()},
+                 {"warm", Integer("int32", 0, kMaxWarmPool)}},
+                {"actor"});
+}
+
+Schema ActorTemplateStatusSchema() {
+  Schema golden = Object({{"actorName", String(kMaxNodeNameLength)},
+                          {"snapshotID", String(kMaxSnapshotIdLength)},
+                          {"generation", Integer("int64", 0, std::nullopt)},
+                          {"imageDigest", String(kMaxImageDigestLength)},
+                          {"sizeBytes", Integer("int64", 0, std::nullopt)},
+                          {"cudaCheckpointed", Scalar(Type::kBoolean)},
+                          {"takenAt", DateTime()}});
+  return Object({{"observedGeneration", Integer("int64", 0, std::nullopt)},
+                 {"golden", golden},
+                 {"warmReady", Integer("int32", 0, kMaxWarmPool)},
+                 {"conditions", Array(ConditionSchema(), kMaxConditions, ListType::kMap, "type")}});
+}
+
 Schema WorkerSpecSchema() {
   Schema node_name = String(kMaxNodeNameLength, {cel::NodeName()});
   node_name.transition_rules = {cel::Immutable(kMessageImmutableNodeName)};
@@ -182,6 +250,12 @@ Schema WorkerStatusSchema() {
 const Schema& ActorSchema() {
   static const Schema* const kSchema = new Schema(
       KindSchema(ActorSpecSchema(), ActorStatusSchema(), {cel::SourceIsNotSelf()}));
+  return *kSchema;
+}
+
+const Schema& ActorTemplateSchema() {
+  static const Schema* const kSchema =
+      new Schema(KindSchema(ActorTemplateSpecSchema(), ActorTemplateStatusSchema()));
   return *kSchema;
 }
 

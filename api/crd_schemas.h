@@ -1,5 +1,5 @@
 // The schemas of the stasis CRDs (manifests/crd/actors.stasis.dev.yaml,
-// workers.stasis.dev.yaml), transcribed into openapi::Schema values with their CEL rules.
+// actortemplates.stasis.dev.yaml, workers.stasis.dev.yaml), transcribed into openapi::Schema values with their CEL rules.
 // Invariant: each transcription matches its YAML field for field — bounds, enums, patterns,
 // required fields, list types and rules; change both together.
 #pragma once
@@ -10,6 +10,7 @@ namespace stasis::api {
 
 // Built once, on first use; safe to share between threads.
 const openapi::Schema& ActorSchema();
+const openapi::Schema& ActorTemplateSchema();
 const openapi::Schema& WorkerSchema();
 
 }  // namespace stasis::api

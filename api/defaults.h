@@ -12,6 +12,9 @@
 namespace stasis::api {
 
 void ApplyActorDefaults(nlohmann::json& actor);
+// A template's spec.actor takes an Actor spec's defaults except desiredState (each actor has
+// its own); spec.warm defaults to 0; a readinessGate's bounds are filled in where one is written.
+void ApplyActorTemplateDefaults(nlohmann::json& actor_template);
 void ApplyWorkerDefaults(nlohmann::json& worker);
 
 }  // namespace stasis::api

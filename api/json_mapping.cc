@@ -1,226 +1,22 @@
 #include "api/json_mapping.h"
 
-#include <cmath>
-#include <limits>
 #include <string>
 
 #include "api/json_reader.h"
-#include "api/merge_patch.h"
 #include "api/names.h"
+#include "api/template_json.h"
 
 namespace stasis::api {
 
-void ReadMeta(Reader& r, const json& obj, ObjectMeta& m) {
-  const json* meta = r.Object(obj, "metadata", "metadata");
-  if (meta == nullptr) return;
-  r.String(*meta, "name", "metadata.name", m.name);
-  r.String(*meta, "namespace", "metadata.namespace", m.namespace_);
-  r.String(*meta, "uid", "metadata.uid", m.uid);
-  r.String(*meta, "resourceVersion", "metadata.resourceVersion", m.resource_version);
-  r.Integer(*meta, "generation", "metadata.generation", m.generation);
-  r.StringMap(*meta, "labels", "metadata.labels", m.labels);
-  r.StringMap(*meta, "annotations", "metadata.annotations", m.annotations);
-  r.StringList(*meta, "finalizers", "metadata.finalizers", m.finalizers);
-  r.OptionalTime(*meta, "creationTimestamp", "metadata.creationTimestamp", m.creation_timestamp);
-  r.OptionalTime(*meta, "deletionTimestamp", "metadata.deletionTimestamp", m.deletion_timestamp);
-}
-
-json MetaToJson(const ObjectMeta& m) {
-  json j = json::object();
-  if (!m.name.empty()) j["name"] = m.name;
-  if (!m.namespace_.empty()) j["namespace"] = m.namespace_;
-  if (!m.uid.empty()) j["uid"] = m.uid;
-  if (!m.resource_version.empty()) j["resourceVersion"] = m.resource_version;
-  if (m.generation != 0) j["generation"] = m.generation;
-  if (!m.labels.empty()) j["labels"] = m.labels;
-  if (!m.annotations.empty()) j["annotations"] = m.annotations;
-  if (!m.finalizers.empty()) j["finalizers"] = m.finalizers;
-  if (m.creation_timestamp) j["creationTimestamp"] = FormatTime(*m.creation_timestamp);
-  if (m.deletion_timestamp) j["deletionTimestamp"] = FormatTime(*m.deletion_timestamp);
-  return j;
-}
-
-void ReadConditions(Reader& r, const json& status, std::vector<Condition>& out) {
-  const json* list = r.Array(status, "conditions", "status.conditions");
-  if (list == nullptr) return;
-  for (size_t i = 0; i < list->size(); ++i) {
-    const std::string path = "status.conditions[" + std::to_string(i) + "]";
-    const json& item = (*list)[i];
-    if (!item.is_object()) {
-      r.Fail(path, "an object");
-      return;
-    }
-    Condition c;
-    r.String(item, "type", path + ".type", c.type);
-    r.Enum(item, "status", path + ".status", &ParseConditionStatus, c.status);
-    r.Integer(item, "observedGeneration", path + ".observedGeneration", c.observed_generation);
-    r.RequiredTime(item, "lastTransitionTime", path + ".lastTransitionTime",
-                   c.last_transition_time);
-    r.String(item, "reason", path + ".reason", c.reason);
-    r.String(item, "message", path + ".message", c.message);
-    out.push_back(std::move(c));
-  }
-}
-
-json ConditionsToJson(const std::vector<Condition>& conditions) {
-  json list = json::array();
-  for (const Condition& c : conditions) {
-    json j = {{"type", c.type},
-              {"status", ToString(c.status)},
-              {"lastTransitionTime", FormatTime(c.last_transition_time)},
-              {"reason", c.reason},
-              {"message", c.message}};
-    if (c.observed_generation != 0) j["observedGeneration"] = c.observed_generation;
-    list.push_back(std::move(j));
-  }
-  return list;
-}
-
-namespace {
-
-// spec.source and spec.hooks: optional objects, absent (nullopt) unless written.
-void ReadCloneFields(Reader& r, const json& spec, ActorSpec& s) {
-  if (const json* src = r.Object(spec, "source", "spec.source")) {
-    ActorSourceRef ref;
-    r.String(*src, "actorName", "spec.source.actorName", ref.actor_name);
-    r.String(*src, "snapshotID", "spec.source.snapshotID", ref.snapshot_id);
-    s.source = std::move(ref);
-  }
-  const json* hooks = r.Object(spec, "hooks", "spec.hooks");
-  if (hooks == nullptr) return;
-  if (const json* hook = r.Object(*hooks, "postRestore", "spec.hooks.postRestore")) {
-    const std::string p = "spec.hooks.postRestore.";
-    ExecHook exec;
-    r.StringList(*hook, "command", p + "command", exec.command);
-    r.Integer(*hook, "timeoutSeconds", p + "timeoutSeconds", exec.timeout_seconds);
-    s.hooks.post_restore = std::move(exec);
-  }
-}
-
-// spec.templateRef and spec.readinessGate: optional objects, absent unless written.
-void ReadTemplateFields(Reader& r, const json& spec, ActorSpec& s) {
-  if (const json* ref = r.Object(spec, "templateRef", "spec.templateRef")) {
-    LocalObjectReference t;
-    r.String(*ref, "name", "spec.templateRef.name", t.name);
-    s.template_ref = std::move(t);
-  }
-  if (const json* gate = r.Object(spec, "readinessGate", "spec.readinessGate")) {
-    s.readiness_gate = ReadReadinessGate(r, *gate, "spec.readinessGate");
-  }
-}
-
-void WriteCloneFields(const ActorSpec& s, json& j) {
-  if (s.source) {
-    json src = {{"actorName", s.source->actor_name}};
-    if (!s.source->snapshot_id.empty()) src["snapshotID"] = s.source->snapshot_id;
-    j["source"] = std::move(src);
-  }
-  if (s.hooks.post_restore) {
-    const ExecHook& hook = *s.hooks.post_restore;
-    j["hooks"]["postRestore"] = {{"command", hook.command},
-                                 {"timeoutSeconds", hook.timeout_seconds}};
-  }
-  if (s.template_ref) j["templateRef"] = {{"name", s.template_ref->name}};
-  if (s.readiness_gate) j["readinessGate"] = ReadinessGateToJson(*s.readiness_gate);
-}
-
-}  // namespace
-
-void ReadActorSpec(Reader& r, const json& obj, ActorSpec& s) {
-  const json* spec = r.Object(obj, "spec", "spec");
-  if (spec == nullptr) return;
-  r.Enum(*spec, "runtime", "spec.runtime", &ParseRuntime, s.runtime);
-  r.String(*spec, "bundle", "spec.bundle", s.bundle);
-  r.String(*spec, "image", "spec.image", s.image);
-  if (auto p = spec->find("imagePullPolicy"); p != spec->end() && !p->is_null()) {
-    PullPolicy policy = PullPolicy::kIfNotPresent;
-    r.Enum(*spec, "imagePullPolicy", "spec.imagePullPolicy", &ParsePullPolicy, policy);
-    s.image_pull_policy = policy;
-  }
-  ReadObjectList(r, *spec, "imagePullSecrets", "spec.imagePullSecrets", s.image_pull_secrets,
-                 [&r](const json& item, const std::string& path, LocalObjectReference& ref) {
-                   r.String(item, "name", path + ".name", ref.name);
-                 });
-  r.StringList(*spec, "command", "spec.command", s.command);
-  r.StringList(*spec, "args", "spec.args", s.args);
-  ReadObjectList(r, *spec, "env", "spec.env", s.env,
-                 [&r](const json& item, const std::string& path, EnvVar& e) {
-                   r.String(item, "name", path + ".name", e.name);
-                   r.String(item, "value", path + ".value", e.value);
-                 });
-  r.String(*spec, "workingDir", "spec.workingDir", s.working_dir);
-  r.String(*spec, "nodeName", "spec.nodeName", s.node_name);
-  if (const json* gpu = r.Object(*spec, "gpu", "spec.gpu")) {
-    r.Integer(*gpu, "count", "spec.gpu.count", s.gpu.count);
-    r.String(*gpu, "cudaCheckpointPath", "spec.gpu.cudaCheckpointPath", s.gpu.cuda_checkpoint_path);
-  }
-  r.Enum(*spec, "desiredState", "spec.desiredState", &ParseDesiredState, s.desired_state);
-  r.Enum(*spec, "checkpointPolicy", "spec.checkpointPolicy", &ParseCheckpointPolicy,
-         s.checkpoint_policy);
-  if (const json* snap = r.Object(*spec, "snapshots", "spec.snapshots")) {
-    r.Enum(*snap, "onPause", "spec.snapshots.onPause", &ParseSnapshotScope, s.snapshots.on_pause);
-    r.Enum(*snap, "onCommit", "spec.snapshots.onCommit", &ParseSnapshotScope,
-           s.snapshots.on_commit);
-    r.StringList(*snap, "dataDirs", "spec.snapshots.dataDirs", s.snapshots.data_dirs);
-  }
-  if (const json* t = r.Object(*spec, "timeouts", "spec.timeouts")) {
-    r.Integer(*t, "checkpointSeconds", "spec.timeouts.checkpointSeconds",
-              s.timeouts.checkpoint_seconds);
-    r.Integer(*t, "restoreSeconds", "spec.timeouts.restoreSeconds", s.timeouts.restore_seconds);
-  }
-  ReadCloneFields(r, *spec, s);
-  ReadTemplateFields(r, *spec, s);
-}
-
-ReadinessGate ReadReadinessGate(Reader& r, const json& gate, const std::string& path) {
-  ReadinessGate g;
-  r.StringList(gate, "command", path + ".command", g.command);
-  r.Integer(gate, "timeoutSeconds", path + ".timeoutSeconds", g.timeout_seconds);
-  r.Integer(gate, "periodSeconds", path + ".periodSeconds", g.period_seconds);
-  return g;
-}
-
-json ReadinessGateToJson(const ReadinessGate& g) {
-  return {{"command", g.command}, {"timeoutSeconds", g.timeout_seconds}, {"periodSeconds", g.period_seconds}};
-}
-
-json ActorSpecToJson(const ActorSpec& s) {
-  json j = json::object();
-  j["runtime"] = ToString(s.runtime);
-  if (!s.bundle.empty()) j["bundle"] = s.bundle;
-  if (!s.image.empty()) j["image"] = s.image;
-  if (s.image_pull_policy) j["imagePullPolicy"] = ToString(*s.image_pull_policy);
-  if (!s.image_pull_secrets.empty()) {
-    json secrets = json::array();
-    for (const LocalObjectReference& ref : s.image_pull_secrets) {
-      secrets.push_back({{"name", ref.name}});
-    }
-    j["imagePullSecrets"] = std::move(secrets);
-  }
-  if (!s.command.empty()) j["command"] = s.command;
-  if (!s.args.empty()) j["args"] = s.args;
-  if (!s.env.empty()) {
-    json env = json::array();
-    for (const EnvVar& e : s.env) {
-      json var = {{"name", e.name}};
-      if (!e.value.empty()) var["value"] = e.value;
-      env.push_back(std::move(var));
-    }
-    j["env"] = std::move(env);
-  }
-  if (!s.working_dir.empty()) j["workingDir"] = s.working_dir;
-  if (!s.node_name.empty()) j["nodeName"] = s.node_name;
-  j["gpu"] = {{"count", s.gpu.count}, {"cudaCheckpointPath", s.gpu.cuda_checkpoint_path}};
-  j["desiredState"] = ToString(s.desired_state);
-  j["checkpointPolicy"] = ToString(s.checkpoint_policy);
-  j["snapshots"] = {{"onPause", ToString(s.snapshots.on_pause)},
-                    {"onCommit", ToString(s.snapshots.on_commit)}};
-  if (!s.snapshots.data_dirs.empty()) j["snapshots"]["dataDirs"] = s.snapshots.data_dirs;
-  j["timeouts"] = {{"checkpointSeconds", s.timeouts.checkpoint_seconds},
-                   {"restoreSeconds", s.timeouts.restore_seconds}};
-  WriteCloneFields(s, j);
-  return j;
-}
+using json_internal::ConditionsToJson;
+using json_internal::MergeIntoRaw;
+using json_internal::MetaAndSpec;
+using json_internal::MetaToJson;
+using json_internal::PatchOf;
+using json_internal::ReadConditions;
+using json_internal::Reader;
+using json_internal::ReadMeta;
+using nlohmann::json;
 
 namespace {
 
@@ -296,11 +92,6 @@ json ActorStatusToJson(const ActorStatus& s) {
   return j;
 }
 
-
-json MetaAndSpec(const json& typed) {
-  return {{"metadata", typed["metadata"]}, {"spec", typed["spec"]}};
-}
-
 }  // namespace
 
 Result<json> ParseJson(std::string_view text) {
@@ -314,7 +105,9 @@ Result<Actor> ActorFromJson(const json& object) {
   Reader r;
   Actor a;
   ReadMeta(r, object, a.metadata);
-  ReadActorSpec(r, object, a.spec);
+  if (const json* spec = r.Object(object, "spec", "spec")) {
+    json_internal::ReadActorSpec(r, *spec, "spec.", a.spec);
+  }
   ReadActorStatus(r, object, a.status);
   if (!r.status().ok()) return r.status();
   a.raw = object;
@@ -325,7 +118,7 @@ json ActorTypedJson(const Actor& a) {
   return {{"apiVersion", kApiVersion},
           {"kind", kActorKind},
           {"metadata", MetaToJson(a.metadata)},
-          {"spec", ActorSpecToJson(a.spec)},
+          {"spec", ActorSpecJson(a.spec)},
           {"status", ActorStatusToJson(a.status)}};
 }
 

@@ -1,10 +1,12 @@
-// The pieces api/'s JSON mappings share (json_mapping.cc, template_json.cc): a Reader that
-// reads typed values out of JSON with the CRD's defaults and the first type error as a value,
-// and the readers and writers of the parts every kind has. Internal to api/.
+// What the JSON mappings of the kinds (json_mapping.cc, actor_spec_json.cc, template_json.cc)
+// share: the typed reader, metadata and conditions, the Actor spec, and the merge of typed
+// fields into the raw object. Internal to api/: the public entry points are json_mapping.h and
+// template_json.h.
 #pragma once
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -15,8 +17,9 @@
 #include "api/merge_patch.h"
 #include "api/object_meta.h"
 #include "base/status.h"
+#include "base/time.h"
 
-namespace stasis::api {
+namespace stasis::api::json_internal {
 
 using nlohmann::json;
 
@@ -173,6 +176,24 @@ void ReadObjectList(Reader& r, const json& obj, const char* key, const std::stri
 }
 
 
+void ReadMeta(Reader& r, const json& obj, ObjectMeta& m);
+json MetaToJson(const ObjectMeta& m);
+void ReadConditions(Reader& r, const json& status, std::vector<Condition>& out);
+json ConditionsToJson(const std::vector<Condition>& conditions);
+
+// The fields of an Actor spec from the object `spec`; `prefix` ("spec." for an Actor,
+// "spec.actor." for a template) begins the path of every error.
+void ReadActorSpec(Reader& r, const json& spec, const std::string& prefix, ActorSpec& s);
+// spec.readinessGate of an Actor or a template; absent stays nullopt.
+void ReadReadinessGate(Reader& r, const json& spec, const std::string& prefix,
+                       std::optional<ReadinessGate>& out);
+json ReadinessGateJson(const ReadinessGate& gate);
+
+// A merge patch from `before` to `after` with before's resourceVersion; nullopt when equal.
+std::optional<json> PatchOf(const json& before, const json& after,
+                            const std::string& resource_version);
+json MetaAndSpec(const json& typed);
+
 // `raw` with the changes between what it says and `typed` applied; apiVersion/kind set.
 template <typename T>
 json MergeIntoRaw(const T& object, const json& typed, Result<T> (*from_json)(const json&),
@@ -190,23 +211,4 @@ json MergeIntoRaw(const T& object, const json& typed, Result<T> (*from_json)(con
   return out;
 }
 
-inline std::optional<json> PatchOf(const json& before, const json& after,
-                            const std::string& resource_version) {
-  json diff = CreateMergePatch(before, after);
-  if (diff.empty()) return std::nullopt;
-  if (!resource_version.empty()) diff["metadata"]["resourceVersion"] = resource_version;
-  return diff;
-}
-
-void ReadMeta(Reader& r, const json& obj, ObjectMeta& m);
-json MetaToJson(const ObjectMeta& m);
-void ReadConditions(Reader& r, const json& status, std::vector<Condition>& out);
-json ConditionsToJson(const std::vector<Condition>& conditions);
-// An Actor's spec object (obj["spec"]), and its JSON with every typed field.
-void ReadActorSpec(Reader& r, const json& obj, ActorSpec& s);
-json ActorSpecToJson(const ActorSpec& s);
-// spec.readinessGate's object (an Actor's, or an ActorTemplate's), at `path`.
-ReadinessGate ReadReadinessGate(Reader& r, const json& gate, const std::string& path);
-json ReadinessGateToJson(const ReadinessGate& g);
-
-}  // namespace stasis::api
+}  // namespace stasis::api::json_internal

@@ -71,6 +71,7 @@ inline constexpr int kMaxImageDigestLength = 256;  // status.imageDigest, latest
 inline constexpr int32_t kDefaultHookTimeoutSeconds = 30;
 inline constexpr int32_t kDefaultReadinessTimeoutSeconds = 300;
 inline constexpr int32_t kMaxReadinessTimeoutSeconds = 3600;
+inline constexpr int32_t kDefaultReadinessPeriodSeconds = 1;  // ReadinessGate::period_seconds
 inline constexpr int32_t kMaxReadinessPeriodSeconds = 60;
 inline constexpr int32_t kMaxWarmPool = 64;
 inline constexpr int32_t kMaxHookTimeoutSeconds = 600;  // hooks.postRestore.timeoutSeconds

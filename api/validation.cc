@@ -7,6 +7,7 @@
 #include "api/defaults.h"
 #include "api/json_mapping.h"
 #include "api/schema_validator.h"
+#include "api/template_json.h"
 
 namespace stasis::api {
 
@@ -38,6 +39,25 @@ FieldErrors ValidateActorStatus(const json& actor) {
 
 FieldErrors ValidateActorStatus(const Actor& actor) {
   return ValidateActorStatus(ActorTypedJson(actor));
+}
+
+FieldErrors ValidateActorTemplate(const json& actor_template) {
+  json copy = actor_template;
+  ApplyActorTemplateDefaults(copy);
+  return ValidateAgainstSchema(ActorTemplateSchema(), copy, nullptr);
+}
+
+FieldErrors ValidateActorTemplate(const ActorTemplate& actor_template) {
+  return ValidateActorTemplate(ActorTemplateTypedJson(actor_template));
+}
+
+FieldErrors ValidateActorTemplateStatus(const json& actor_template) {
+  json copy = actor_template;
+  ApplyActorTemplateDefaults(copy);
+  auto status = copy.find("status");
+  if (status == copy.end()) return {};
+  return ValidateAgainstSchema(openapi::PropertyOf(ActorTemplateSchema(), "status"), *status,
+                               nullptr, "status");
 }
 
 FieldErrors ValidateWorker(const json& worker) {

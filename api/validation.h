@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/actor.h"
+#include "api/actor_template.h"
 #include "api/field_error.h"
 #include "api/worker.h"
 
@@ -46,10 +47,7 @@ inline constexpr char kMessageImmutableRuntime[] = "runtime is immutable";
 // Actors from OCI images.
 inline constexpr char kMessageImageOrBundle[] =
     "exactly one of image and bundle must be set: an actor runs an OCI image or an OCI bundle "
-    "on the node (with templateRef, at most one: the template fills it in)";
-inline constexpr char kMessageImmutableTemplateRef[] = "templateRef is immutable: set it when the actor is created";
-inline constexpr char kMessageTemplateRefName[] =
-    "templateRef.name must be a lowercase RFC 1123 subdomain (the name of an ActorTemplate)";
+    "on the node";
 inline constexpr char kMessageImageReference[] =
     "image must be an image reference such as registry.example.com/team/app:v1 or "
     "registry.example.com/team/app@sha256:<64 hex digits>: no whitespace, no uppercase letters "
@@ -83,10 +81,34 @@ inline constexpr char kMessageSourceSnapshotId[] =
     "source.snapshotID must be a snapshot id: letters, digits, '-', '_' or '.', starting with a "
     "letter or digit, not ending in .partial";
 inline constexpr char kMessageImmutableSource[] =
-    "source is immutable: set it when the actor is created";
+    "source is immutable: set it when the actor is created (an actor with templateRef gets it "
+    "once, from the controller)";
 inline constexpr char kMessageSourceNeedsGvisor[] =
     "source is only for runtime gvisor: a clone restores its source's gVisor snapshot";
 inline constexpr char kMessageSourceIsSelf[] = "an actor cannot be its own source";
+inline constexpr char kMessageHooksNeedGvisor[] =
+    "hooks run in the sandbox through runsc exec: runtime gvisor only";
+inline constexpr char kMessageReadinessGateNeedsGvisor[] =
+    "readinessGate runs in the sandbox through runsc exec: runtime gvisor only";
+// Templates (spec.templateRef, ActorTemplate).
+inline constexpr char kMessageImageOrBundleWithTemplate[] =
+    "with templateRef, at most one of image and bundle may be set: the controller copies in the "
+    "template's";
+inline constexpr char kMessageTemplateRefName[] =
+    "templateRef.name must be a lowercase RFC 1123 subdomain (the name of an ActorTemplate in "
+    "the same namespace)";
+inline constexpr char kMessageImmutableTemplateRef[] =
+    "templateRef is immutable: set it when the actor is created";
+inline constexpr char kMessageTemplateNodeName[] =
+    "nodeName is each actor's own: set it on the actors, not in the template";
+inline constexpr char kMessageTemplateDesiredState[] =
+    "desiredState is each actor's own: set it on the actors, not in the template";
+inline constexpr char kMessageTemplateSource[] =
+    "source is not for a template: its actors start from its golden snapshot";
+inline constexpr char kMessageTemplateTemplateRef[] =
+    "templateRef is for actors: a template cannot refer to a template";
+inline constexpr char kMessageTemplateRuntime[] =
+    "a template's actors start from its golden snapshot, a gVisor one: runtime gvisor only";
 // Added by the server (and here) when CEL rules were skipped because of a blocking error.
 inline constexpr char kCelSkippedNotice[] =
     "some validation rules were not checked because the object was invalid; correct the "
@@ -117,12 +139,18 @@ inline constexpr char kPartialSnapshotSuffix[] = ".partial";
 // object, status included.
 FieldErrors ValidateActor(const nlohmann::json& actor);
 FieldErrors ValidateActor(const Actor& actor);  // validates ActorTypedJson(actor)
-// Also applies the transition rules (spec.runtime and spec.source are immutable).
+// Also applies the transition rules (spec.runtime, spec.source and spec.templateRef are
+// immutable; source may be set once on an actor with templateRef).
 FieldErrors ValidateActorUpdate(const nlohmann::json& old_actor, const nlohmann::json& new_actor);
 
 // As a write of status to /status is checked; no errors when there is no status.
 FieldErrors ValidateActorStatus(const nlohmann::json& actor);
 FieldErrors ValidateActorStatus(const Actor& actor);
+
+// An ActorTemplate, as ValidateActor() checks an Actor; its status as a write to /status.
+FieldErrors ValidateActorTemplate(const nlohmann::json& actor_template);
+FieldErrors ValidateActorTemplate(const ActorTemplate& actor_template);  // its typed JSON
+FieldErrors ValidateActorTemplateStatus(const nlohmann::json& actor_template);
 
 FieldErrors ValidateWorker(const nlohmann::json& worker);
 FieldErrors ValidateWorker(const Worker& worker);

@@ -62,7 +62,7 @@ step "control plane"
 "${HACK_DIR}/control-plane.sh" up >/dev/null
 export KUBECONFIG="${STASIS_CONTROL_PLANE_DIR}/kubeconfig"
 kubectl apply -f "${REPO_ROOT}/manifests/crd/" >/dev/null
-kubectl wait --for condition=established --timeout=60s crd/actors.stasis.dev crd/workers.stasis.dev crd/actortemplates.stasis.dev >/dev/null
+kubectl wait --for condition=established --timeout=60s crd/actors.stasis.dev crd/actortemplates.stasis.dev crd/workers.stasis.dev >/dev/null
 kubectl create namespace stasis-system >/dev/null
 
 step "stasis controller (leader-elected)"

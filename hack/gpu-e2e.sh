@@ -293,7 +293,7 @@ cp_out=$("${REPO_ROOT}/hack/control-plane.sh" up --dir "${WORK}/cp" 2>"${WORK}/c
   || fail_now "control plane up" "$(tail -5 "${WORK}/control-plane.log")"
 export KUBECONFIG="${WORK}/cp/kubeconfig"
 kubectl apply -f "${REPO_ROOT}/manifests/crd/" >/dev/null
-kubectl wait --for condition=established --timeout=60s crd/actors.stasis.dev crd/workers.stasis.dev >/dev/null
+kubectl wait --for condition=established --timeout=60s crd/actors.stasis.dev crd/actortemplates.stasis.dev crd/workers.stasis.dev >/dev/null
 kubectl create namespace stasis-system >/dev/null
 kubectl create namespace "${NS}" >/dev/null
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }

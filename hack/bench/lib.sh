@@ -18,7 +18,7 @@ bench_control_plane_up() {
   "${HACK_DIR}/control-plane.sh" up >/dev/null
   export KUBECONFIG="${STASIS_CONTROL_PLANE_DIR}/kubeconfig"
   kubectl apply -f "${REPO_ROOT}/manifests/crd/" >/dev/null
-  kubectl wait --for condition=established --timeout=60s crd/actors.stasis.dev crd/workers.stasis.dev >/dev/null
+  kubectl wait --for condition=established --timeout=60s crd/actors.stasis.dev crd/actortemplates.stasis.dev crd/workers.stasis.dev >/dev/null
   local ns
   for ns in "$@"; do kubectl create namespace "${ns}" >/dev/null; done
   # "established" comes before the API server serves the resource from its watch cache.

@@ -14,6 +14,7 @@
 
 #include "api/json_mapping.h"
 #include "api/names.h"
+#include "api/template_json.h"
 #include "api/validation.h"
 #include "tests/support/bad_actors.h"
 #include "tests/support/control_plane.h"
@@ -23,6 +24,7 @@ namespace {
 
 using nlohmann::json;
 using stasis::testing::BadActors;
+using stasis::testing::BadActorTemplates;
 using stasis::testing::BadObject;
 using stasis::testing::BadWorkers;
 using stasis::testing::BadWrite;
@@ -96,14 +98,16 @@ class CrdTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     CommandResult r = Kubectl({"apply", "-f", kCrdDir + "actors.stasis.dev.yaml", "-f",
+                               kCrdDir + "actortemplates.stasis.dev.yaml", "-f",
                                kCrdDir + "workers.stasis.dev.yaml"});
     ASSERT_EQ(r.exit_code, 0) << Show(r);
     r = Kubectl({"wait", "--for", "condition=established", "--timeout=60s", "crd/actors.stasis.dev",
-                 "crd/workers.stasis.dev"});
+                 "crd/actortemplates.stasis.dev", "crd/workers.stasis.dev"});
     ASSERT_EQ(r.exit_code, 0) << Show(r);
     // Established is the server's view; kubectl's discovery can lag a moment behind it.
     for (int i = 0; i < 100; ++i) {
       if (Kubectl({"get", "actors", "-A"}).exit_code == 0 &&
+          Kubectl({"get", "actortemplates", "-A"}).exit_code == 0 &&
           Kubectl({"get", "workers"}).exit_code == 0) {
         break;
       }
@@ -115,7 +119,7 @@ class CrdTest : public ::testing::Test {
 };
 
 TEST_F(CrdTest, CrdsAreEstablishedWithTheirNames) {
-  for (const char* crd : {"actors.stasis.dev", "workers.stasis.dev"}) {
+  for (const char* crd : {"actors.stasis.dev", "actortemplates.stasis.dev", "workers.stasis.dev"}) {
     json j = GetJson({"get", "crd", crd});
     bool established = false;
     bool names_accepted = false;
@@ -152,7 +156,7 @@ TEST_F(CrdTest, KubectlExplainDescribesTheFields) {
 TEST_F(CrdTest, SamplesAreAcceptedAndReadByTheCppTypes) {
   for (const char* sample :
        {"actor-cpu.yaml", "actor-gpu.yaml", "actor-microvm.yaml", "actor-image.yaml",
-        "actor-clone.yaml"}) {
+        "actor-clone.yaml", "actortemplate.yaml", "actor-from-template.yaml"}) {
     SCOPED_TRACE(sample);
     CommandResult r = Kubectl({"apply", "-n", kNs, "-f", kSampleDir + sample});
     ASSERT_EQ(r.exit_code, 0) << Show(r);
@@ -160,7 +164,8 @@ TEST_F(CrdTest, SamplesAreAcceptedAndReadByTheCppTypes) {
   CommandResult r = Kubectl({"apply", "-f", kSampleDir + "worker.yaml"});
   ASSERT_EQ(r.exit_code, 0) << Show(r);
 
-  for (const char* name : {"counter", "cuda-counter", "counter-vm", "counter-image", "counter-clone"}) {
+  for (const char* name : {"counter", "cuda-counter", "counter-vm", "counter-image", "counter-clone",
+                           "counter-from-template"}) {
     json stored = GetActor(name);
     EXPECT_TRUE(ValidateActor(stored).empty()) << name;
     Result<Actor> a = ActorFromJson(stored);
@@ -188,6 +193,15 @@ TEST_F(CrdTest, SamplesAreAcceptedAndReadByTheCppTypes) {
   EXPECT_TRUE(clone.spec.source->snapshot_id.empty());
   ASSERT_TRUE(clone.spec.hooks.post_restore.has_value());
   EXPECT_EQ(clone.spec.hooks.post_restore->command.front(), "/bin/sh");
+  Actor from = *ActorFromJson(GetActor("counter-from-template"));
+  ASSERT_TRUE(from.spec.template_ref.has_value());
+  EXPECT_EQ(from.spec.template_ref->name, "counter-template");
+  json tpl = GetJson({"get", "actortemplate", "counter-template", "-n", kNs});
+  EXPECT_TRUE(ValidateActorTemplate(tpl).empty());
+  Result<ActorTemplate> t = ActorTemplateFromJson(tpl);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_TRUE(t->spec.readiness_gate.has_value());
+  EXPECT_EQ(t->spec.actor.bundle, "/var/lib/stasis/bundles/counter");
 
   Result<Worker> w = WorkerFromJson(GetJson({"get", "worker", "node-a-gpu0"}));
   ASSERT_TRUE(w.ok()) << w.status().ToString();
@@ -454,6 +468,17 @@ TEST_F(CrdTest, EveryBadActorIsRefusedWithTheValidatorsMessage) {
   }
 }
 
+TEST_F(CrdTest, EveryBadActorTemplateIsRefusedWithTheValidatorsMessage) {
+  ASSERT_GE(BadActorTemplates().size(), 10u);
+  for (const BadObject& bad : BadActorTemplates()) {
+    FieldErrors errors = bad.write == BadWrite::kCreate ? ValidateActorTemplate(bad.object)
+                                                        : ValidateActorTemplateStatus(bad.object);
+    ASSERT_FALSE(errors.empty()) << bad.name;
+    EXPECT_EQ(errors[0].ToString(), bad.expected) << bad.name;
+    SendBadObject(bad, "actortemplate", true);
+  }
+}
+
 TEST_F(CrdTest, EveryBadWorkerIsRefusedWithTheValidatorsMessage) {
   for (const BadObject& bad : BadWorkers()) {
     FieldErrors errors = bad.write == BadWrite::kCreate ? ValidateWorker(bad.object)
@@ -510,6 +535,70 @@ TEST_F(CrdTest, ActorSourceIsImmutable) {
   Create(plain);
   CommandResult r = Kubectl({"patch", "actor", "added-source", "-n", kNs, "--type=merge", "-p",
                              R"({"spec": {"source": {"actorName": "counter"}}})"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(ServerSaid(r.err, expected)) << r.err;
+}
+
+// A template: accepted, defaulted like the C++ types, its status written through /status and
+// shown in its printer columns.
+TEST_F(CrdTest, AnActorTemplateIsAcceptedDefaultedAndShown) {
+  const json good = stasis::testing::GoodActorTemplate("tpl-good");
+  Create(good);
+  json stored = GetJson({"get", "actortemplate", "tpl-good", "-n", kNs});
+  Result<ActorTemplate> typed = ActorTemplateFromJson(good);
+  ASSERT_TRUE(typed.ok()) << typed.status().ToString();
+  EXPECT_EQ(stored["spec"], ActorTemplateTypedJson(*typed)["spec"]) << stored["spec"].dump(2);
+  json minimal = {{"apiVersion", kApiVersion},
+                  {"kind", kActorTemplateKind},
+                  {"metadata", {{"name", "tpl-minimal"}, {"namespace", kNs}}},
+                  {"spec",
+                   {{"actor", {{"image", "busybox"}}}, {"readinessGate", {{"command", {"true"}}}}}}};
+  Create(minimal);
+  stored = GetJson({"get", "atpl", "tpl-minimal", "-n", kNs});
+  EXPECT_EQ(stored["spec"], ActorTemplateTypedJson(*ActorTemplateFromJson(minimal))["spec"])
+      << stored["spec"].dump(2);
+
+  const json with_status = stasis::testing::GoodActorTemplate("tpl-good", true);
+  PatchStatus("actortemplate", "tpl-good", {{"status", with_status["status"]}});
+  stored = GetJson({"get", "actortemplate", "tpl-good", "-n", kNs});
+  Result<ActorTemplate> read = ActorTemplateFromJson(stored);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->status, ActorTemplateFromJson(with_status)->status);
+  CommandResult r = Kubectl({"get", "actortemplates", "tpl-good", "-n", kNs});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  std::vector<std::string> lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_TRUE(std::regex_match(lines[0], std::regex(R"(NAME +GOLDEN +READY +WARM +AGE *)")))
+      << lines[0];
+  EXPECT_TRUE(std::regex_match(
+      lines[1], std::regex(R"(tpl-good +20261202T150102Z-3f9a1c +True +3 +\S+ *)")))
+      << lines[1];
+}
+
+// An actor from a template: created with templateRef alone; the controller's fill-in (the
+// template's spec and source) is accepted once; then source and templateRef are immutable.
+TEST_F(CrdTest, ATemplatedActorGetsItsSourceOnce) {
+  Create(stasis::testing::GoodTemplatedActor("tpl-actor"));
+  CommandResult r = Kubectl(
+      {"patch", "actor", "tpl-actor", "-n", kNs, "--type=merge", "-p",
+       R"({"spec": {"bundle": "/var/lib/stasis/bundles/counter", "source": {"actorName": "t-golden-1", "snapshotID": "s1"}}})"});
+  EXPECT_EQ(r.exit_code, 0) << Show(r);
+  json filled = GetActor("tpl-actor");
+  json changed = filled;
+  changed["spec"]["source"]["snapshotID"] = "s2";
+  std::string expected = ValidateActorUpdate(filled, changed).at(0).ToString();
+  EXPECT_EQ(expected, "spec.source: Invalid value: " + std::string(kMessageImmutableSource));
+  r = Kubectl({"patch", "actor", "tpl-actor", "-n", kNs, "--type=merge", "-p",
+               R"({"spec": {"source": {"snapshotID": "s2"}}})"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(ServerSaid(r.err, expected)) << r.err;
+
+  changed = filled;
+  changed["spec"]["templateRef"]["name"] = "other";
+  expected = ValidateActorUpdate(filled, changed).at(0).ToString();
+  EXPECT_EQ(expected, "spec.templateRef: Invalid value: " + std::string(kMessageImmutableTemplateRef));
+  r = Kubectl({"patch", "actor", "tpl-actor", "-n", kNs, "--type=merge", "-p",
+               R"({"spec": {"templateRef": {"name": "other"}}})"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(ServerSaid(r.err, expected)) << r.err;
 }

@@ -198,7 +198,8 @@ class DeployManifestsTest : public ::testing::Test {
     CommandResult actors_ns = Kubectl({"create", "namespace", kActorNs});
     ASSERT_EQ(actors_ns.exit_code, 0) << Show(actors_ns);
     ASSERT_EQ(Kubectl({"wait", "--for=condition=Established", "--timeout=60s",
-                       "crd/actors.stasis.dev", "crd/workers.stasis.dev"})
+                       "crd/actors.stasis.dev", "crd/actortemplates.stasis.dev",
+                       "crd/workers.stasis.dev"})
                   .exit_code,
               0);
   }
@@ -228,7 +229,7 @@ TEST_F(DeployManifestsTest, EveryOverlayPassesAServerSideDryRun) {
     std::map<std::string, int> kinds;
     for (const auto& item : At(o.objects, "/items")) kinds[item.value("kind", "")]++;
     EXPECT_EQ(kinds["Namespace"], 1);
-    EXPECT_EQ(kinds["CustomResourceDefinition"], 2);
+    EXPECT_EQ(kinds["CustomResourceDefinition"], 3);
     EXPECT_EQ(kinds["ServiceAccount"], 2);
     // The roles' two, stasis-metrics-reader and stasis-image-pull-secrets (both bound to nothing).
     EXPECT_EQ(kinds["ClusterRole"], 4);
@@ -253,6 +254,7 @@ TEST_F(DeployManifestsTest, EveryOverlayPassesAServerSideDryRun) {
   EXPECT_EQ(crds.exit_code, 0) << Show(crds);
   EXPECT_EQ(crds.out,
             "customresourcedefinition.apiextensions.k8s.io/actors.stasis.dev\n"
+            "customresourcedefinition.apiextensions.k8s.io/actortemplates.stasis.dev\n"
             "customresourcedefinition.apiextensions.k8s.io/workers.stasis.dev\n");
 }
 

@@ -32,6 +32,19 @@ BadObject CloneActor(std::string name, std::string what, BadWrite write, const j
   return {std::move(name), std::move(what), write, std::move(object), std::move(expected)};
 }
 
+BadObject TemplatedActor(std::string name, std::string what, const json& patch,
+                         std::string expected) {
+  json object = Patched(GoodTemplatedActor(name), patch);
+  return {std::move(name), std::move(what), BadWrite::kCreate, std::move(object),
+          std::move(expected)};
+}
+
+BadObject Template(std::string name, std::string what, BadWrite write, const json& patch,
+                   std::string expected) {
+  json object = Patched(GoodActorTemplate(name, write == BadWrite::kStatus), patch);
+  return {std::move(name), std::move(what), write, std::move(object), std::move(expected)};
+}
+
 BadObject Worker(std::string name, std::string what, BadWrite write, const json& patch,
                  std::string expected) {
   json object = Patched(GoodWorker(name, write == BadWrite::kStatus), patch);
@@ -175,6 +188,64 @@ json GoodCloneActor(const std::string& name, bool with_status) {
   return actor;
 }
 
+json GoodTemplatedActor(const std::string& name) {
+  return {{"apiVersion", "stasis.dev/v1alpha1"},
+          {"kind", "Actor"},
+          {"metadata", {{"name", name}, {"namespace", kBadObjectNamespace}}},
+          {"spec",
+           {{"templateRef", {{"name", kTemplateName}}},
+            {"nodeName", "node-a"},
+            {"desiredState", "Running"},
+            {"readinessGate",
+             {{"command", {"test", "-e", "/tmp/ready"}},
+              {"timeoutSeconds", 120},
+              {"periodSeconds", 2}}}}}};
+}
+
+json GoodActorTemplate(const std::string& name, bool with_status) {
+  json t = {
+      {"apiVersion", "stasis.dev/v1alpha1"},
+      {"kind", "ActorTemplate"},
+      {"metadata", {{"name", name}, {"namespace", kBadObjectNamespace}}},
+      {"spec",
+       {{"actor",
+         {{"runtime", "gvisor"},
+          {"bundle", "/var/lib/stasis/bundles/counter"},
+          {"gpu", {{"count", 1}, {"cudaCheckpointPath", "/opt/nvidia/cuda-checkpoint"}}},
+          {"checkpointPolicy", "LeaveRunningThenStop"},
+          {"snapshots", {{"onPause", "Full"}, {"onCommit", "Full"}}},
+          {"timeouts", {{"checkpointSeconds", 900}, {"restoreSeconds", 120}}},
+          {"hooks",
+           {{"postRestore",
+             {{"command", {"/bin/sh", "-c", "hostname \"$STASIS_ACTOR_NAME\""}},
+              {"timeoutSeconds", 10}}}}}}},
+        {"readinessGate",
+         {{"command", {"/bin/sh", "-c", "test \"$(cat /tmp/counter)\" -ge 50"}},
+          {"timeoutSeconds", 600},
+          {"periodSeconds", 2}}},
+        {"warm", 3}}}};
+  if (with_status) {
+    t["status"] = {{"observedGeneration", 2},
+                   {"golden",
+                    {{"actorName", name + "-golden-2"},
+                     {"snapshotID", "20261202T150102Z-3f9a1c"},
+                     {"generation", 2},
+                     {"imageDigest", kGoodImageDigest},
+                     {"sizeBytes", 123456789},
+                     {"cudaCheckpointed", true},
+                     {"takenAt", "2026-12-02T15:01:02Z"}}},
+                   {"warmReady", 2},
+                   {"conditions",
+                    {{{"type", "GoldenReady"},
+                      {"status", "True"},
+                      {"observedGeneration", 2},
+                      {"lastTransitionTime", "2026-12-02T15:01:03Z"},
+                      {"reason", "GoldenSnapshotTaken"},
+                      {"message", ""}}}}};
+  }
+  return t;
+}
+
 json GoodWorker(const std::string& name, bool with_status) {
   json worker = {
       {"apiVersion", "stasis.dev/v1alpha1"},
@@ -263,20 +334,7 @@ const std::vector<BadObject>& BadActors() {
         Actor("bad-bundle-missing", "neither bundle nor image", kCreate,
               {{"spec", {{"bundle", nullptr}}}},
               "spec: Invalid value: exactly one of image and bundle must be set: an actor runs "
-              "an OCI image or an OCI bundle on the node (with templateRef, at most one: the "
-              "template fills it in)"),
-        ImageActor("bad-template-image-and-bundle", "templateRef with both image and bundle", kCreate,
-              {{"spec", {{"templateRef", {{"name", "counter"}}}, {"bundle", "/var/lib/stasis/bundles/counter"}}}},
-              "spec: Invalid value: exactly one of image and bundle must be set: an actor runs "
-              "an OCI image or an OCI bundle on the node (with templateRef, at most one: the "
-              "template fills it in)"),
-        Actor("bad-template-ref-name", "templateRef.name not a DNS subdomain", kCreate,
-              {{"spec", {{"templateRef", {{"name", "Counter_1"}}}}}},
-              R"(spec.templateRef.name: Invalid value: "Counter_1": templateRef.name must be a lowercase RFC 1123 subdomain (the name of an ActorTemplate))"),
-        Actor("bad-readiness-gate-timeout", "readinessGate.timeoutSeconds above 3600", kCreate,
-              {{"spec", {{"readinessGate", {{"command", {"true"}}, {"timeoutSeconds", 3601}}}}}},
-              "spec.readinessGate.timeoutSeconds: Invalid value: 3601: spec.readinessGate.timeoutSeconds in body "
-              "should be less than or equal to 3600"),
+              "an OCI image or an OCI bundle on the node"),
         Actor("bad-spec-missing", "spec missing", kCreate, {{"spec", nullptr}},
               "spec: Required value"),
         Actor("bad-gpu-count-high", "gpu.count above 8", kCreate,
@@ -317,8 +375,7 @@ const std::vector<BadObject>& BadActors() {
         ImageActor("bad-image-and-bundle", "both image and bundle", kCreate,
                    {{"spec", {{"bundle", "/var/lib/stasis/bundles/counter"}}}},
                    "spec: Invalid value: exactly one of image and bundle must be set: an actor "
-                   "runs an OCI image or an OCI bundle on the node (with templateRef, at most one: "
-                   "the template fills it in)"),
+                   "runs an OCI image or an OCI bundle on the node"),
         ImageActor("bad-image-data-on-pause", "image with onPause Data", kCreate,
                    {{"spec",
                      {{"snapshots",
@@ -439,7 +496,7 @@ const std::vector<BadObject>& BadActors() {
                    {{"spec", {{"source", {{"snapshotID", std::string(129, 's')}}}}}},
                    "spec.source.snapshotID: Too long: may not be more than 128 bytes"),
         CloneActor("bad-source-microvm", "a clone with runtime microvm", kCreate,
-                   {{"spec", {{"runtime", "microvm"}}}},
+                   {{"spec", {{"runtime", "microvm"}, {"hooks", nullptr}}}},
                    "spec.source: Invalid value: source is only for runtime gvisor: a clone "
                    "restores its source's gVisor snapshot"),
         CloneActor("bad-source-self", "an actor that names itself as its source", kCreate,
@@ -472,6 +529,64 @@ const std::vector<BadObject>& BadActors() {
                    "spec.hooks.postRestore.timeoutSeconds: Invalid value: 601: "
                    "spec.hooks.postRestore.timeoutSeconds in body should be less than or equal "
                    "to 600"),
+        CloneActor("bad-hooks-microvm", "postRestore hook with runtime microvm", kCreate,
+                   {{"spec", {{"runtime", "microvm"}, {"source", nullptr}}}},
+                   "spec.hooks: Invalid value: hooks run in the sandbox through runsc exec: "
+                   "runtime gvisor only"),
+        Actor("bad-readiness-microvm", "a readiness gate with runtime microvm", kCreate,
+              {{"spec", {{"readinessGate", {{"command", {"true"}}}}}}},
+              "spec.readinessGate: Invalid value: readinessGate runs in the sandbox through "
+              "runsc exec: runtime gvisor only"),
+        TemplatedActor("bad-template-ref-name", "templateRef.name not a DNS subdomain",
+                       {{"spec", {{"templateRef", {{"name", "Counter_Template"}}}}}},
+                       R"(spec.templateRef.name: Invalid value: "Counter_Template": templateRef.name must be a lowercase RFC 1123 subdomain (the name of an ActorTemplate in the same namespace))"),
+        TemplatedActor("bad-template-ref-no-name", "templateRef without name",
+                       {{"spec", {{"templateRef", {{"name", nullptr}}}}}},
+                       "spec.templateRef.name: Required value"),
+        TemplatedActor("bad-template-image-and-bundle", "templateRef with both image and bundle",
+                       {{"spec",
+                         {{"image", "busybox"}, {"bundle", "/var/lib/stasis/bundles/counter"}}}},
+                       "spec: Invalid value: with templateRef, at most one of image and bundle "
+                       "may be set: the controller copies in the template's"),
+        TemplatedActor("bad-readiness-no-command", "readinessGate without command",
+                       {{"spec", {{"readinessGate", {{"command", nullptr}}}}}},
+                       "spec.readinessGate.command: Required value"),
+        TemplatedActor("bad-readiness-empty-command", "readinessGate with an empty command",
+                       {{"spec", {{"readinessGate", {{"command", json::array()}}}}}},
+                       "spec.readinessGate.command: Invalid value: 0: "
+                       "spec.readinessGate.command in body should have at least 1 items"),
+        TemplatedActor("bad-readiness-command-many", "257 readinessGate command items",
+                       {{"spec",
+                         {{"readinessGate",
+                           {{"command", json(std::vector<std::string>(257, "x"))}}}}}},
+                       "spec.readinessGate.command: Too many: 257: must have at most 256 items"),
+        TemplatedActor("bad-readiness-arg-long", "a readinessGate argument longer than 4096",
+                       {{"spec", {{"readinessGate", {{"command", {std::string(4097, 'a')}}}}}}},
+                       "spec.readinessGate.command[0]: Too long: may not be more than 4096 bytes"),
+        TemplatedActor("bad-readiness-timeout-zero", "readinessGate timeoutSeconds below 1",
+                       {{"spec", {{"readinessGate", {{"timeoutSeconds", 0}}}}}},
+                       "spec.readinessGate.timeoutSeconds: Invalid value: 0: "
+                       "spec.readinessGate.timeoutSeconds in body should be greater than or "
+                       "equal to 1"),
+        TemplatedActor("bad-readiness-timeout-high", "readinessGate timeoutSeconds above 3600",
+                       {{"spec", {{"readinessGate", {{"timeoutSeconds", 3601}}}}}},
+                       "spec.readinessGate.timeoutSeconds: Invalid value: 3601: "
+                       "spec.readinessGate.timeoutSeconds in body should be less than or equal "
+                       "to 3600"),
+        TemplatedActor("bad-readiness-period-zero", "readinessGate periodSeconds below 1",
+                       {{"spec", {{"readinessGate", {{"periodSeconds", 0}}}}}},
+                       "spec.readinessGate.periodSeconds: Invalid value: 0: "
+                       "spec.readinessGate.periodSeconds in body should be greater than or "
+                       "equal to 1"),
+        TemplatedActor("bad-readiness-period-high", "readinessGate periodSeconds above 60",
+                       {{"spec", {{"readinessGate", {{"periodSeconds", 61}}}}}},
+                       "spec.readinessGate.periodSeconds: Invalid value: 61: "
+                       "spec.readinessGate.periodSeconds in body should be less than or equal "
+                       "to 60"),
+        TemplatedActor("bad-template-command-no-image", "templateRef with command and no image",
+                       {{"spec", {{"command", {"/bin/counter"}}}}},
+                       "spec.command: Invalid value: command is only for an actor from an image "
+                       "(spec.image)"),
         CloneActor("bad-cloned-from-uid-long", "status.clonedFrom.actorUID longer than 128",
                    kStatus, {{"status", {{"clonedFrom", {{"actorUID", std::string(129, 'u')}}}}}},
                    "status.clonedFrom.actorUID: Too long: may not be more than 128 bytes"),
@@ -556,6 +671,77 @@ const std::vector<BadObject>& BadWorkers() {
         Worker("bad-worker-free-with-ref", "Free with an actorRef", kStatus,
                {{"status", {{"phase", "Free"}}}},
                "status: Invalid value: actorRef must be set exactly when phase is Held"),
+    };
+  }();
+  return *kTable;
+}
+
+const std::vector<BadObject>& BadActorTemplates() {
+  static const auto* const kTable = [] {
+    const BadWrite kCreate = BadWrite::kCreate;
+    const BadWrite kStatus = BadWrite::kStatus;
+    return new std::vector<BadObject>{
+        Template("bad-tpl-node-name", "spec.actor.nodeName set", kCreate,
+                 {{"spec", {{"actor", {{"nodeName", "node-a"}}}}}},
+                 "spec.actor.nodeName: Invalid value: nodeName is each actor's own: set it on the "
+                 "actors, not in the template"),
+        Template("bad-tpl-desired-state", "spec.actor.desiredState set", kCreate,
+                 {{"spec", {{"actor", {{"desiredState", "Running"}}}}}},
+                 "spec.actor.desiredState: Invalid value: desiredState is each actor's own: set "
+                 "it on the actors, not in the template"),
+        Template("bad-tpl-source", "spec.actor.source set", kCreate,
+                 {{"spec", {{"actor", {{"source", {{"actorName", "counter"}}}}}}}},
+                 "spec.actor.source: Invalid value: source is not for a template: its actors "
+                 "start from its golden snapshot"),
+        Template("bad-tpl-template-ref", "spec.actor.templateRef set", kCreate,
+                 {{"spec", {{"actor", {{"templateRef", {{"name", "other"}}}}}}}},
+                 "spec.actor.templateRef: Invalid value: templateRef is for actors: a template "
+                 "cannot refer to a template"),
+        Template("bad-tpl-microvm", "spec.actor.runtime microvm", kCreate,
+                 {{"spec", {{"actor", {{"runtime", "microvm"}, {"hooks", nullptr}}}}}},
+                 "spec.actor.runtime: Invalid value: a template's actors start from its golden "
+                 "snapshot, a gVisor one: runtime gvisor only"),
+        Template("bad-tpl-image-and-bundle", "spec.actor with both image and bundle", kCreate,
+                 {{"spec", {{"actor", {{"image", "busybox"}}}}}},
+                 "spec.actor: Invalid value: exactly one of image and bundle must be set: an "
+                 "actor runs an OCI image or an OCI bundle on the node"),
+        Template("bad-tpl-neither", "spec.actor with neither image nor bundle", kCreate,
+                 {{"spec", {{"actor", {{"bundle", nullptr}}}}}},
+                 "spec.actor: Invalid value: exactly one of image and bundle must be set: an "
+                 "actor runs an OCI image or an OCI bundle on the node"),
+        Template("bad-tpl-no-actor", "spec.actor missing", kCreate,
+                 {{"spec", {{"actor", nullptr}}}}, "spec.actor: Required value"),
+        Template("bad-tpl-checkpoint-timeout", "spec.actor.timeouts.checkpointSeconds 0",
+                 kCreate, {{"spec", {{"actor", {{"timeouts", {{"checkpointSeconds", 0}}}}}}}},
+                 "spec.actor.timeouts.checkpointSeconds: Invalid value: 0: "
+                 "spec.actor.timeouts.checkpointSeconds in body should be greater than or equal "
+                 "to 1"),
+        Template("bad-tpl-warm-high", "spec.warm above 64", kCreate, {{"spec", {{"warm", 65}}}},
+                 "spec.warm: Invalid value: 65: spec.warm in body should be less than or equal "
+                 "to 64"),
+        Template("bad-tpl-warm-negative", "spec.warm below 0", kCreate,
+                 {{"spec", {{"warm", -1}}}},
+                 "spec.warm: Invalid value: -1: spec.warm in body should be greater than or "
+                 "equal to 0"),
+        Template("bad-tpl-readiness-empty", "spec.readinessGate with an empty command", kCreate,
+                 {{"spec", {{"readinessGate", {{"command", json::array()}}}}}},
+                 "spec.readinessGate.command: Invalid value: 0: spec.readinessGate.command in "
+                 "body should have at least 1 items"),
+        Template("bad-tpl-readiness-timeout", "spec.readinessGate.timeoutSeconds above 3600",
+                 kCreate, {{"spec", {{"readinessGate", {{"timeoutSeconds", 3601}}}}}},
+                 "spec.readinessGate.timeoutSeconds: Invalid value: 3601: "
+                 "spec.readinessGate.timeoutSeconds in body should be less than or equal to "
+                 "3600"),
+        Template("bad-tpl-golden-id-long", "status.golden.snapshotID longer than 128", kStatus,
+                 {{"status", {{"golden", {{"snapshotID", std::string(129, 's')}}}}}},
+                 "status.golden.snapshotID: Too long: may not be more than 128 bytes"),
+        Template("bad-tpl-golden-taken-at", "status.golden.takenAt not a date-time", kStatus,
+                 {{"status", {{"golden", {{"takenAt", "soon"}}}}}},
+                 R"(status.golden.takenAt: Invalid value: "soon": golden.takenAt in body must be of type date-time: "soon")"),
+        Template("bad-tpl-warm-ready", "status.warmReady negative", kStatus,
+                 {{"status", {{"warmReady", -1}}}},
+                 "status.warmReady: Invalid value: -1: warmReady in body should be greater than "
+                 "or equal to 0"),
     };
   }();
   return *kTable;

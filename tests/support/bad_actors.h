@@ -41,11 +41,20 @@ nlohmann::json GoodImageActor(const std::string& name, bool with_status = false)
 // `name` (and, with status, status.clonedFrom).
 nlohmann::json GoodCloneActor(const std::string& name, bool with_status = false);
 inline constexpr char kCloneSourceName[] = "counter";
+// A valid actor from the template kTemplateName (spec.templateRef), with a readiness gate,
+// named `name`: only templateRef, nodeName, desiredState and the gate set.
+nlohmann::json GoodTemplatedActor(const std::string& name);
+// A valid ActorTemplate named `name` that sets every spec field (and, with status, every status
+// field) to a non-default value.
+nlohmann::json GoodActorTemplate(const std::string& name, bool with_status = false);
+inline constexpr char kTemplateName[] = "counter-template";
 // A valid sha256 digest, "sha256:" and 64 hex digits.
 inline constexpr char kGoodImageDigest[] =
     "sha256:4b825dc642cb6eb9a060e54bf8d69288fbee4904a0a94e0a6c4e3ab2b5a4d2f1";
 
 const std::vector<BadObject>& BadActors();
 const std::vector<BadObject>& BadWorkers();
+// Checked with ValidateActorTemplate() / ValidateActorTemplateStatus().
+const std::vector<BadObject>& BadActorTemplates();
 
 }  // namespace stasis::testing

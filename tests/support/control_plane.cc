@@ -112,7 +112,7 @@ std::string ControlPlane::InstallStasisApi() const {
   auto r = Kubectl({"apply", "-f", std::string(STASIS_SOURCE_DIR) + "/manifests/crd/"});
   if (!r.success()) return failed("kubectl apply", r);
   r = Kubectl({"wait", "--for=condition=Established", "--timeout=60s", "crd/actors.stasis.dev",
-               "crd/workers.stasis.dev", "crd/actortemplates.stasis.dev"});
+               "crd/actortemplates.stasis.dev", "crd/workers.stasis.dev"});
   if (!r.success()) return failed("kubectl wait", r);
   r = Kubectl({"create", "namespace", "stasis-system"});
   if (!r.success() && r.err.find("AlreadyExists") == std::string::npos) return failed("kubectl create namespace", r);

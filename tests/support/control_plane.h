@@ -36,7 +36,7 @@ class ControlPlane {
   // returns its name; "" (with the test failed) when kubectl could not.
   std::string CreateTestNamespace(const std::string& prefix) const;
 
-  // stasis's API in this control plane: applies manifests/crd/, waits until both CRDs are
+  // stasis's API in this control plane: applies manifests/crd/, waits until every CRD is
   // Established, creates the namespace stasis-system. "" when done, else what failed.
   std::string InstallStasisApi() const;
 

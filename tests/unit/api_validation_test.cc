@@ -268,14 +268,18 @@ TEST(ApiValidationTest, CloneRulesAndTheirMessages) {
             "spec.source.actorName: Invalid value: " + std::string(kMessageSourceIsSelf));
   self["metadata"].erase("name");
   EXPECT_TRUE(ValidateActor(self).empty()) << Render(ValidateActor(self));
-  // microvm: refused at spec.source (the runtime is what a clone cannot have).
+  // microvm: refused at spec.source and spec.hooks (the runtime is what a clone, and a
+  // command run through runsc exec, cannot have).
   json vm = GoodCloneActor("c");
   vm["spec"]["runtime"] = "microvm";
   errors = ValidateActor(vm);
-  ASSERT_EQ(errors.size(), 1u) << Render(errors);
+  ASSERT_EQ(errors.size(), 2u) << Render(errors);
   EXPECT_EQ(errors[0].ToString(),
+            "spec.hooks: Invalid value: " + std::string(kMessageHooksNeedGvisor));
+  EXPECT_EQ(errors[1].ToString(),
             "spec.source: Invalid value: " + std::string(kMessageSourceNeedsGvisor));
   vm["spec"].erase("source");
+  vm["spec"].erase("hooks");
   EXPECT_TRUE(ValidateActor(vm).empty()) << Render(ValidateActor(vm));
   // The hook's bounds: 1 and 600 pass, and the default applies before validation.
   for (int ok : {1, kMaxHookTimeoutSeconds}) {

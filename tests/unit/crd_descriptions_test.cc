@@ -1,4 +1,4 @@
-// Every field of both CRDs has a description, so `kubectl explain` documents all of them.
+// Every field of every CRD has a description, so `kubectl explain` documents all of them.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -27,7 +27,8 @@ void Undescribed(const YAML::Node& node, const std::string& path, std::vector<st
 }
 
 TEST(CrdDescriptionsTest, EveryFieldOfEveryVersionIsDescribed) {
-  for (const char* crd : {"actors.stasis.dev.yaml", "workers.stasis.dev.yaml", "actortemplates.stasis.dev.yaml"}) {
+  for (const char* crd :
+       {"actors.stasis.dev.yaml", "actortemplates.stasis.dev.yaml", "workers.stasis.dev.yaml"}) {
     const YAML::Node root = YAML::LoadFile(kCrdDir + crd);
     int versions = 0;
     for (const auto& v : root["spec"]["versions"]) {
