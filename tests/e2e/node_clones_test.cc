@@ -51,16 +51,6 @@ class NodeClonesTest : public NodeAgentTest {
     return spec;
   }
 
-  // What `argv` prints inside the actor's sandbox on that agent's node ("" when it fails).
-  std::string InSandbox(const Agent& a, const std::string& actor, const std::vector<std::string>& argv) {
-    std::vector<std::string> cmd = {PinnedRunsc(), "-root", RunDir(a, actor), "exec", Id(actor)};
-    cmd.insert(cmd.end(), argv.begin(), argv.end());
-    auto r = RunCommand(cmd, 30s);
-    if (!r.ok() || !r->success()) return "";
-    std::string out = r->out;
-    while (!out.empty() && out.back() == '\n') out.pop_back();
-    return out;
-  }
 
   json CloneSpec(const std::string& node, const std::string& source) {
     json spec = CounterSpec(node);
@@ -113,13 +103,8 @@ TEST_F(NodeClonesTest, FiveClonesContinueFromTheSourcesSnapshotEachWithItsOwnIde
     const Agent& on = i % 2 == 0 ? *b : *a;
     json clone;
     ASSERT_TRUE(WaitStatus(name, "STATUS_RUNNING", 60s, &clone));
-    // Read at once (retried for up to 2 s: the first exec may race the restored sandbox): a
-    // boot would count from 1, ten a second.
-    long first = Counter(on, name);
-    for (int r = 0; r < 20 && first < 0; ++r) {
-      std::this_thread::sleep_for(100ms);
-      first = Counter(on, name);
-    }
+    // Read at once: a boot would count from 1, ten a second.
+    const long first = FirstCounter(on, name);
     EXPECT_GE(first, at_snapshot) << name << " started from 0 instead of the source's snapshot";
     WaitCounter(on, name, first + 3);
     EXPECT_EQ(InSandbox(on, name, {"/bin/hostname"}), name);

@@ -106,15 +106,6 @@ class NodeTemplatesTest : public NodeAgentTest {
     CreateActor(name, {{"templateRef", {{"name", tmpl}}}, {"nodeName", node}, {"desiredState", "Running"}});
   }
 
-  std::string InSandbox(const Agent& a, const std::string& actor, const std::vector<std::string>& argv) {
-    std::vector<std::string> cmd = {PinnedRunsc(), "-root", RunDir(a, actor), "exec", Id(actor)};
-    cmd.insert(cmd.end(), argv.begin(), argv.end());
-    auto r = RunCommand(cmd, 30s);
-    if (!r.ok() || !r->success()) return "";
-    std::string out = r->out;
-    while (!out.empty() && out.back() == '\n') out.pop_back();
-    return out;
-  }
 
   // The golden snapshot's id in a template's status ("" while it has none).
   static std::string GoldenId(const json& t) {
@@ -122,16 +113,6 @@ class NodeTemplatesTest : public NodeAgentTest {
     return g.is_object() ? g.value("snapshotID", "") : "";
   }
 
-  // The counter right after RUNNING: the first exec may race the restored sandbox's start, so
-  // it is read again for up to 2 s (a boot would count to 20 at most meanwhile).
-  long FirstCounter(const Agent& a, const std::string& actor) {
-    long v = -1;
-    for (int i = 0; i < 20 && v < 0; ++i) {
-      v = Counter(a, actor);
-      if (v < 0) std::this_thread::sleep_for(100ms);
-    }
-    return v;
-  }
 
   const json kCountAtLeast50 = {"/bin/sh", "-c", "test \"$(cat /tmp/counter)\" -ge 50"};
   std::unique_ptr<BackgroundProcess> controller_;

@@ -383,6 +383,25 @@ long NodeAgentTest::Counter(const Agent& a, const std::string& actor) {
   }
 }
 
+long NodeAgentTest::FirstCounter(const Agent& a, const std::string& actor) {
+  long v = Counter(a, actor);
+  for (int i = 0; i < 20 && v < 0; ++i) {
+    std::this_thread::sleep_for(100ms);
+    v = Counter(a, actor);
+  }
+  return v;
+}
+
+std::string NodeAgentTest::InSandbox(const Agent& a, const std::string& actor, const std::vector<std::string>& argv) {
+  std::vector<std::string> cmd = {PinnedRunsc(), "-root", RunDir(a, actor), "exec", Id(actor)};
+  cmd.insert(cmd.end(), argv.begin(), argv.end());
+  auto r = RunCommand(cmd, 30s);
+  if (!r.ok() || !r->success()) return "";
+  std::string out = r->out;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
 long NodeAgentTest::WaitCounter(const Agent& a, const std::string& actor, long at_least,
                                 std::chrono::milliseconds timeout) {
   const auto start = Clock::now();

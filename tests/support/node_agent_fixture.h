@@ -151,6 +151,14 @@ class NodeAgentTest : public ::testing::Test {
   // `cat /tmp/counter` in the actor's sandbox on that agent's node, or -1.
   long Counter(const Agent& a, const std::string& actor);
 
+  // The counter right after RUNNING: the first exec may race the restored sandbox's start, so
+  // it is read again for up to 2 s (a fresh boot counts to 20 at most meanwhile). -1 if unread.
+  long FirstCounter(const Agent& a, const std::string& actor);
+
+  // What `argv` prints inside the actor's sandbox on that agent's node, trailing newlines cut
+  // ("" when it fails).
+  std::string InSandbox(const Agent& a, const std::string& actor, const std::vector<std::string>& argv);
+
   // Waits until the counter is at least `at_least`; returns the last value read.
   long WaitCounter(const Agent& a, const std::string& actor, long at_least,
                    std::chrono::milliseconds timeout = std::chrono::seconds(20));
