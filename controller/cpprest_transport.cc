@@ -80,6 +80,9 @@ Result<std::string> ReadBody(http::http_response& response, size_t limit, const 
   return out;
 }
 
+// Resends of a request whose pooled connection turned out dead (Do).
+constexpr int kMaxResends = 4;
+
 class CpprestTransport : public Transport {
  public:
   explicit CpprestTransport(RestConfig config) : config_(std::move(config)) {
@@ -90,17 +93,20 @@ class CpprestTransport : public Transport {
   std::string Host() const override { return host_; }
 
   Result<HttpResponse> Do(const HttpRequest& request) override {
-    auto first = DoOnce(request);
+    auto result = DoOnce(request);
     // A pooled keep-alive connection the server has since closed (an API server restarted, an
     // idle timeout) fails while the request is being written: the server cannot have acted on a
-    // request it never received whole, so it is sent once more on a new connection, as Go's
-    // net/http does for a reused connection that fails before any answer.
-    if (!first.ok() && first.status().message().find(kWriteFailed) != std::string::npos) {
-      spdlog::info("request failed on a reused connection method={} path={} action=resend", request.method,
-                   request.path);
-      return DoOnce(request);
+    // request it never received whole, so it is sent again, as Go's net/http does for a reused
+    // connection that fails before any answer. The pool may hold several such connections (one
+    // per request that was in flight together), each discarded as it fails: a few resends, not one.
+    for (int resend = 1; resend <= kMaxResends && !result.ok() &&
+                         result.status().message().find(kWriteFailed) != std::string::npos;
+         ++resend) {
+      spdlog::info("request failed on a reused connection method={} path={} action=resend attempt={}",
+                   request.method, request.path, resend);
+      result = DoOnce(request);
     }
-    return first;
+    return result;
   }
 
   Result<HttpResponse> DoOnce(const HttpRequest& request) {
