@@ -56,6 +56,9 @@ class CommittedBackend {
 
   // Complete snapshots of one actor, oldest first by taken_at (manifests read, not verified).
   virtual std::vector<SnapshotManifest> List(const std::string& ns, const std::string& name) const = 0;
+  // Whether committed snapshot `id` exists (its manifest is there); an error when the store
+  // cannot tell (unreachable), which List would report as "no snapshots".
+  virtual Result<bool> Has(const std::string& ns, const std::string& name, const std::string& id) const = 0;
   virtual Status Remove(const std::string& ns, const std::string& name, const std::string& id) = 0;
   // Whether a snapshot can be put now (store_not_writable with the reason when not).
   virtual Status CheckWritable() const = 0;

@@ -82,6 +82,12 @@ std::vector<SnapshotManifest> SnapshotStore::ListCommitted(const std::string& ns
   return committed_->List(ns, name);
 }
 
+Result<bool> SnapshotStore::HasCommitted(const std::string& ns, const std::string& name, const std::string& id) const {
+  if (Status s = CheckNames(ns, name, id); !s.ok()) return s;
+  if (!committed_) return NoStore();
+  return committed_->Has(ns, name, id);
+}
+
 Status SnapshotStore::RemoveCommitted(const std::string& ns, const std::string& name, const std::string& id) {
   if (Status s = CheckNames(ns, name, id); !s.ok()) return s;
   if (!committed_) return NoStore();

@@ -176,6 +176,17 @@ std::vector<SnapshotManifest> FilesystemBackend::List(const std::string& ns, con
   return ListSnapshots(root_, ns, name);
 }
 
+Result<bool> FilesystemBackend::Has(const std::string& ns, const std::string& name, const std::string& id) const {
+  std::error_code ec;
+  // A store that is not mounted (or not reachable) cannot say a snapshot is gone.
+  if (!fs::is_directory(root_, ec)) {
+    return Status(Code::kUnavailable, "snapshot store " + root_ + " is not a directory" + (ec ? ": " + ec.message() : ""));
+  }
+  const bool found = fs::exists(ActorDir(root_, ns, name) / id / kManifestFile, ec);
+  if (ec) return Status(Code::kUnavailable, "snapshot store " + root_ + ": " + ec.message());
+  return found;
+}
+
 Status FilesystemBackend::Remove(const std::string& ns, const std::string& name, const std::string& id) {
   return RemoveSnapshotDir(ActorDir(root_, ns, name), id);
 }

@@ -20,6 +20,7 @@ class FilesystemBackend final : public CommittedBackend {
   Result<PutOutcome> Put(const std::filesystem::path& source, const SnapshotManifest& m, bool just_completed) override;
   Result<Fetched> Fetch(const std::string& ns, const std::string& name, const std::string& id) const override;
   std::vector<SnapshotManifest> List(const std::string& ns, const std::string& name) const override;
+  Result<bool> Has(const std::string& ns, const std::string& name, const std::string& id) const override;
   Status Remove(const std::string& ns, const std::string& name, const std::string& id) override;
   Status CheckWritable() const override;
   Result<int> RemoveLeftovers() override;

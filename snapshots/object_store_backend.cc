@@ -376,6 +376,16 @@ Status ObjectStoreBackend::Remove(const std::string& ns, const std::string& name
   return OkStatus();
 }
 
+Result<bool> ObjectStoreBackend::Has(const std::string& ns, const std::string& name, const std::string& id) const {
+  const std::string key = location_.prefix + ns + "/" + name + "/" + id + "/" + kManifestFile;
+  auto objects = client_->ListAllObjects(key);
+  if (!objects.ok()) return objects.status();
+  for (const auto& o : *objects) {
+    if (o.key == key) return true;
+  }
+  return false;
+}
+
 Status ObjectStoreBackend::CheckWritable() const {
   const std::string probe = location_.prefix + ".stasis-write-check-" + std::to_string(getpid()) + "-" +
                             std::to_string(std::random_device{}());

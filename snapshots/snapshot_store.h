@@ -124,6 +124,8 @@ class SnapshotStore {
   // Complete snapshots (manifest present), oldest first by taken_at.
   std::vector<SnapshotManifest> ListLocal(const std::string& ns, const std::string& name) const;
   std::vector<SnapshotManifest> ListCommitted(const std::string& ns, const std::string& name) const;
+  // Whether committed snapshot `id` exists; an error (never false) when the store cannot tell.
+  Result<bool> HasCommitted(const std::string& ns, const std::string& name, const std::string& id) const;
 
   Status RemoveLocal(const std::string& ns, const std::string& name, const std::string& id);
   Status RemoveCommitted(const std::string& ns, const std::string& name, const std::string& id);

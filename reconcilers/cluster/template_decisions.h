@@ -29,7 +29,8 @@
 
 namespace stasis {
 
-// The annotation on a golden actor naming the template generation it was made for.
+// The annotation on a golden actor naming the template generation it was made for (for people:
+// the generation is also in its name, which is what the decisions use).
 inline constexpr char kTemplateGenerationAnnotation[] = "stasis.dev/template-generation";
 
 std::string GoldenActorName(const std::string& template_name, int64_t generation);
@@ -37,7 +38,6 @@ std::string GoldenActorName(const std::string& template_name, int64_t generation
 // One actor labelled golden-of=<template>.
 struct GoldenActorView {
   std::string name;
-  int64_t template_generation = 0;
   bool being_deleted = false;
   api::ActorState status = api::ActorState::kUnspecified;
   api::DesiredState desired = api::DesiredState::kRunning;
@@ -53,7 +53,8 @@ struct TemplateObservation {
   std::optional<api::GoldenSnapshot> recorded;  // status.golden
   // The GoldenReady condition as last written (a failure at this generation is final).
   std::optional<api::Condition> golden_ready;
-  bool recorded_in_store = true;  // false only when the store was read and lacks it
+  // false only when the store answered and lacks it (an unreachable store keeps the golden).
+  bool recorded_in_store = true;
   std::vector<GoldenActorView> goldens;
   // Golden actors named as spec.source by an actor that has no snapshot of its own.
   std::set<std::string> needed_as_source;

@@ -11,20 +11,9 @@ namespace {
 
 using json = nlohmann::json;
 
-int64_t GenerationAnnotation(const api::ObjectMeta& m) {
-  auto it = m.annotations.find(kTemplateGenerationAnnotation);
-  if (it == m.annotations.end()) return 0;
-  try {
-    return std::stoll(it->second);
-  } catch (...) {
-    return 0;
-  }
-}
-
 GoldenActorView ViewOf(const api::Actor& a) {
   GoldenActorView g;
   g.name = a.metadata.name;
-  g.template_generation = GenerationAnnotation(a.metadata);
   g.being_deleted = a.metadata.IsBeingDeleted();
   g.status = a.status.status;
   g.desired = a.spec.desired_state;
@@ -120,14 +109,15 @@ TemplateObservation TemplateReconciler::Observe(const api::ActorTemplate& t) con
     if (a->spec.source && !a->status.latest_snapshot) o.needed_as_source.insert(a->spec.source->actor_name);
   }
   if (o.recorded && store_) {
-    // A listing that fails lists nothing: the golden then looks missing, and is taken again,
-    // which costs a snapshot, never a wrong restore.
-    bool found = false;
-    for (const auto& m : store_->ListCommitted(t.metadata.namespace_, o.recorded->actor_name)) {
-      found = found || m.id == o.recorded->snapshot_id;
+    // Missing means the store answered without it: a store that cannot answer (unreachable,
+    // refusing) keeps the golden, since taking it again deletes the golden actor.
+    auto found = store_->HasCommitted(t.metadata.namespace_, o.recorded->actor_name, o.recorded->snapshot_id);
+    if (!found.ok()) {
+      spdlog::warn("golden snapshot not checked template={}/{} snapshot={} error=\"{}\"", t.metadata.namespace_,
+                   t.metadata.name, o.recorded->snapshot_id, found.status().ToString());
     }
-    o.recorded_in_store = found;
-    if (!found) {
+    o.recorded_in_store = !found.ok() || *found;
+    if (!o.recorded_in_store) {
       spdlog::warn("golden snapshot missing from the store template={}/{} actor={} snapshot={}", t.metadata.namespace_,
                    t.metadata.name, o.recorded->actor_name, o.recorded->snapshot_id);
     }

@@ -212,8 +212,16 @@ TEST_F(ObjectStoreBackendTest, AStoreThatIsDownIsNotWritableAndComesBack) {
   EXPECT_EQ(s.reason(), snapshot_reason::kStoreUnreachable) << s.ToString();
   Complete(*n1, "s1");
   EXPECT_FALSE(n1->snapshots->Commit(kNs, kName, "s1", true).ok()) << "nothing committed while it is down";
+  // A store that is down cannot say a snapshot is gone (HasCommitted: an error, never false).
+  EXPECT_FALSE(n1->snapshots->HasCommitted(kNs, kName, "s1").ok());
   ASSERT_EQ(store_->Restart(), "");
+  auto before = n1->snapshots->HasCommitted(kNs, kName, "s1");
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  EXPECT_FALSE(*before);
   EXPECT_TRUE(n1->snapshots->Commit(kNs, kName, "s1", true).ok()) << "the same snapshot commits once it is back";
+  auto after = n1->snapshots->HasCommitted(kNs, kName, "s1");
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_TRUE(*after);
 }
 
 std::shared_ptr<const EncryptionKey> Key(char fill) {

@@ -134,19 +134,12 @@ Result<ExecResult> FakeRuntimeDriver::Exec(const SandboxRef& ref, const std::vec
   return ExecResult{exec_exit_code_, "", exec_exit_code_ == 0 ? "" : "failed to load /usr/local/bin/cuda-checkpoint"};
 }
 
-Result<ExecResult> FakeRuntimeDriver::Exec(const SandboxRef& ref, const ExecRequest& request) {
-  if (Status s = Enter(Call::kExec, "ExecHook", ref.id); !s.ok()) return s;
+Result<ExecResult> FakeRuntimeDriver::Exec(const SandboxRef& ref, const ExecRequest&) {
+  if (Status s = Enter(Call::kExec, "ExecInSandbox", ref.id); !s.ok()) return s;
   if (StateOf(ref.id) != SandboxState::kRunning) {
     return Status(Code::kFailedPrecondition, "container " + ref.id + " is not running", "container_stopped");
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  exec_requests_.push_back(request);
-  return ExecResult{hook_exit_code_, "", hook_exit_code_ == 0 ? "" : "hook failed"};
-}
-
-std::vector<ExecRequest> FakeRuntimeDriver::ExecRequests() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return exec_requests_;
+  return ExecResult{0, "", ""};
 }
 
 }  // namespace stasis::testing

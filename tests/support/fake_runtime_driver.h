@@ -59,10 +59,8 @@ class FakeRuntimeDriver : public RuntimeDriver, public CudaCheckpointCapability 
   Result<bool> SupportsCudaCheckpoint() override;
   Result<ExecResult> Exec(const SandboxRef& ref, const std::vector<std::string>& argv,
                           std::chrono::milliseconds deadline) override;
-  // A hook: recorded (ExecRequests), answered with the exit code SetHookExitCode set.
+  // A command in the sandbox (a hook, a readiness gate): exits 0 while the sandbox runs.
   Result<ExecResult> Exec(const SandboxRef& ref, const ExecRequest& request) override;
-  void SetHookExitCode(int code) { hook_exit_code_ = code; }
-  std::vector<ExecRequest> ExecRequests();
 
  private:
   // Records the call; returns the failure queued for it, or OK.
@@ -75,8 +73,6 @@ class FakeRuntimeDriver : public RuntimeDriver, public CudaCheckpointCapability 
   std::optional<SandboxState> after_failed_checkpoint_;
   bool supports_cuda_ = true;
   int exec_exit_code_ = 0;
-  int hook_exit_code_ = 0;
-  std::vector<ExecRequest> exec_requests_;
   std::function<void(const std::string&)> after_checkpoint_;
   std::optional<int64_t> memory_usage_;
   std::vector<std::string> restored_from_;

@@ -272,6 +272,22 @@ TEST_F(SnapshotStoreTest, ManifestPathsThatEscapeAreCorrupt) {
   EXPECT_THAT(v.status().message(), HasSubstr("unsafe path"));
 }
 
+// HasCommitted answers yes or no only when the store can tell: a store that is not there is an
+// error, never "gone" (a template would otherwise retake its golden on an unmounted store).
+TEST_F(SnapshotStoreTest, HasCommittedTellsAbsentFromUnknowable) {
+  MakeComplete("s1");
+  ASSERT_TRUE(store_.Commit("default", "counter", "s1").ok());
+  auto has = store_.HasCommitted("default", "counter", "s1");
+  ASSERT_TRUE(has.ok()) << has.status().ToString();
+  EXPECT_TRUE(*has);
+  auto other = store_.HasCommitted("default", "counter", "s2");
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_FALSE(*other);
+  SnapshotStore unmounted(local_.path().string(), (store_dir_.path() / "not-mounted").string());
+  EXPECT_FALSE(unmounted.HasCommitted("default", "counter", "s1").ok());
+  EXPECT_FALSE(store_.HasCommitted("default", "counter", "../s1").ok()) << "not a snapshot id";
+}
+
 TEST_F(SnapshotStoreTest, CommitCopiesVerifiesAndRenames) {
   auto local = MakeComplete("s1");
   // Both roots are on one file system here: a store that never links shows the copy path.

@@ -19,7 +19,6 @@ api::Snapshot Committed(const std::string& id) {
 GoldenActorView Golden(int64_t generation, ActorState status, DesiredState desired = DesiredState::kRunning) {
   GoldenActorView g;
   g.name = GoldenActorName("t", generation);
-  g.template_generation = generation;
   g.status = status;
   g.desired = desired;
   return g;
