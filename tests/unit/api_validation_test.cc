@@ -11,6 +11,7 @@
 #include "api/validation.h"
 #include "snapshots/snapshot_names.h"
 #include "tests/support/bad_actors.h"
+#include "tests/support/field_errors.h"
 
 namespace stasis::api {
 namespace {
@@ -18,27 +19,13 @@ namespace {
 using nlohmann::json;
 using stasis::testing::BadActors;
 using stasis::testing::BadObject;
+using stasis::testing::ExpectOnlyError;
+using stasis::testing::RenderErrors;
 using stasis::testing::BadWorkers;
 using stasis::testing::GoodActor;
 using stasis::testing::GoodCloneActor;
 using stasis::testing::GoodImageActor;
 using stasis::testing::GoodWorker;
-
-std::string Render(const FieldErrors& errors) {
-  std::string s;
-  for (const FieldError& e : errors) s += "\n  " + e.ToString();
-  return s;
-}
-
-// The one expected error first; anything else may only be the server's notice that CEL rules
-// were skipped.
-void ExpectOnly(const FieldErrors& errors, const BadObject& bad) {
-  ASSERT_FALSE(errors.empty()) << bad.name << ": accepted, expected " << bad.expected;
-  EXPECT_EQ(errors[0].ToString(), bad.expected) << bad.name << Render(errors);
-  for (size_t i = 1; i < errors.size(); ++i) {
-    EXPECT_EQ(errors[i].detail, kCelSkippedNotice) << bad.name << Render(errors);
-  }
-}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -48,21 +35,21 @@ std::string ReadFile(const std::string& path) {
 }
 
 TEST(ApiValidationTest, GoodObjectsPass) {
-  EXPECT_TRUE(ValidateActor(GoodActor("a")).empty()) << Render(ValidateActor(GoodActor("a")));
+  EXPECT_TRUE(ValidateActor(GoodActor("a")).empty()) << RenderErrors(ValidateActor(GoodActor("a")));
   EXPECT_TRUE(ValidateActor(GoodActor("a", true)).empty())
-      << Render(ValidateActor(GoodActor("a", true)));
+      << RenderErrors(ValidateActor(GoodActor("a", true)));
   EXPECT_TRUE(ValidateWorker(GoodWorker("w")).empty());
   EXPECT_TRUE(ValidateWorker(GoodWorker("w", true)).empty())
-      << Render(ValidateWorker(GoodWorker("w", true)));
+      << RenderErrors(ValidateWorker(GoodWorker("w", true)));
   // The smallest valid Actor: everything else defaults.
   EXPECT_TRUE(ValidateActor(json::parse(R"({"spec": {"bundle": "/b"}})")).empty());
   Actor typed;
   typed.spec.bundle = "/var/lib/stasis/bundles/x";
   EXPECT_TRUE(ValidateActor(typed).empty());
   // Actors from images: every field, and the smallest.
-  EXPECT_TRUE(ValidateActor(GoodImageActor("i")).empty()) << Render(ValidateActor(GoodImageActor("i")));
+  EXPECT_TRUE(ValidateActor(GoodImageActor("i")).empty()) << RenderErrors(ValidateActor(GoodImageActor("i")));
   EXPECT_TRUE(ValidateActor(GoodImageActor("i", true)).empty())
-      << Render(ValidateActor(GoodImageActor("i", true)));
+      << RenderErrors(ValidateActor(GoodImageActor("i", true)));
   EXPECT_TRUE(ValidateActorStatus(GoodImageActor("i", true)).empty());
   EXPECT_TRUE(ValidateActor(json::parse(R"({"spec": {"image": "busybox"}})")).empty());
   Actor from_image;
@@ -74,16 +61,16 @@ TEST(ApiValidationTest, GoodObjectsPass) {
   from_image.spec.env = {{"A", "1"}, {"B", ""}};
   from_image.spec.working_dir = "/srv";
   from_image.status.image_digest = stasis::testing::kGoodImageDigest;
-  EXPECT_TRUE(ValidateActor(from_image).empty()) << Render(ValidateActor(from_image));
+  EXPECT_TRUE(ValidateActor(from_image).empty()) << RenderErrors(ValidateActor(from_image));
   // A typed actor with neither is refused (nothing is written for an empty bundle or image).
-  EXPECT_EQ(Render(ValidateActor(Actor{})),
+  EXPECT_EQ(RenderErrors(ValidateActor(Actor{})),
             "\n  spec: Invalid value: " + std::string(kMessageImageOrBundle));
   Worker worker;
   worker.spec.node_name = "node-a";
   EXPECT_TRUE(ValidateWorker(worker).empty());
   // Clones: every clone field, and the smallest (the latest snapshot, the default timeout).
   EXPECT_TRUE(ValidateActor(GoodCloneActor("c", true)).empty())
-      << Render(ValidateActor(GoodCloneActor("c", true)));
+      << RenderErrors(ValidateActor(GoodCloneActor("c", true)));
   EXPECT_TRUE(ValidateActorStatus(GoodCloneActor("c", true)).empty());
   EXPECT_TRUE(ValidateActor(json::parse(R"({"metadata": {"name": "c"}, "spec": {"bundle": "/b",
       "source": {"actorName": "counter"}, "hooks": {"postRestore": {"command": ["/x"]}}}})"))
@@ -94,11 +81,11 @@ TEST(ApiValidationTest, GoodObjectsPass) {
   clone.spec.source = ActorSourceRef{"counter", ""};
   clone.spec.hooks.post_restore = ExecHook{{"/bin/hostname", "counter-clone"}};
   clone.status.cloned_from = ClonedFrom{"counter", "6f1c3a2e-0000-4000-8000-000000000001", "s1"};
-  EXPECT_TRUE(ValidateActor(clone).empty()) << Render(ValidateActor(clone));
+  EXPECT_TRUE(ValidateActor(clone).empty()) << RenderErrors(ValidateActor(clone));
   // A hook needs no source: it runs after every restore of a Full snapshot.
   json hooked = GoodImageActor("i");
   hooked["spec"]["hooks"] = GoodCloneActor("c")["spec"]["hooks"];
-  EXPECT_TRUE(ValidateActor(hooked).empty()) << Render(ValidateActor(hooked));
+  EXPECT_TRUE(ValidateActor(hooked).empty()) << RenderErrors(ValidateActor(hooked));
 }
 
 TEST(ApiValidationTest, TheBadActorTableIsLargeEnough) { EXPECT_GE(BadActors().size(), 20u); }
@@ -106,7 +93,7 @@ TEST(ApiValidationTest, TheBadActorTableIsLargeEnough) { EXPECT_GE(BadActors().s
 TEST(ApiValidationTest, EveryBadActorIsRejectedWithItsMessage) {
   for (const BadObject& bad : BadActors()) {
     SCOPED_TRACE(bad.name + ": " + bad.what);
-    ExpectOnly(bad.write == stasis::testing::BadWrite::kCreate ? ValidateActor(bad.object)
+    ExpectOnlyError(bad.write == stasis::testing::BadWrite::kCreate ? ValidateActor(bad.object)
                                                                : ValidateActorStatus(bad.object),
                bad);
   }
@@ -115,7 +102,7 @@ TEST(ApiValidationTest, EveryBadActorIsRejectedWithItsMessage) {
 TEST(ApiValidationTest, EveryBadWorkerIsRejectedWithItsMessage) {
   for (const BadObject& bad : BadWorkers()) {
     SCOPED_TRACE(bad.name + ": " + bad.what);
-    ExpectOnly(bad.write == stasis::testing::BadWrite::kCreate ? ValidateWorker(bad.object)
+    ExpectOnlyError(bad.write == stasis::testing::BadWrite::kCreate ? ValidateWorker(bad.object)
                                                                : ValidateWorkerStatus(bad.object),
                bad);
   }
@@ -126,7 +113,7 @@ TEST(ApiValidationTest, BlockingErrorsSkipTheCelRulesLikeTheServer) {
   actor["spec"]["desiredState"] = "Sleeping";  // schema error (blocking)
   actor["spec"]["bundle"] = "relative";        // CEL error: not checked
   FieldErrors errors = ValidateActor(actor);
-  ASSERT_EQ(errors.size(), 2u) << Render(errors);
+  ASSERT_EQ(errors.size(), 2u) << RenderErrors(errors);
   EXPECT_EQ(errors[1].ToString(),
             "<nil>: Invalid value: null: some validation rules were not checked because the "
             "object was invalid; correct the existing errors to complete validation");
@@ -136,7 +123,7 @@ TEST(ApiValidationTest, BlockingErrorsSkipTheCelRulesLikeTheServer) {
   actor["spec"]["bundle"] = "relative/../x";
   actor["spec"]["snapshots"]["dataDirs"] = {"data"};
   errors = ValidateActor(actor);
-  ASSERT_EQ(errors.size(), 3u) << Render(errors);
+  ASSERT_EQ(errors.size(), 3u) << RenderErrors(errors);
   EXPECT_EQ(errors[0].ToString(),
             R"(spec.bundle: Invalid value: "relative/../x": bundle must be an absolute path)");
   EXPECT_EQ(
@@ -148,7 +135,7 @@ TEST(ApiValidationTest, BlockingErrorsSkipTheCelRulesLikeTheServer) {
   // A '..' that is not a whole segment is fine.
   actor = GoodActor("a");
   actor["spec"]["bundle"] = "/var/lib/stasis/bundles/..counter../x..";
-  EXPECT_TRUE(ValidateActor(actor).empty()) << Render(ValidateActor(actor));
+  EXPECT_TRUE(ValidateActor(actor).empty()) << RenderErrors(ValidateActor(actor));
 }
 
 TEST(ApiValidationTest, ValuesAreRenderedTheWayGoRendersThem) {
@@ -168,7 +155,7 @@ TEST(ApiValidationTest, ConditionsAreValidatedLikeMetav1Condition) {
   json actor = GoodActor("a", true);
   actor["status"]["conditions"][0]["reason"] = "not camel case";
   FieldErrors errors = ValidateActor(actor);
-  ASSERT_EQ(errors.size(), 1u) << Render(errors);
+  ASSERT_EQ(errors.size(), 1u) << RenderErrors(errors);
   EXPECT_EQ(errors[0].ToString(),
             std::string(R"(status.conditions[0].reason: Invalid value: "not camel case": )") +
                 "status.conditions[0].reason in body should match '" + kConditionReasonPattern +
@@ -208,7 +195,7 @@ TEST(ApiValidationTest, WorkerNodeNameIsImmutable) {
   EXPECT_TRUE(ValidateWorkerUpdate(old_worker, new_worker).empty());
   new_worker["spec"]["nodeName"] = "node-b";
   FieldErrors errors = ValidateWorkerUpdate(old_worker, new_worker);
-  ASSERT_EQ(errors.size(), 1u) << Render(errors);
+  ASSERT_EQ(errors.size(), 1u) << RenderErrors(errors);
   EXPECT_EQ(errors[0].ToString(),
             R"(spec.nodeName: Invalid value: "node-b": nodeName is immutable)");
   // On create there is no old value: the rule does not apply.
@@ -222,7 +209,7 @@ TEST(ApiValidationTest, ActorRuntimeIsImmutable) {
   EXPECT_TRUE(ValidateActorUpdate(old_actor, new_actor).empty());
   new_actor["spec"]["runtime"] = "gvisor";
   FieldErrors errors = ValidateActorUpdate(old_actor, new_actor);
-  ASSERT_EQ(errors.size(), 1u) << Render(errors);
+  ASSERT_EQ(errors.size(), 1u) << RenderErrors(errors);
   EXPECT_EQ(errors[0].ToString(),
             R"(spec.runtime: Invalid value: "gvisor": runtime is immutable)");
   // The default counts as the old value: an actor created without runtime is gvisor.
@@ -242,19 +229,19 @@ TEST(ApiValidationTest, ActorSourceIsImmutable) {
   json other = clone;
   other["spec"]["desiredState"] = "Suspended";
   other["spec"]["hooks"]["postRestore"]["timeoutSeconds"] = 60;
-  EXPECT_TRUE(ValidateActorUpdate(clone, other).empty()) << Render(ValidateActorUpdate(clone, other));
+  EXPECT_TRUE(ValidateActorUpdate(clone, other).empty()) << RenderErrors(ValidateActorUpdate(clone, other));
   json changed = clone;
   changed["spec"]["source"]["actorName"] = "another";
-  EXPECT_EQ(Render(ValidateActorUpdate(clone, changed)), "\n  " + refused);
+  EXPECT_EQ(RenderErrors(ValidateActorUpdate(clone, changed)), "\n  " + refused);
   changed = clone;
   changed["spec"]["source"].erase("snapshotID");  // from one snapshot to the latest: a change
-  EXPECT_EQ(Render(ValidateActorUpdate(clone, changed)), "\n  " + refused);
+  EXPECT_EQ(RenderErrors(ValidateActorUpdate(clone, changed)), "\n  " + refused);
   json removed = clone;
   removed["spec"].erase("source");
-  EXPECT_EQ(Render(ValidateActorUpdate(clone, removed)), "\n  " + refused);
+  EXPECT_EQ(RenderErrors(ValidateActorUpdate(clone, removed)), "\n  " + refused);
   json plain = GoodCloneActor("c");
   plain["spec"].erase("source");
-  EXPECT_EQ(Render(ValidateActorUpdate(plain, clone)), "\n  " + refused);  // added
+  EXPECT_EQ(RenderErrors(ValidateActorUpdate(plain, clone)), "\n  " + refused);  // added
   EXPECT_TRUE(ValidateActorUpdate(plain, plain).empty());
   EXPECT_TRUE(ValidateActor(clone).empty());  // on create there is no old value
 }
@@ -263,34 +250,34 @@ TEST(ApiValidationTest, CloneRulesAndTheirMessages) {
   // A clone of itself; the name rule reads metadata.name, which the server always has.
   json self = GoodCloneActor("counter");
   FieldErrors errors = ValidateActor(self);
-  ASSERT_EQ(errors.size(), 1u) << Render(errors);
+  ASSERT_EQ(errors.size(), 1u) << RenderErrors(errors);
   EXPECT_EQ(errors[0].ToString(),
             "spec.source.actorName: Invalid value: " + std::string(kMessageSourceIsSelf));
   self["metadata"].erase("name");
-  EXPECT_TRUE(ValidateActor(self).empty()) << Render(ValidateActor(self));
+  EXPECT_TRUE(ValidateActor(self).empty()) << RenderErrors(ValidateActor(self));
   // microvm: refused at spec.source and spec.hooks (the runtime is what a clone, and a
   // command run through runsc exec, cannot have).
   json vm = GoodCloneActor("c");
   vm["spec"]["runtime"] = "microvm";
   errors = ValidateActor(vm);
-  ASSERT_EQ(errors.size(), 2u) << Render(errors);
+  ASSERT_EQ(errors.size(), 2u) << RenderErrors(errors);
   EXPECT_EQ(errors[0].ToString(),
             "spec.hooks: Invalid value: " + std::string(kMessageHooksNeedGvisor));
   EXPECT_EQ(errors[1].ToString(),
             "spec.source: Invalid value: " + std::string(kMessageSourceNeedsGvisor));
   vm["spec"].erase("source");
   vm["spec"].erase("hooks");
-  EXPECT_TRUE(ValidateActor(vm).empty()) << Render(ValidateActor(vm));
+  EXPECT_TRUE(ValidateActor(vm).empty()) << RenderErrors(ValidateActor(vm));
   // The hook's bounds: 1 and 600 pass, and the default applies before validation.
   for (int ok : {1, kMaxHookTimeoutSeconds}) {
     json hook = GoodCloneActor("c");
     hook["spec"]["hooks"]["postRestore"]["timeoutSeconds"] = ok;
-    EXPECT_TRUE(ValidateActor(hook).empty()) << ok << Render(ValidateActor(hook));
+    EXPECT_TRUE(ValidateActor(hook).empty()) << ok << RenderErrors(ValidateActor(hook));
   }
   json one = GoodCloneActor("c");
   one["spec"]["hooks"]["postRestore"]["command"] = {"/x"};
   one["spec"]["hooks"]["postRestore"].erase("timeoutSeconds");
-  EXPECT_TRUE(ValidateActor(one).empty()) << Render(ValidateActor(one));
+  EXPECT_TRUE(ValidateActor(one).empty()) << RenderErrors(ValidateActor(one));
 }
 
 // spec.source.snapshotID accepts exactly the ids the snapshot store accepts
@@ -304,7 +291,7 @@ TEST(ApiValidationTest, SourceSnapshotIdIsASnapshotStoreId) {
         std::string("caf\xC3\xA9"), std::string(kMaxSnapshotIdLength + 1, 'x')}) {
     json actor = GoodCloneActor("c");
     actor["spec"]["source"]["snapshotID"] = id;
-    EXPECT_EQ(ValidateActor(actor).empty(), IsSnapshotId(id)) << id << Render(ValidateActor(actor));
+    EXPECT_EQ(ValidateActor(actor).empty(), IsSnapshotId(id)) << id << RenderErrors(ValidateActor(actor));
   }
 }
 
@@ -363,7 +350,7 @@ TEST(ApiValidationTest, ImageOnlyFieldsNeedAnImage) {
     actor["spec"][f] = image["spec"][f];
   }
   FieldErrors errors = ValidateActor(actor);
-  ASSERT_EQ(errors.size(), 6u) << Render(errors);
+  ASSERT_EQ(errors.size(), 6u) << RenderErrors(errors);
   EXPECT_EQ(errors[0].ToString(), "spec.imagePullPolicy: Invalid value: " + std::string(kMessagePullPolicyNeedsImage));
   EXPECT_EQ(errors[1].ToString(), "spec.imagePullSecrets: Invalid value: " + std::string(kMessagePullSecretsNeedsImage));
   EXPECT_EQ(errors[2].ToString(), "spec.command: Invalid value: " + std::string(kMessageCommandNeedsImage));
@@ -375,7 +362,7 @@ TEST(ApiValidationTest, ImageOnlyFieldsNeedAnImage) {
   actor["spec"].erase("bundle");
   actor["spec"]["runtime"] = "gvisor";
   actor["spec"]["snapshots"] = {{"onPause", "Full"}, {"onCommit", "Full"}};
-  EXPECT_TRUE(ValidateActor(actor).empty()) << Render(ValidateActor(actor));
+  EXPECT_TRUE(ValidateActor(actor).empty()) << RenderErrors(ValidateActor(actor));
   // Empty lists are still set: the rule is about presence, as CEL's has() is.
   json empty = GoodActor("a");
   empty["spec"]["command"] = json::array();
@@ -387,26 +374,26 @@ TEST(ApiValidationTest, ImageActorsRefuseDataSnapshotsAndMicrovm) {
   actor["spec"]["snapshots"] = {{"onPause", "Data"}, {"onCommit", "Data"}, {"dataDirs", {"/data"}}};
   actor["spec"]["runtime"] = "microvm";
   FieldErrors errors = ValidateActor(actor);
-  ASSERT_EQ(errors.size(), 2u) << Render(errors);
+  ASSERT_EQ(errors.size(), 2u) << RenderErrors(errors);
   EXPECT_EQ(errors[0].ToString(), "spec.runtime: Invalid value: " + std::string(kMessageImageMicrovm));
   EXPECT_EQ(errors[1].ToString(), "spec.snapshots: Invalid value: " + std::string(kMessageImageDataSnapshots));
   EXPECT_NE(errors[1].detail.find("shared read-only between actors"), std::string::npos);
   // The same scopes on a bundle actor are fine, and so is Full on an image actor.
   json bundle = GoodActor("a");
   bundle["spec"]["snapshots"] = actor["spec"]["snapshots"];
-  EXPECT_TRUE(ValidateActor(bundle).empty()) << Render(ValidateActor(bundle));
+  EXPECT_TRUE(ValidateActor(bundle).empty()) << RenderErrors(ValidateActor(bundle));
   actor["spec"]["runtime"] = "gvisor";
   actor["spec"]["snapshots"] = {{"onPause", "Full"}};  // onCommit defaults to Full
-  EXPECT_TRUE(ValidateActor(actor).empty()) << Render(ValidateActor(actor));
+  EXPECT_TRUE(ValidateActor(actor).empty()) << RenderErrors(ValidateActor(actor));
   // Both image and bundle, and neither.
   actor["spec"]["bundle"] = "/b";
-  EXPECT_EQ(Render(ValidateActor(actor)), "\n  spec: Invalid value: " + std::string(kMessageImageOrBundle));
+  EXPECT_EQ(RenderErrors(ValidateActor(actor)), "\n  spec: Invalid value: " + std::string(kMessageImageOrBundle));
   actor["spec"].erase("bundle");
   actor["spec"].erase("image");
   for (const char* f : {"imagePullPolicy", "imagePullSecrets", "command", "args", "env", "workingDir"}) {
     actor["spec"].erase(f);
   }
-  EXPECT_EQ(Render(ValidateActor(actor)), "\n  spec: Invalid value: " + std::string(kMessageImageOrBundle));
+  EXPECT_EQ(RenderErrors(ValidateActor(actor)), "\n  spec: Invalid value: " + std::string(kMessageImageOrBundle));
 }
 
 // The light check of spec.image (the CRD's CEL pattern, run by std::regex here): what users
@@ -423,7 +410,7 @@ TEST(ApiValidationTest, ImageReferencesAreCheckedLightly) {
         std::string("app:") + std::string(128, 't')}) {
     json actor = GoodImageActor("a");
     actor["spec"]["image"] = ok;
-    EXPECT_TRUE(ValidateActor(actor).empty()) << ok << Render(ValidateActor(actor));
+    EXPECT_TRUE(ValidateActor(actor).empty()) << ok << RenderErrors(ValidateActor(actor));
   }
   for (const std::string& bad :
        {std::string(""), std::string(" busybox"), std::string("busybox "), std::string("busy box"),
@@ -436,7 +423,7 @@ TEST(ApiValidationTest, ImageReferencesAreCheckedLightly) {
     json actor = GoodImageActor("a");
     actor["spec"]["image"] = bad;
     FieldErrors errors = ValidateActor(actor);
-    ASSERT_EQ(errors.size(), 1u) << bad << Render(errors);
+    ASSERT_EQ(errors.size(), 1u) << bad << RenderErrors(errors);
     EXPECT_EQ(errors[0].detail, kMessageImageReference) << bad;
     EXPECT_EQ(errors[0].field, "spec.image");
   }
@@ -446,13 +433,13 @@ TEST(ApiValidationTest, EnvNamesFollowKubernetesRule) {
   for (const char* ok : {"A", "_a", "a.b-c_D9", ".x", "-x"}) {
     json actor = GoodImageActor("a");
     actor["spec"]["env"] = {{{"name", ok}}};
-    EXPECT_TRUE(ValidateActor(actor).empty()) << ok << Render(ValidateActor(actor));
+    EXPECT_TRUE(ValidateActor(actor).empty()) << ok << RenderErrors(ValidateActor(actor));
   }
   for (const char* bad : {"", "9A", "A=B", "A B", "A$"}) {
     json actor = GoodImageActor("a");
     actor["spec"]["env"] = {{{"name", bad}}};
     FieldErrors errors = ValidateActor(actor);
-    ASSERT_EQ(errors.size(), 1u) << bad << Render(errors);
+    ASSERT_EQ(errors.size(), 1u) << bad << RenderErrors(errors);
     EXPECT_EQ(errors[0].detail, kMessageEnvName) << bad;
   }
 }
