@@ -91,6 +91,7 @@ TEST_F(NodeAgentTest, RestoreOfPatchedVersion) {
   ASSERT_TRUE(WaitStatus("v", "STATUS_PAUSED", 30s, &x));
   const std::string location = StatusField(x, "latestSnapshot").value("location", "");
   ASSERT_TRUE(fs::exists(location + "/checkpoint.img")) << location;
+  ASSERT_FALSE(ManifestWithChecksums(location, 10s).is_null()) << location;
   ASSERT_NO_FATAL_FAILURE(PatchRunscVersion(location + "/checkpoint.img", "release-19990101.0"));
   Patch("v", {{"desiredState", "Running"}});
   ASSERT_TRUE(WaitStatus("v", "STATUS_FAILED", 30s, &x));

@@ -67,6 +67,16 @@ std::string CondMessage(const json& a, const std::string& type) {
   return c.is_object() ? c.value("message", "") : "";
 }
 
+json ManifestWithChecksums(const fs::path& dir, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    const json m = json::parse(ReadFile(dir / "manifest.json"), nullptr, /*allow_exceptions=*/false);
+    if (m.is_object() && !m.value("checksumsPending", false)) return m;
+    if (std::chrono::steady_clock::now() >= deadline) return nullptr;
+    std::this_thread::sleep_for(kPoll);
+  }
+}
+
 std::vector<std::string> PartialDirs(const fs::path& root) {
   std::vector<std::string> out;
   std::error_code ec;

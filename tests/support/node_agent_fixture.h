@@ -54,6 +54,11 @@ bool CondIs(const nlohmann::json& a, const std::string& type, const std::string&
 std::string CondReason(const nlohmann::json& a, const std::string& type);
 std::string CondMessage(const nlohmann::json& a, const std::string& type);
 
+// The manifest of the local snapshot `dir` once the agent's background job has computed its
+// checksums (a Pause completes without them), or null after `timeout`. A test that edits a
+// snapshot's files waits for this first: an edit while the job hashes them fails the job.
+nlohmann::json ManifestWithChecksums(const std::filesystem::path& dir, std::chrono::milliseconds timeout);
+
 // Every "*.partial" directory under `root`.
 std::vector<std::string> PartialDirs(const std::filesystem::path& root);
 // The entries of a directory (empty when it does not exist).
