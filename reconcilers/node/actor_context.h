@@ -38,6 +38,7 @@ struct ActorReconciler::Ctx {
   std::optional<images::LocalImage> image;
   // A clone without a snapshot of its own: the source's snapshot it restores (clone_source.h).
   std::optional<CloneSnapshot> clone;
+  std::string start_kind = "boot";  // StartKind, for stasis_actor_start_seconds
   std::vector<std::string> pull_secret_problems;
 };
 

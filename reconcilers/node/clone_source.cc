@@ -2,6 +2,8 @@
 
 #include <tuple>
 
+#include "api/actor_template.h"
+
 namespace stasis {
 namespace {
 
@@ -26,6 +28,19 @@ Status CheckRunnable(const api::ActorSpec& clone, const SnapshotManifest& m) {
   return OkStatus();
 }
 
+// The snapshot the clone named: of the source's current life, and Full.
+Status CheckNamed(const SnapshotManifest& m, const api::ActorSourceRef& ref, const std::string& uid) {
+  if (m.owner_uid != uid) {
+    return Status(Code::kUnavailable, "snapshot " + m.id + " was taken by an earlier actor named " + ref.actor_name,
+                  kSourceSnapshotUnavailable);
+  }
+  if (m.scope != "Full") {
+    return Incompatible("snapshot " + m.id + " of " + ref.actor_name + " is a " + m.scope +
+                        " snapshot: a clone restores a Full one");
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<CloneSnapshot> ChooseCloneSnapshot(const api::ActorSpec& clone, const SourceObservation& source) {
@@ -35,37 +50,49 @@ Result<CloneSnapshot> ChooseCloneSnapshot(const api::ActorSpec& clone, const Sou
     return Status(Code::kUnavailable, "source actor " + ref.actor_name + " does not exist", kSourceNotFound);
   }
   const SnapshotManifest* chosen = nullptr;
-  for (const auto& m : source.committed) {
-    if (!ref.snapshot_id.empty()) {
-      if (m.id != ref.snapshot_id) continue;
-      if (m.owner_uid != source.uid) {
-        return Status(Code::kUnavailable,
-                      "snapshot " + m.id + " was taken by an earlier actor named " + ref.actor_name,
-                      kSourceSnapshotUnavailable);
+  bool local = false;
+  if (!ref.snapshot_id.empty()) {
+    // A named snapshot may be on this node's disk (a warm-pool claim) or in the store.
+    auto named = [&](const std::vector<SnapshotManifest>& in) -> const SnapshotManifest* {
+      for (const auto& m : in) {
+        if (m.id == ref.snapshot_id) return &m;
       }
-      if (m.scope != "Full") {
-        return Incompatible("snapshot " + m.id + " of " + ref.actor_name + " is a " + m.scope +
-                            " snapshot: a clone restores a Full one");
-      }
-      chosen = &m;
-      break;
+      return nullptr;
+    };
+    chosen = named(source.local);
+    local = chosen != nullptr;
+    if (!chosen) chosen = named(source.committed);
+    if (chosen) {
+      if (Status s = CheckNamed(*chosen, ref, source.uid); !s.ok()) return s;
     }
-    // RFC 3339 times of one format compare as strings; ties go to the later id.
-    if (Usable(m, source.uid) &&
-        (!chosen || std::tie(m.taken_at, m.id) > std::tie(chosen->taken_at, chosen->id))) {
-      chosen = &m;
+  } else {
+    // An unnamed one from the store only: the clone must be able to start on any node.
+    for (const auto& m : source.committed) {
+      // RFC 3339 times of one format compare as strings; ties go to the later id.
+      if (Usable(m, source.uid) &&
+          (!chosen || std::tie(m.taken_at, m.id) > std::tie(chosen->taken_at, chosen->id))) {
+        chosen = &m;
+      }
     }
   }
   if (!chosen) {
     return Status(Code::kUnavailable,
                   ref.snapshot_id.empty()
                       ? "source actor " + ref.actor_name + " has no committed Full snapshot (suspend it, or commit a pause)"
-                      : "source actor " + ref.actor_name + " has no committed snapshot " + ref.snapshot_id,
+                      : "source actor " + ref.actor_name + " has no snapshot " + ref.snapshot_id +
+                            " in the store or on this node",
                   kSourceSnapshotUnavailable);
   }
   if (Status s = CheckRunnable(clone, *chosen); !s.ok()) return s;
   return CloneSnapshot{ref.actor_name, source.uid, chosen->id, chosen->image_digest, chosen->trigger,
-                       chosen->cuda_checkpointed};
+                       chosen->cuda_checkpointed, local};
+}
+
+std::string StartKind(bool has_source, const std::map<std::string, std::string>& source_labels) {
+  if (!has_source) return "boot";
+  if (source_labels.count(api::kGoldenOfLabel)) return "golden";
+  if (source_labels.count(api::kWarmPoolOfLabel)) return "warm";
+  return "clone";
 }
 
 std::vector<std::string> PostRestoreHookEnv(const api::Actor& a, const std::string& snapshot_id,

@@ -6,13 +6,16 @@
 // Invariants:
 //  - Only a snapshot whose manifest names the source's current life (its metadata.uid) is
 //    chosen: a snapshot left by an earlier actor of the same name is never anyone's source.
-//  - Only a committed Full snapshot: a node-local one is on one node's disk, a Data one holds
-//    no process to restore.
-//  - Without a snapshot id, the newest such snapshot by takenAt; with one, exactly that one.
+//  - Only a Full snapshot: a Data one holds no process to restore.
+//  - Without a snapshot id, the newest committed one by takenAt (a node-local one is on one
+//    node's disk: a clone that names none must be able to start anywhere). With one, exactly
+//    that one, committed or — where this node holds it — node-local: a warm-pool claim names
+//    its pool member's pause snapshot and is pinned to the member's node.
 //  - Nothing the source could not have run is restored: a CUDA snapshot needs a GPU actor, an
 //    image's snapshot an actor from an image, a bundle's an actor from a bundle.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,7 +37,13 @@ struct SourceObservation {
   bool exists = false;
   std::string uid;                           // its metadata.uid
   std::vector<SnapshotManifest> committed;   // its committed snapshots' manifests, any order
+  std::vector<SnapshotManifest> local;       // its snapshots on this node's disk, any order
 };
+
+// How an actor's first start came about, for stasis_actor_start_seconds: "boot" (no source),
+// "golden" (a template's golden actor), "warm" (a warm-pool member) or "clone" (any other
+// actor), from the source's labels.
+std::string StartKind(bool has_source, const std::map<std::string, std::string>& source_labels);
 
 // The snapshot a clone restores.
 struct CloneSnapshot {
@@ -44,6 +53,7 @@ struct CloneSnapshot {
   std::string image_digest;  // the manifest's: the image the clone must run on ("" = a bundle)
   std::string trigger;  // the manifest's: "Pause" | "Suspend"
   bool cuda_checkpointed = false;
+  bool local = false;  // on this node's disk, not in the store
 };
 
 Result<CloneSnapshot> ChooseCloneSnapshot(const api::ActorSpec& clone, const SourceObservation& source);

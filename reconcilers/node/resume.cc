@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "reconcilers/api_resources.h"
 #include "reconcilers/node/actor_context.h"
@@ -152,6 +153,12 @@ std::optional<Result<ReconcileOutcome>> ActorReconciler::ResolveClone(Ctx& c) {
     source.exists = true;
     source.uid = (*live)["metadata"].value("uid", "");
     source.committed = snapshots_.ListCommitted(ns, source_name);
+    if (!c.a.spec.source->snapshot_id.empty()) source.local = snapshots_.ListLocal(ns, source_name);
+    std::map<std::string, std::string> labels;
+    for (const auto& [k, v] : (*live)["metadata"].value("labels", nlohmann::json::object()).items()) {
+      if (v.is_string()) labels[k] = v.get<std::string>();
+    }
+    c.start_kind = StartKind(true, labels);
   }
   auto chosen = ChooseCloneSnapshot(c.a.spec, source);
   if (!chosen.ok()) {
@@ -163,8 +170,8 @@ std::optional<Result<ReconcileOutcome>> ActorReconciler::ResolveClone(Ctx& c) {
                  chosen.status().message());
     return RefuseStart(c, reason, chosen.status().message(), chosen.status().code() == Code::kUnavailable);
   }
-  spdlog::info("clone source chosen actor={} source={} snapshot={} image_digest={} cuda={}", c.key, source_name,
-               chosen->snapshot_id, chosen->image_digest, chosen->cuda_checkpointed);
+  spdlog::info("clone source chosen actor={} source={} snapshot={} local={} image_digest={} cuda={}", c.key,
+               source_name, chosen->snapshot_id, chosen->local, chosen->image_digest, chosen->cuda_checkpointed);
   c.clone = std::move(*chosen);
   return std::nullopt;
 }
@@ -195,6 +202,7 @@ Status ActorReconciler::RunPostRestoreHook(Ctx& c, const std::string& snapshot_i
 }
 
 Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
+  const auto decided = clock_.Now();
   if (auto refused = RefuseResume(c)) return std::move(*refused);
   if (auto refused = ResolveClone(c)) return std::move(*refused);
   if (auto refused = PrepareImage(c)) return std::move(*refused);
@@ -249,6 +257,7 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
             c.a.status.worker_name + " in " + std::to_string(took) + "s");
   spdlog::info("actor resumed actor={} worker={} from_snapshot={} duration_s={:.3f}", c.key,
                c.a.status.worker_name, from_snapshot, took);
+  if (resting == ActorState::kUnspecified) metrics_.ObserveStart(c.start_kind, Seconds(clock_.Now() - decided));
   if (c.a.spec.readiness_gate) return ReconcileOutcome{std::chrono::seconds(c.a.spec.readiness_gate->period_seconds)};
   return ReconcileOutcome{options_.liveness_period};
 }
@@ -288,7 +297,7 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
   const std::string& owner = c.clone ? c.clone->source_name : c.a.metadata.name;
   const std::string& owner_uid = c.clone ? c.clone->source_uid : c.a.metadata.uid;
   const std::string& id = c.clone ? c.clone->snapshot_id : snap->id;
-  const bool committed = c.clone || snap->node_name.empty();
+  const bool committed = c.clone ? !c.clone->local : snap->node_name.empty();
   const auto check_start = clock_.Now();
   auto source = snapshots_.CheckForRestore(c.a.metadata.namespace_, owner, id, committed, owner_uid);
   if (!source.ok()) return UnrestorableOrRetry(source.status());

@@ -98,6 +98,10 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
                    .Name("stasis_workers")
                    .Help("Workers of this node by state")
                    .Register(registry)),
+      starts_(prometheus::BuildHistogram()
+                  .Name("stasis_actor_start_seconds")
+                  .Help("First start of an actor on this node, decision to RUNNING, by kind of start")
+                  .Register(registry)),
       store_bytes_(prometheus::BuildCounter()
                        .Name("stasis_object_store_bytes_total")
                        .Help("Bytes of objects put to and got from the object store")
@@ -121,6 +125,7 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
       cache_bytes_(CacheBytesFamily(registry)),
       cache_evictions_(CacheEvictionsFamily(registry)) {
   AddStoreSeries();
+  for (const char* kind : {"boot", "golden", "warm", "clone"}) starts_.Add({{"kind", kind}}, DurationBuckets());
   // Series that dashboards and alerts take rate() of exist from the start, at zero (header).
   for (const char* op : {"checkpoint", "restore", "commit"}) {
     operations_.Add({{"operation", op}, {"result", "success"}, {"reason", ""}});
@@ -236,6 +241,10 @@ void SnapshotMetrics::CountForcedCleanup(const std::string& reason) {
 void SnapshotMetrics::SetWorkers(int free, int held) {
   workers_.Add({{"state", "free"}}).Set(free);
   workers_.Add({{"state", "held"}}).Set(held);
+}
+
+void SnapshotMetrics::ObserveStart(const std::string& kind, double seconds) {
+  starts_.Add({{"kind", kind}}, DurationBuckets()).Observe(seconds);
 }
 
 }  // namespace stasis

@@ -54,6 +54,9 @@ class SnapshotMetrics final : public TransferObserver {
   // reason: api::MetricReason of the condition reason the cleanup sets, or "deleted".
   void CountForcedCleanup(const std::string& reason);
   void SetWorkers(int free, int held);
+  // An actor's first start on this node, from the agent's decision to start it to the RUNNING
+  // write (stasis_actor_start_seconds). kind: clone_source.h's StartKind.
+  void ObserveStart(const std::string& kind, double seconds);
 
   void ObjectBytes(TransferDirection direction, uint64_t bytes) override;
   void SnapshotTransfer(TransferDirection direction, uint64_t bytes, double seconds, bool ok) override;
@@ -72,6 +75,7 @@ class SnapshotMetrics final : public TransferObserver {
   prometheus::Family<prometheus::Counter>& operations_;
   prometheus::Family<prometheus::Counter>& forced_cleanups_;
   prometheus::Family<prometheus::Gauge>& workers_;
+  prometheus::Family<prometheus::Histogram>& starts_;
   prometheus::Family<prometheus::Counter>& store_bytes_;
   prometheus::Family<prometheus::Histogram>& store_seconds_;
   prometheus::Family<prometheus::Histogram>& store_throughput_;

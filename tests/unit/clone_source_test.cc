@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "api/actor_template.h"
+
 namespace stasis {
 namespace {
 
@@ -48,6 +50,42 @@ TEST(CloneSourceTest, ANamedSnapshotIsTakenEvenWhenANewerOneExists) {
                                                                   Manifest("s2", "2026-12-06T00:00:02Z")}));
   ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
   EXPECT_EQ(chosen->snapshot_id, "s1");
+}
+
+// A warm-pool claim names its member's pause snapshot, on this node's disk; a clone that names
+// no snapshot never takes a node-local one (it must be able to start on any node).
+TEST(CloneSourceTest, ANodeLocalSnapshotOnlyWhenNamed) {
+  SourceObservation source = Source({Manifest("s1", "2026-12-06T00:00:01Z")});
+  SnapshotManifest paused = Manifest("p2", "2026-12-06T00:00:02Z");
+  paused.trigger = "Pause";
+  source.local = {paused};
+  auto named = ChooseCloneSnapshot(CloneOf("src", "p2"), source);
+  ASSERT_TRUE(named.ok()) << named.status().ToString();
+  EXPECT_EQ(named->snapshot_id, "p2");
+  EXPECT_TRUE(named->local);
+  EXPECT_EQ(named->trigger, "Pause");
+
+  auto unnamed = ChooseCloneSnapshot(CloneOf("src"), source);
+  ASSERT_TRUE(unnamed.ok()) << unnamed.status().ToString();
+  EXPECT_EQ(unnamed->snapshot_id, "s1");
+  EXPECT_FALSE(unnamed->local);
+
+  source.local[0].owner_uid = "uid-earlier-life";
+  EXPECT_EQ(ChooseCloneSnapshot(CloneOf("src", "p2"), source).status().reason(), kSourceSnapshotUnavailable);
+  source.local[0].owner_uid = "uid-src";
+  source.local[0].scope = "Data";
+  EXPECT_EQ(ChooseCloneSnapshot(CloneOf("src", "p2"), source).status().reason(), kSourceIncompatible);
+  source.local.clear();
+  auto elsewhere = ChooseCloneSnapshot(CloneOf("src", "p2"), source);
+  EXPECT_EQ(elsewhere.status().reason(), kSourceSnapshotUnavailable);
+  EXPECT_NE(elsewhere.status().message().find("on this node"), std::string::npos) << elsewhere.status().message();
+}
+
+TEST(CloneSourceTest, TheStartKindFollowsTheSourcesLabels) {
+  EXPECT_EQ(StartKind(false, {}), "boot");
+  EXPECT_EQ(StartKind(true, {{api::kGoldenOfLabel, "t"}}), "golden");
+  EXPECT_EQ(StartKind(true, {{api::kWarmPoolOfLabel, "t"}}), "warm");
+  EXPECT_EQ(StartKind(true, {{"app", "x"}}), "clone");
 }
 
 TEST(CloneSourceTest, AMissingSourceOrSnapshotIsRetried) {
