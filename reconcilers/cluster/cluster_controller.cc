@@ -115,11 +115,12 @@ Status OpenStore(const ClusterControllerOptions& o, ControllerStore& out) {
 
 // ActorTemplates: golden snapshots, and actors filled in from their template
 // (template_reconciler.h). An actor's event concerns the template it is golden for or made from.
-std::unique_ptr<TemplateReconciler> AddTemplateController(Manager& m, Informer& actors, const SnapshotStore* store) {
+std::unique_ptr<TemplateReconciler> AddTemplateController(Manager& m, Informer& actors, Informer& workers,
+                                                          const SnapshotStore* store, ClusterMetrics& metrics) {
   Informer& templates = m.AddInformer(InformerFor(kActorTemplateType));
   actors.AddIndex(kActorsByNamespaceIndex, IndexByNamespace());
   auto reconciler = std::make_unique<TemplateReconciler>(TemplateReconcilerOptions{}, m.client(), templates.store(),
-                                                         actors.store(), &m.events(), store);
+                                                         actors.store(), workers.store(), &m.events(), store, &metrics);
   Controller& c = m.AddController("templates", *reconciler, 2);
   templates.AddEventHandler(c.EnqueueHandler());
   auto enqueue = [&c](const ObjectPtr& o) {
@@ -154,7 +155,8 @@ Status RunClusterController(const ClusterControllerOptions& o, const std::atomic
   ClusterReconciler reconciler(ro, m.client(), actors.store(), workers.store(), leases.store(), cluster_metrics,
                                &m.events(), RealClock::Get(), store.snapshots ? &*store.snapshots : nullptr);
   Controller& controller = m.AddController("cluster", reconciler, o.concurrency);
-  auto templates = AddTemplateController(m, actors, store.snapshots ? &*store.snapshots : nullptr);
+  auto templates =
+      AddTemplateController(m, actors, workers, store.snapshots ? &*store.snapshots : nullptr, cluster_metrics);
   actors.AddEventHandler(controller.EnqueueHandler());
   actors.AddIndex(kBindCandidateIndex, IndexBindCandidates());
   // A worker freed or a node (dis)appearing can unblock an actor waiting to bind: requeue

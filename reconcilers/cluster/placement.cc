@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "api/actor_template.h"
 #include "api/conditions.h"
 
 namespace stasis {
@@ -100,9 +101,11 @@ Placement Place(const api::Actor& a, const PlacementInput& in) {
   if (snap && !snap->node_name.empty()) return SnapshotPlacement(a, in);
 
   const auto nodes = CountLiveNodes(a, in);
+  // A warm-pool member is a spare: it never takes a node's last free worker (warm_pool.h).
+  const int spare = a.metadata.labels.count(api::kWarmPoolOfLabel) ? 1 : 0;
   Placement p;
   for (const auto& [name, n] : nodes) {
-    if (n.Available() > p.free && name != in.avoid) {
+    if (n.Available() > std::max(p.free, spare) && name != in.avoid) {
       p.node = name;
       p.free = n.Available();
       p.suitable = n.suitable;
@@ -123,6 +126,7 @@ Placement Place(const api::Actor& a, const PlacementInput& in) {
   } else {
     p.reason = api::kReasonNoFreeWorker;
     p.message = NoFreeWorkerMessage(nodes, in.avoid);
+    if (spare > 0) p.message += "; a warm-pool actor leaves each node's last free worker to others";
   }
   return p;
 }

@@ -42,7 +42,8 @@ struct PlacementInput {
 
 // A paused actor goes only to the node that holds its snapshot; any other to the live node,
 // not closed, with the most suitable free workers not already promised to actors bound there
-// (ties: the first node by name).
+// (ties: the first node by name). A warm-pool member (label stasis.dev/warm-pool-of) only to a
+// node where two or more are: it never takes the last one from an actor that is not pooled.
 Placement Place(const api::Actor& a, const PlacementInput& in);
 
 }  // namespace stasis

@@ -30,12 +30,14 @@ void Say(TemplateActions& t, bool ready, const char* reason, std::string message
 
 // The golden is recorded for this generation: actors may be filled in from it, and older
 // golden actors nobody may still start from go.
-TemplateActions Recorded(const TemplateObservation& o, const api::GoldenSnapshot& golden) {
+TemplateActions Recorded(const std::string& template_name, const TemplateObservation& o,
+                         const api::GoldenSnapshot& golden) {
   TemplateActions t;
   Say(t, true, api::kReasonGoldenSnapshotTaken,
       "golden snapshot " + golden.snapshot_id + " of actor " + golden.actor_name + " (generation " +
           std::to_string(golden.generation) + ")");
-  t.fill_pending = o.pending_actors > 0;
+  t.pool = DecidePool(template_name, o.warm, golden, o.members, o.pending, o.free_workers);
+  t.recheck = t.pool.filling;
   for (const auto& g : o.goldens) {
     if (g.name != golden.actor_name && !g.being_deleted && !o.needed_as_source.count(g.name)) {
       t.delete_goldens.push_back(g.name);
@@ -45,7 +47,8 @@ TemplateActions Recorded(const TemplateObservation& o, const api::GoldenSnapshot
 }
 
 // Taking the golden of this generation through its golden actor, one step at a time.
-TemplateActions Taking(const std::string& current, const TemplateObservation& o) {
+TemplateActions Taking(const std::string& template_name, const std::string& current,
+                       const TemplateObservation& o) {
   TemplateActions t;
   t.recheck = true;
   const GoldenActorView* g = Find(o, current);
@@ -76,7 +79,7 @@ TemplateActions Taking(const std::string& current, const TemplateObservation& o)
     const api::Snapshot& s = *g->latest;
     api::GoldenSnapshot golden{current, s.id, o.generation, s.image_digest, s.size_bytes, s.cuda_checkpointed,
                                s.taken_at};
-    t = Recorded(o, golden);
+    t = Recorded(template_name, o, golden);
     t.record = golden;
     return t;
   }
@@ -104,7 +107,7 @@ std::string GoldenActorName(const std::string& template_name, int64_t generation
 TemplateActions DecideTemplate(const std::string& template_name, const TemplateObservation& o) {
   const std::string current = GoldenActorName(template_name, o.generation);
   if (o.recorded && o.recorded->generation == o.generation) {
-    if (o.recorded_in_store) return Recorded(o, *o.recorded);
+    if (o.recorded_in_store) return Recorded(template_name, o, *o.recorded);
     TemplateActions t;
     t.clear_recorded = true;
     t.recheck = true;
@@ -122,7 +125,7 @@ TemplateActions DecideTemplate(const std::string& template_name, const TemplateO
     if (g && !g->being_deleted) t.delete_goldens.push_back(current);
     return t;
   }
-  return Taking(current, o);
+  return Taking(template_name, current, o);
 }
 
 }  // namespace stasis

@@ -6,7 +6,8 @@
 // `<template>-golden-<generation>`: created from spec.actor with snapshots forced Full (a Data
 // golden would leave nothing to restore) and the template's readiness gate; suspended once the
 // gate passes (or once RUNNING without one); its committed snapshot recorded in status.golden.
-// Actors with templateRef are then filled in from the template and start as clones of it.
+// Actors with templateRef are then filled in from the template and start as clones of it, or
+// of a warm-pool member (warm_pool.h).
 //
 // Invariants:
 //  - At most one golden actor per template generation; a new generation takes a new golden,
@@ -19,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -26,6 +28,7 @@
 
 #include "api/actor.h"
 #include "api/actor_template.h"
+#include "reconcilers/cluster/warm_pool.h"
 
 namespace stasis {
 
@@ -58,7 +61,10 @@ struct TemplateObservation {
   std::vector<GoldenActorView> goldens;
   // Golden actors named as spec.source by an actor that has no snapshot of its own.
   std::set<std::string> needed_as_source;
-  int pending_actors = 0;  // templateRef actors still to be filled in
+  std::vector<PendingActorView> pending;  // templateRef actors still to be filled in
+  int32_t warm = 0;                       // spec.warm
+  std::vector<PoolMemberView> members;    // actors labelled warm-pool-of=<template>
+  std::map<std::string, int> free_workers;  // per node, free workers that suit the template's actors
 };
 
 struct TemplateActions {
@@ -67,7 +73,9 @@ struct TemplateActions {
   std::vector<std::string> delete_goldens;
   std::optional<api::GoldenSnapshot> record;  // the new status.golden
   bool clear_recorded = false;
-  bool fill_pending = false;  // fill templateRef actors in from the template and the golden
+  // Once the golden is recorded: the warm pool's upkeep, and how each waiting actor is filled
+  // in (from a member, or from the golden).
+  PoolActions pool;
   // GoldenReady as it should read (written when it differs).
   bool ready = false;
   std::string reason, message;

@@ -2,8 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <map>
+
 #include "api/json_mapping.h"
 #include "api/template_json.h"
+#include "api/worker.h"
+#include "reconcilers/cluster/placement.h"
 #include "reconcilers/api_resources.h"
 
 namespace stasis {
@@ -26,7 +30,64 @@ GoldenActorView ViewOf(const api::Actor& a) {
   return g;
 }
 
+bool LabelIs(const api::Actor& a, const char* label, const std::string& value) {
+  auto it = a.metadata.labels.find(label);
+  return it != a.metadata.labels.end() && it->second == value;
+}
+
+// What became of the actor that claimed `member` (warm_pool.h's Claimer).
+Claimer ClaimerOf(const std::string& member, const std::string& claimer, const std::map<std::string, api::Actor>& all) {
+  if (claimer.empty()) return Claimer::kNone;
+  auto it = all.find(claimer);
+  if (it == all.end()) return Claimer::kDone;
+  const api::Actor& a = it->second;
+  if (api::AwaitsTemplate(a.spec)) return Claimer::kPending;
+  const bool started = a.status.latest_snapshot || a.status.status == api::ActorState::kRunning;
+  if (started || !a.spec.source || a.spec.source->actor_name != member) return Claimer::kDone;
+  return Claimer::kUsing;
+}
+
+PoolMemberView MemberOf(const api::Actor& a, const std::map<std::string, api::Actor>& all) {
+  PoolMemberView m;
+  m.name = a.metadata.name;
+  if (a.spec.source) m.source = a.spec.source->actor_name;
+  m.being_deleted = a.metadata.IsBeingDeleted();
+  m.status = a.status.status;
+  m.desired = a.spec.desired_state;
+  if (auto it = a.metadata.annotations.find(kClaimedByAnnotation); it != a.metadata.annotations.end()) {
+    m.claimed_by = it->second;
+  }
+  m.claimer = ClaimerOf(m.name, m.claimed_by, all);
+  m.latest = a.status.latest_snapshot;
+  return m;
+}
+
 bool Ignorable(const Status& s, Code code) { return s.ok() || s.code() == code; }
+
+json TemplateActorSpec(const api::ActorTemplate& t) {
+  json spec = api::ActorSpecJson(t.spec.actor);
+  // Each actor keeps where and how it wants to run; the rest is the template's.
+  spec.erase("nodeName");
+  spec.erase("desiredState");
+  return spec;
+}
+
+json OwnedActor(const api::ActorTemplate& t, const std::string& name, const char* label, json spec) {
+  return {{"apiVersion", api::kApiVersion},
+          {"kind", api::kActorKind},
+          {"metadata",
+           {{"name", name},
+            {"namespace", t.metadata.namespace_},
+            {"labels", {{label, t.metadata.name}}},
+            {"annotations", {{kTemplateGenerationAnnotation, std::to_string(t.metadata.generation)}}},
+            {"ownerReferences",
+             json::array({{{"apiVersion", api::kApiVersion},
+                           {"kind", api::kActorTemplateKind},
+                           {"name", t.metadata.name},
+                           {"uid", t.metadata.uid},
+                           {"controller", true}}})}}},
+          {"spec", std::move(spec)}};
+}
 
 }  // namespace
 
@@ -44,24 +105,28 @@ std::vector<std::string> TemplateKeysOf(const json& actor) {
 }
 
 TemplateReconciler::TemplateReconciler(TemplateReconcilerOptions options, KubeClient& client,
-                                       const ObjectStore& templates, const ObjectStore& actors, EventRecorder* events,
-                                       const SnapshotStore* store, Clock& clock)
+                                       const ObjectStore& templates, const ObjectStore& actors,
+                                       const ObjectStore& workers, EventRecorder* events, const SnapshotStore* store,
+                                       ClusterMetrics* metrics, Clock& clock)
     : options_(options),
       client_(client),
       templates_(templates),
       actors_(actors),
+      workers_(workers),
       events_(events),
       store_(store),
+      metrics_(metrics),
       clock_(clock) {}
 
 Result<ReconcileOutcome> TemplateReconciler::Reconcile(const Request& request) {
   ObjectPtr cached = templates_.Get(request.Key());
   if (!cached) {
-    // A cache may lag: only a quorum read's NotFound lets the golden actors go.
+    // A cache may lag: only a quorum read's NotFound lets its golden actors and pool go.
     auto live = client_.Get(kActorTemplateType, request.ns, request.name);
     if (live.ok()) return ReconcileOutcome{options_.recheck};
     if (live.status().code() != Code::kNotFound) return live.status();
-    if (Status s = DeleteGoldensOf(request.ns, request.name); !s.ok()) return s;
+    if (Status s = DeleteActorsOf(request.ns, request.name); !s.ok()) return s;
+    if (metrics_) metrics_->ForgetTemplate(request.ns, request.name);
     return ReconcileOutcome{};
   }
   auto parsed = api::ActorTemplateFromJson(*cached);
@@ -77,15 +142,15 @@ Result<ReconcileOutcome> TemplateReconciler::Reconcile(const Request& request) {
     if (Status s = CreateGolden(t, *act.create_golden); !s.ok()) return s;
   }
   if (act.suspend_golden) {
-    if (Status s = SuspendGolden(ns, *act.suspend_golden); !s.ok()) return s;
+    if (Status s = SetDesiredState(ns, *act.suspend_golden, "Suspended"); !s.ok()) return s;
   }
   for (const auto& name : act.delete_goldens) {
     if (Status s = DeleteActor(ns, name); !s.ok()) return s;
   }
   if (Status s = WriteStatus(t, act); !s.ok()) return s;
-  if (act.fill_pending) {
+  if (act.ready) {
     const api::GoldenSnapshot& golden = act.record ? *act.record : *t.status.golden;
-    if (Status s = FillPending(t, golden); !s.ok()) return s;
+    if (Status s = KeepPool(t, golden, act.pool); !s.ok()) return s;
   }
   if (act.recheck) return ReconcileOutcome{options_.recheck};
   if (act.ready && store_) return ReconcileOutcome{options_.store_check};
@@ -97,16 +162,28 @@ TemplateObservation TemplateReconciler::Observe(const api::ActorTemplate& t) con
   o.generation = t.metadata.generation;
   o.has_gate = t.spec.readiness_gate.has_value();
   o.recorded = t.status.golden;
+  o.warm = t.spec.warm;
   if (const auto* c = api::FindCondition(t.status.conditions, api::kConditionGoldenReady)) o.golden_ready = *c;
+  std::map<std::string, api::Actor> by_name;
   for (const auto& obj : actors_.ByIndex(kActorsByNamespaceIndex, t.metadata.namespace_)) {
     auto a = api::ActorFromJson(*obj);
-    if (!a.ok()) continue;
-    auto label = a->metadata.labels.find(api::kGoldenOfLabel);
-    if (label != a->metadata.labels.end() && label->second == t.metadata.name) o.goldens.push_back(ViewOf(*a));
-    if (a->spec.template_ref && a->spec.template_ref->name == t.metadata.name && api::AwaitsTemplate(a->spec)) {
-      ++o.pending_actors;
+    if (a.ok()) by_name.emplace(a->metadata.name, std::move(*a));
+  }
+  for (const auto& [name, a] : by_name) {
+    if (LabelIs(a, api::kGoldenOfLabel, t.metadata.name)) o.goldens.push_back(ViewOf(a));
+    if (LabelIs(a, api::kWarmPoolOfLabel, t.metadata.name)) o.members.push_back(MemberOf(a, by_name));
+    if (a.spec.template_ref && a.spec.template_ref->name == t.metadata.name && api::AwaitsTemplate(a.spec)) {
+      o.pending.push_back({name, a.spec.node_name});
     }
-    if (a->spec.source && !a->status.latest_snapshot) o.needed_as_source.insert(a->spec.source->actor_name);
+    if (a.spec.source && !a.status.latest_snapshot) o.needed_as_source.insert(a.spec.source->actor_name);
+  }
+  if (o.warm > 0 || !o.members.empty()) {
+    api::Actor like;
+    like.spec = t.spec.actor;
+    for (const auto& obj : workers_.List()) {
+      auto w = api::WorkerFromJson(*obj);
+      if (w.ok() && w->IsFree() && WorkerSuits(*w, like)) ++o.free_workers[w->spec.node_name];
+    }
   }
   if (o.recorded && store_) {
     // Missing means the store answered without it: a store that cannot answer (unreachable,
@@ -135,21 +212,7 @@ Status TemplateReconciler::CreateGolden(const api::ActorTemplate& t, const std::
   spec.source.reset();
   spec.template_ref.reset();
   spec.readiness_gate = t.spec.readiness_gate;
-  json object = {
-      {"apiVersion", api::kApiVersion},
-      {"kind", api::kActorKind},
-      {"metadata",
-       {{"name", name},
-        {"namespace", t.metadata.namespace_},
-        {"labels", {{api::kGoldenOfLabel, t.metadata.name}}},
-        {"annotations", {{kTemplateGenerationAnnotation, std::to_string(t.metadata.generation)}}},
-        {"ownerReferences",
-         json::array({{{"apiVersion", api::kApiVersion},
-                       {"kind", api::kActorTemplateKind},
-                       {"name", t.metadata.name},
-                       {"uid", t.metadata.uid},
-                       {"controller", true}}})}}},
-      {"spec", api::ActorSpecJson(spec)}};
+  const json object = OwnedActor(t, name, api::kGoldenOfLabel, api::ActorSpecJson(spec));
   auto created = client_.Create(kActorType, t.metadata.namespace_, object);
   if (!Ignorable(created.status(), Code::kAlreadyExists)) return created.status();
   spdlog::info("golden actor created template={}/{} actor={} generation={}", t.metadata.namespace_, t.metadata.name,
@@ -157,48 +220,95 @@ Status TemplateReconciler::CreateGolden(const api::ActorTemplate& t, const std::
   return OkStatus();
 }
 
-Status TemplateReconciler::SuspendGolden(const std::string& ns, const std::string& name) {
-  auto r = client_.Patch(kActorType, ns, name, PatchType::kMerge, json{{"spec", {{"desiredState", "Suspended"}}}});
+Status TemplateReconciler::SetDesiredState(const std::string& ns, const std::string& name, const char* state) {
+  auto r = client_.Patch(kActorType, ns, name, PatchType::kMerge, json{{"spec", {{"desiredState", state}}}});
   if (!r.ok()) return r.status();
-  spdlog::info("golden actor suspended actor={}/{}", ns, name);
+  spdlog::info("template actor desired state set actor={}/{} desired_state={}", ns, name, state);
   return OkStatus();
 }
 
 Status TemplateReconciler::DeleteActor(const std::string& ns, const std::string& name) {
   Status s = client_.Delete(kActorType, ns, name);
   if (!Ignorable(s, Code::kNotFound)) return s;
-  spdlog::info("golden actor deleted actor={}/{}", ns, name);
+  spdlog::info("template actor deleted actor={}/{}", ns, name);
   return OkStatus();
 }
 
-Status TemplateReconciler::DeleteGoldensOf(const std::string& ns, const std::string& name) {
+Status TemplateReconciler::DeleteActorsOf(const std::string& ns, const std::string& name) {
   for (const auto& obj : actors_.ByIndex(kActorsByNamespaceIndex, ns)) {
     const json labels = (*obj)["metadata"].value("labels", json::object());
-    if (labels.value(api::kGoldenOfLabel, "") != name) continue;
+    if (labels.value(api::kGoldenOfLabel, "") != name && labels.value(api::kWarmPoolOfLabel, "") != name) continue;
     if (Status s = DeleteActor(ns, (*obj)["metadata"].value("name", "")); !s.ok()) return s;
   }
   return OkStatus();
 }
 
-Status TemplateReconciler::FillPending(const api::ActorTemplate& t, const api::GoldenSnapshot& golden) {
-  json spec = api::ActorSpecJson(t.spec.actor);
-  // Each actor keeps where and how it wants to run; the rest is the template's.
-  spec.erase("nodeName");
-  spec.erase("desiredState");
-  spec["source"] = {{"actorName", golden.actor_name}};
-  for (const auto& obj : actors_.ByIndex(kActorsByNamespaceIndex, t.metadata.namespace_)) {
-    auto a = api::ActorFromJson(*obj);
-    if (!a.ok() || !a->spec.template_ref || a->spec.template_ref->name != t.metadata.name ||
-        !api::AwaitsTemplate(a->spec)) {
-      continue;
-    }
-    // The resourceVersion read: a concurrent change of the actor wins (409, tried again).
-    json patch = {{"metadata", {{"resourceVersion", a->metadata.resource_version}}}, {"spec", spec}};
-    auto r = client_.Patch(kActorType, a->metadata.namespace_, a->metadata.name, PatchType::kMerge, patch);
-    if (!r.ok()) return r.status();
-    spdlog::info("actor filled in from template actor={}/{} template={} golden={} snapshot={}", a->metadata.namespace_,
-                 a->metadata.name, t.metadata.name, golden.actor_name, golden.snapshot_id);
+Status TemplateReconciler::KeepPool(const api::ActorTemplate& t, const api::GoldenSnapshot& golden,
+                                    const PoolActions& pool) {
+  const std::string& ns = t.metadata.namespace_;
+  for (const auto& name : pool.remove) {
+    if (Status s = DeleteActor(ns, name); !s.ok()) return s;
   }
+  for (const auto& name : pool.pause) {
+    if (Status s = SetDesiredState(ns, name, "Paused"); !s.ok()) return s;
+  }
+  for (const auto& claim : pool.claims) {
+    if (Status s = ClaimMember(t, claim); !s.ok()) return s;
+  }
+  for (const auto& name : pool.from_golden) {
+    if (Status s = FillIn(t, name, {{"actorName", golden.actor_name}}, ""); !s.ok()) return s;
+    if (metrics_ && t.spec.warm > 0) metrics_->CountWarmClaim(ns, t.metadata.name, false);
+  }
+  for (const auto& name : pool.create) {
+    json spec = TemplateActorSpec(t);
+    spec["source"] = {{"actorName", golden.actor_name}};
+    spec["desiredState"] = "Running";
+    auto created = client_.Create(kActorType, ns, OwnedActor(t, name, api::kWarmPoolOfLabel, spec));
+    if (!Ignorable(created.status(), Code::kAlreadyExists)) return created.status();
+    spdlog::info("warm pool member created template={}/{} actor={} golden={}", ns, t.metadata.name, name,
+                 golden.actor_name);
+  }
+  if (metrics_) metrics_->SetWarmPool(ns, t.metadata.name, pool.ready);
+  return OkStatus();
+}
+
+// The member first (its resourceVersion the precondition: one claimer per member), then the
+// actor; a failure between the two leaves the member claimed by this actor, which the next
+// reconcile fills in from the same member.
+Status TemplateReconciler::ClaimMember(const api::ActorTemplate& t, const PoolClaim& claim) {
+  const std::string& ns = t.metadata.namespace_;
+  if (!claim.already_claimed) {
+    ObjectPtr member = actors_.Get(ns + "/" + claim.member);
+    if (!member) return Status(Code::kUnavailable, "warm pool member " + claim.member + " left the cache");
+    json patch = {{"metadata",
+                   {{"resourceVersion", (*member)["metadata"].value("resourceVersion", "")},
+                    {"annotations", {{kClaimedByAnnotation, claim.actor}}}}}};
+    auto r = client_.Patch(kActorType, ns, claim.member, PatchType::kMerge, patch);
+    if (!r.ok()) return r.status();
+  }
+  if (Status s = FillIn(t, claim.actor, {{"actorName", claim.member}, {"snapshotID", claim.snapshot_id}}, claim.node);
+      !s.ok()) {
+    return s;
+  }
+  if (metrics_) metrics_->CountWarmClaim(ns, t.metadata.name, true);
+  return OkStatus();
+}
+
+Status TemplateReconciler::FillIn(const api::ActorTemplate& t, const std::string& name, const json& source,
+                                  const std::string& node) {
+  ObjectPtr cached = actors_.Get(t.metadata.namespace_ + "/" + name);
+  if (!cached) return OkStatus();  // deleted meanwhile
+  json spec = TemplateActorSpec(t);
+  spec["source"] = source;
+  if (!node.empty()) spec["nodeName"] = node;
+  // The resourceVersion read: a concurrent change of the actor wins (409, tried again).
+  json patch = {{"metadata", {{"resourceVersion", (*cached)["metadata"].value("resourceVersion", "")}}},
+                {"spec", spec}};
+  auto r = client_.Patch(kActorType, t.metadata.namespace_, name, PatchType::kMerge, patch);
+  if (!r.ok()) return r.status();
+  spdlog::info("actor filled in from template actor={}/{} template={} source={} snapshot={} node={}",
+               t.metadata.namespace_, name, t.metadata.name, source.value("actorName", ""),
+               source.value("snapshotID", ""), node);
   return OkStatus();
 }
 
@@ -207,6 +317,7 @@ Status TemplateReconciler::WriteStatus(const api::ActorTemplate& before, const T
   after.status.observed_generation = before.metadata.generation;
   if (act.record) after.status.golden = act.record;
   if (act.clear_recorded) after.status.golden.reset();
+  after.status.warm_ready = act.ready ? act.pool.ready : 0;
   const Time now = std::chrono::floor<std::chrono::seconds>(clock_.WallNow());
   api::Condition c{api::kConditionGoldenReady,
                    act.ready ? api::ConditionStatus::kTrue : api::ConditionStatus::kFalse,

@@ -1,7 +1,7 @@
 // The cluster controller's ActorTemplate reconciler (one template key at a time): takes each
 // template generation's golden snapshot through a golden actor and fills actors created with
-// spec.templateRef in from the template (template_decisions.h decides; this class reads the
-// caches and the store, and acts). Only the leader runs it.
+// spec.templateRef in from the template or its warm pool (template_decisions.h and warm_pool.h
+// decide; this class reads the caches and the store, and acts). Only the leader runs it.
 #pragma once
 
 #include <chrono>
@@ -13,6 +13,7 @@
 #include "controller/kube_client.h"
 #include "controller/object_store.h"
 #include "controller/reconciler.h"
+#include "reconcilers/cluster/cluster_metrics.h"
 #include "reconcilers/cluster/template_decisions.h"
 #include "snapshots/snapshot_store.h"
 
@@ -38,29 +39,38 @@ class TemplateReconciler : public Reconciler {
   // `store`: the snapshot store the controller reaches, or nullptr (a missing golden snapshot
   // is then noticed by the clones that cannot start, not here).
   TemplateReconciler(TemplateReconcilerOptions options, KubeClient& client, const ObjectStore& templates,
-                     const ObjectStore& actors, EventRecorder* events, const SnapshotStore* store,
-                     Clock& clock = RealClock::Get());
+                     const ObjectStore& actors, const ObjectStore& workers, EventRecorder* events,
+                     const SnapshotStore* store,
+                     ClusterMetrics* metrics = nullptr, Clock& clock = RealClock::Get());
 
   Result<ReconcileOutcome> Reconcile(const Request& request) override;
 
  private:
   TemplateObservation Observe(const api::ActorTemplate& t) const;
-  // The template is gone (confirmed by a quorum read): its golden actors go with it.
-  [[nodiscard]] Status DeleteGoldensOf(const std::string& ns, const std::string& name);
+  // The template is gone (confirmed by a quorum read): its golden actors and pool go with it.
+  [[nodiscard]] Status DeleteActorsOf(const std::string& ns, const std::string& name);
   [[nodiscard]] Status CreateGolden(const api::ActorTemplate& t, const std::string& name);
-  [[nodiscard]] Status SuspendGolden(const std::string& ns, const std::string& name);
+  [[nodiscard]] Status SetDesiredState(const std::string& ns, const std::string& name, const char* state);
   [[nodiscard]] Status DeleteActor(const std::string& ns, const std::string& name);
-  // Copies the template's actor spec into each of its actors still waiting for it, with
-  // spec.source naming the golden actor.
-  [[nodiscard]] Status FillPending(const api::ActorTemplate& t, const api::GoldenSnapshot& golden);
+  // The warm pool's upkeep and the filling in of waiting actors (warm_pool.h), once the golden
+  // is recorded.
+  [[nodiscard]] Status KeepPool(const api::ActorTemplate& t, const api::GoldenSnapshot& golden,
+                                const PoolActions& pool);
+  [[nodiscard]] Status ClaimMember(const api::ActorTemplate& t, const PoolClaim& claim);
+  // Copies the template's actor spec into actor `name` with this spec.source (and, when not
+  // empty, spec.nodeName).
+  [[nodiscard]] Status FillIn(const api::ActorTemplate& t, const std::string& name, const nlohmann::json& source,
+                              const std::string& node);
   [[nodiscard]] Status WriteStatus(const api::ActorTemplate& before, const TemplateActions& act);
 
   TemplateReconcilerOptions options_;
   KubeClient& client_;
   const ObjectStore& templates_;
   const ObjectStore& actors_;
+  const ObjectStore& workers_;
   EventRecorder* events_;
   const SnapshotStore* store_;
+  ClusterMetrics* metrics_;
   Clock& clock_;
 };
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "api/actor_template.h"
 #include "api/conditions.h"
 
 namespace stasis {
@@ -138,6 +139,26 @@ TEST(PlacementTest, AClosedNodeTakesNoNewActors) {
   paused.status.latest_snapshot->id = "s1";
   paused.status.latest_snapshot->node_name = "n1";
   EXPECT_EQ(Place(paused, in).node, "n1");
+}
+
+// A warm-pool member is a spare: it goes only where it leaves a free worker to others.
+TEST(PlacementTest, AWarmPoolMemberNeverTakesTheLastFreeWorker) {
+  PlacementInput in;
+  in.workers = {W("n1", 0, true), W("n2", 0, true), W("n2", 1, false)};
+  in.live_nodes = {"n1", "n2"};
+  api::Actor member = A("t-warm-0");
+  member.metadata.labels[api::kWarmPoolOfLabel] = "t";
+  Placement p = Place(member, in);
+  EXPECT_EQ(p.node, "");
+  EXPECT_EQ(p.reason, api::kReasonNoFreeWorker);
+  EXPECT_NE(p.message.find("last free worker"), std::string::npos) << p.message;
+  EXPECT_EQ(Place(A("a"), in).node, "n1") << "an actor that is not pooled takes it";
+
+  in.workers.push_back(W("n1", 1, true));
+  EXPECT_EQ(Place(member, in).node, "n1");
+  // Bound and waiting actors count against the spare rule too.
+  in.actors = {A("b", 0, "n1")};
+  EXPECT_EQ(Place(member, in).node, "");
 }
 
 }  // namespace

@@ -62,7 +62,7 @@ TEST(TemplateDecisionsTest, AGoldenIsTakenStepByStep) {
   GoldenActorView done = Golden(3, ActorState::kSuspended, DesiredState::kSuspended);
   done.latest = Committed("s1");
   TemplateObservation o = At(3, {done});
-  o.pending_actors = 2;
+  o.pending = {{"a1", ""}, {"a2", ""}};
   auto recorded = DecideTemplate("t", o);
   ASSERT_TRUE(recorded.record);
   EXPECT_EQ(recorded.record->snapshot_id, "s1");
@@ -70,7 +70,7 @@ TEST(TemplateDecisionsTest, AGoldenIsTakenStepByStep) {
   EXPECT_EQ(recorded.record->generation, 3);
   EXPECT_EQ(recorded.record->size_bytes, 42);
   EXPECT_TRUE(recorded.ready);
-  EXPECT_TRUE(recorded.fill_pending);
+  EXPECT_EQ(recorded.pool.from_golden, (std::vector<std::string>{"a1", "a2"}));
 }
 
 TEST(TemplateDecisionsTest, ANewGenerationTakesANewGoldenAndTheOldGoesOnlyWhenNobodyNeedsIt) {
@@ -81,7 +81,9 @@ TEST(TemplateDecisionsTest, ANewGenerationTakesANewGoldenAndTheOldGoesOnlyWhenNo
   auto next = DecideTemplate("t", o);
   EXPECT_EQ(next.create_golden, "t-golden-2");
   EXPECT_TRUE(next.delete_goldens.empty()) << "the old golden stays until the new one is recorded";
-  EXPECT_FALSE(next.fill_pending) << "actors wait for the new generation's golden";
+  o.pending = {{"a1", ""}};
+  next = DecideTemplate("t", o);
+  EXPECT_TRUE(next.pool.from_golden.empty()) << "actors wait for the new generation's golden";
 
   o.goldens.push_back(Golden(2, ActorState::kSuspended, DesiredState::kSuspended));
   o.goldens.back().latest = Committed("s-new");
