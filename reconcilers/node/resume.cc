@@ -155,7 +155,8 @@ std::optional<Result<ReconcileOutcome>> ActorReconciler::ResolveClone(Ctx& c) {
     source.committed = snapshots_.ListCommitted(ns, source_name);
     if (!c.a.spec.source->snapshot_id.empty()) source.local = snapshots_.ListLocal(ns, source_name);
     std::map<std::string, std::string> labels;
-    for (const auto& [k, v] : (*live)["metadata"].value("labels", nlohmann::json::object()).items()) {
+    const nlohmann::json source_labels = (*live)["metadata"].value("labels", nlohmann::json::object());
+    for (const auto& [k, v] : source_labels.items()) {
       if (v.is_string()) labels[k] = v.get<std::string>();
     }
     c.start_kind = StartKind(true, labels);

@@ -81,12 +81,6 @@ class ImagesTest : public NodeAgentTest {
             {"desiredState", desired}};
   }
 
-  // The value of the series written exactly as `series` in a /metrics text, or -1.
-  static double MetricValue(const std::string& metrics, const std::string& series) {
-    const auto at = metrics.find("\n" + series + " ");
-    return at == std::string::npos ? -1 : std::stod(metrics.substr(at + series.size() + 2));
-  }
-
   static std::vector<std::string> Unpacked(const Agent& a) { return Entries(a.root + "/images/unpacked"); }
 
   static TestRegistry* registry_;

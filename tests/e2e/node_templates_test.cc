@@ -4,7 +4,8 @@
 // template, and they start from the golden snapshot — counters continuing from it, each with
 // its own hostname; a template change takes a new golden and leaves started actors alone; a
 // gate that never passes is reported and holds nothing; a golden snapshot deleted from the
-// store is taken again. The fixture is tests/support/node_agent_fixture.h.
+// store is taken again; a warm pool serves an actor and refills, and never takes the last free
+// worker. The fixture is tests/support/node_agent_fixture.h.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -113,6 +114,19 @@ class NodeTemplatesTest : public NodeAgentTest {
     return g.is_object() ? g.value("snapshotID", "") : "";
   }
 
+
+  // The template's warm-pool members, as the API has them now.
+  std::vector<json> Members(const std::string& tmpl) {
+    auto r = Kubectl({"get", "actors", "-n", ns_, "-l", "stasis.dev/warm-pool-of=" + tmpl, "-o", "json"});
+    if (!r.success()) return {};
+    return json::parse(r.out).value("items", json::array()).get<std::vector<json>>();
+  }
+
+  bool WaitWarmReady(const std::string& tmpl, int n, std::chrono::seconds timeout) {
+    return WaitTemplateWhere(
+        tmpl, [n](const json& t) { return StatusField(t, "warmReady").is_number() && StatusField(t, "warmReady") == n; },
+        timeout, nullptr, "warmReady " + std::to_string(n));
+  }
 
   const json kCountAtLeast50 = {"/bin/sh", "-c", "test \"$(cat /tmp/counter)\" -ge 50"};
   std::unique_ptr<BackgroundProcess> controller_;
@@ -242,6 +256,84 @@ TEST_F(NodeTemplatesTest, AGoldenDeletedFromTheStoreIsTakenAgain) {
   json late;
   ASSERT_TRUE(WaitStatus("late", "STATUS_RUNNING", 120s, &late));
   EXPECT_EQ(StatusField(late, "clonedFrom").value("snapshotID", ""), second_id);
+}
+
+// A warm pool of 3: its members are restored from the golden and paused (holding no worker); an
+// actor created from the template claims one and starts by resuming the member's pause snapshot
+// on its node — its counter continues from the member's, its hostname its own — and the pool
+// refills; the claimed member is deleted once its claimer runs.
+TEST_F(NodeTemplatesTest, AWarmPoolServesAnActorAndRefills) {
+  Agent* a = StartAgent(Node("a"), PinnedRunsc(), {}, 4);
+  ASSERT_NE(a, nullptr);
+  json spec = TemplateSpec(kCountAtLeast50);
+  spec["warm"] = 3;
+  CreateTemplate("counter", spec);
+  ASSERT_TRUE(WaitWarmReady("counter", 3, 180s));
+  std::vector<json> members = Members("counter");
+  ASSERT_EQ(members.size(), 3u);
+  for (const auto& m : members) {
+    EXPECT_EQ(StatusOf(m), "STATUS_PAUSED") << m.dump(2);
+    EXPECT_EQ(StatusField(m, "latestSnapshot").value("nodeName", ""), a->node);
+  }
+  ExpectAllWorkersFree(a->node);
+
+  CreateFromTemplate("claimer", "counter", a->node);
+  json actor;
+  ASSERT_TRUE(WaitStatus("claimer", "STATUS_RUNNING", 60s, &actor));
+  const std::string member = actor["spec"]["source"].value("actorName", "");
+  EXPECT_THAT(member, ::testing::StartsWith("counter-warm-"));
+  const json cloned = StatusField(actor, "clonedFrom");
+  EXPECT_EQ(cloned.value("actorName", ""), member);
+  EXPECT_EQ(cloned.value("snapshotID", ""), actor["spec"]["source"].value("snapshotID", ""));
+  bool was_member = false;
+  for (const auto& m : members) {
+    if (m["metadata"].value("name", "") != member) continue;
+    was_member = true;
+    EXPECT_EQ(StatusField(m, "latestSnapshot").value("id", ""), cloned.value("snapshotID", ""))
+        << "the member's pause snapshot";
+  }
+  EXPECT_TRUE(was_member) << member;
+  EXPECT_GE(FirstCounter(*a, "claimer"), 50) << "resumed from the member (past the golden's gate), not booted";
+  EXPECT_EQ(InSandbox(*a, "claimer", {"/bin/hostname"}), "claimer") << "the postRestore hook ran in the claimer";
+
+  ASSERT_TRUE(WaitActor(member, [](const json& x) { return x.is_null(); }, 60s, "the claimed member deleted"));
+  ASSERT_TRUE(WaitWarmReady("counter", 3, 120s)) << "the pool refills";
+  EXPECT_EQ(StatusOf(GetActor("claimer")), "STATUS_RUNNING");
+  const std::string agent_metrics = ScrapeMetrics(a->proc->Log());
+  EXPECT_GE(MetricValue(agent_metrics, "stasis_actor_start_seconds_count{kind=\"warm\"}"), 1) << agent_metrics;
+  EXPECT_GE(MetricValue(agent_metrics, "stasis_actor_start_seconds_count{kind=\"golden\"}"), 3);
+  const std::string controller_metrics = ScrapeMetrics(controller_->Log());
+  const std::string series = "{namespace=\"" + ns_ + "\",result=\"hit\",template=\"counter\"}";
+  EXPECT_EQ(MetricValue(controller_metrics, "stasis_warm_pool_claims_total" + series), 1) << controller_metrics;
+  EXPECT_EQ(MetricValue(controller_metrics,
+                        "stasis_warm_pool_ready{namespace=\"" + ns_ + "\",template=\"counter\"}"), 3);
+}
+
+// Two workers, one held by an actor that is not pooled: the golden is taken (it is no pool
+// member), but no member takes the last free worker — a second plain actor gets it. Once both
+// plain actors are gone, the pool fills.
+TEST_F(NodeTemplatesTest, APoolNeverTakesTheLastFreeWorker) {
+  Agent* a = StartAgent(Node("a"), PinnedRunsc(), {}, 2);
+  ASSERT_NE(a, nullptr);
+  CreateActor("plain-1", CounterSpec(a->node));
+  ASSERT_TRUE(WaitStatus("plain-1", "STATUS_RUNNING", 30s));
+  json spec = TemplateSpec({"/bin/sh", "-c", "test -e /tmp/counter"});
+  spec["warm"] = 2;
+  CreateTemplate("counter", spec);
+  ASSERT_TRUE(WaitTemplate("counter", "GoldenSnapshotTaken", 90s, nullptr));
+  ASSERT_TRUE(WaitActor(
+      "counter-warm-0", [](const json& x) { return CondReason(x, "Ready") == "NoFreeWorker"; }, 30s,
+      "the member refused the last free worker"));
+  EXPECT_THAT(CondMessage(GetActor("counter-warm-0"), "Ready"), HasSubstr("last free worker"));
+  CreateActor("plain-2", CounterSpec(a->node));
+  ASSERT_TRUE(WaitStatus("plain-2", "STATUS_RUNNING", 30s));
+  for (const auto& m : Members("counter")) EXPECT_EQ(StatusField(m, "workerName"), nullptr) << m.dump(2);
+
+  for (const char* plain : {"plain-1", "plain-2"}) {
+    ASSERT_TRUE(Kubectl({"delete", "actor", plain, "-n", ns_, "--wait=true", "--timeout=30s"}).success());
+  }
+  ASSERT_TRUE(WaitWarmReady("counter", 2, 120s));
+  ExpectAllWorkersFree(a->node);
 }
 
 }  // namespace

@@ -77,6 +77,11 @@ json ManifestWithChecksums(const fs::path& dir, std::chrono::milliseconds timeou
   }
 }
 
+double MetricValue(const std::string& metrics, const std::string& series) {
+  const auto at = metrics.find("\n" + series + " ");
+  return at == std::string::npos ? -1 : std::stod(metrics.substr(at + series.size() + 2));
+}
+
 std::vector<std::string> PartialDirs(const fs::path& root) {
   std::vector<std::string> out;
   std::error_code ec;

@@ -71,6 +71,8 @@ bool ProcessAlive(long pid);
 // The /metrics text of the stasis process whose log is `log` (it serves on the port its line
 // "serving metrics addr=127.0.0.1:0 port=N" names), or "" when it cannot be read.
 std::string ScrapeMetrics(const std::string& log);
+// The value of the series written exactly as `series` in a /metrics text, or -1.
+double MetricValue(const std::string& metrics, const std::string& series);
 
 // One `stasis node` process.
 struct Agent {
