@@ -97,6 +97,7 @@ std::map<std::string, Registered> RegisteredFamilies() {
     m.SetLeaderStatus("stasis-controller", true);
     c.SetActors({{"STATUS_RUNNING", 1}}, {});
     c.CountForcedCleanup("node_lost");
+    c.SetWarmPool("ns", "counter", 2);
     m.SetBuildInfo("0.1.0", "0123456789ab");
     Collect(*m.registry(), "controller", out);
   }
