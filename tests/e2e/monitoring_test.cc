@@ -407,6 +407,13 @@ TEST_F(MonitoringTest, EveryPanelQueryAndRuleHasDataFromARealRun) {
   // actor's checkpoint so its agent can be killed mid-SUSPENDING.
   ASSERT_NO_FATAL_FAILURE(StartAgent("mon-a", 3, "kill-checkpoint"));
   ASSERT_NO_FATAL_FAILURE(StartAgent("mon-b", 1, "hold-checkpoint"));
+  // The first starts' histogram must be scraped at zero before they happen, or rate() never
+  // sees them (a start takes less than a scrape interval).
+  const auto scraped = Clock::now();
+  for (bool both = false; !both && Clock::now() - scraped < 30s; std::this_thread::sleep_for(200ms)) {
+    auto r = prom->Query("count(stasis_actor_start_seconds_count{kind=\"boot\"})", UnixNow());
+    both = r.ok() && !(*r)["result"].empty() && (*r)["result"][0]["value"][1] == "2";
+  }
   for (const auto& [name, node] : std::vector<std::pair<std::string, std::string>>{
            {"alpha", "mon-a"}, {"beta", "mon-a"}, {"crash", "mon-a"}, {"victim", "mon-b"}}) {
     CreateActor(name, node);
