@@ -119,6 +119,17 @@ TemplateReconciler::TemplateReconciler(TemplateReconcilerOptions options, KubeCl
       clock_(clock) {}
 
 Result<ReconcileOutcome> TemplateReconciler::Reconcile(const Request& request) {
+  auto r = ReconcileTemplate(request);
+  if (r.ok() || r.status().code() != Code::kAborted) return r;
+  // A 409: a write was checked against a template or actor the cache had not caught up with.
+  // The watch brings the newer object; deciding again from it is the whole cure, not an error.
+  spdlog::debug("template reconcile conflict template={} error=\"{}\"", request.Key(), r.status().ToString());
+  ReconcileOutcome again;
+  again.requeue = true;
+  return again;
+}
+
+Result<ReconcileOutcome> TemplateReconciler::ReconcileTemplate(const Request& request) {
   ObjectPtr cached = templates_.Get(request.Key());
   if (!cached) {
     // A cache may lag: only a quorum read's NotFound lets its golden actors and pool go.

@@ -46,6 +46,7 @@ class TemplateReconciler : public Reconciler {
   Result<ReconcileOutcome> Reconcile(const Request& request) override;
 
  private:
+  Result<ReconcileOutcome> ReconcileTemplate(const Request& request);
   TemplateObservation Observe(const api::ActorTemplate& t) const;
   // The template is gone (confirmed by a quorum read): its golden actors and pool go with it.
   [[nodiscard]] Status DeleteActorsOf(const std::string& ns, const std::string& name);
