@@ -240,8 +240,10 @@ class ActorReconciler : public Reconciler {
   // backoff when `retry`, else at the next generation.
   Result<ReconcileOutcome> RefuseStart(Ctx& c, const char* reason, const std::string& message, bool retry);
   // Runs spec.hooks.postRestore in the restored sandbox (post_restore_hook_failed when it
-  // fails, exits non-zero or outlives its deadline).
-  [[nodiscard]] Status RunPostRestoreHook(Ctx& c, const std::string& snapshot_id);
+  // fails, exits non-zero or outlives its deadline); restore: "clone" | "resume".
+  [[nodiscard]] Status RunPostRestoreHook(Ctx& c, const std::string& snapshot_id, const char* restore);
+  // After an agent restart that found a restored sandbox running: the hook again, if it has one.
+  [[nodiscard]] Status RerunPostRestoreHook(Ctx& c);
   // Restores or boots the claimed sandbox (the status says RESUMING).
   [[nodiscard]] Status StartSandbox(Ctx& c, const api::Worker& worker);
   Result<ReconcileOutcome> ResumeFailed(Ctx& c, api::ActorState resting, const Status& result);

@@ -34,11 +34,30 @@ std::string ActorKeyOfSandbox(const fs::path& run, const std::string& id) {
 }  // namespace
 
 Result<ReconcileOutcome> ActorReconciler::RecoverResumed(Ctx& c) {
+  // The sandbox was restored, but the agent may have died before or during the postRestore
+  // hook: it runs again before RUNNING, so that no restore runs without its identity (a hook
+  // must be idempotent, docs/api.md).
+  if (Status s = RerunPostRestoreHook(c); !s.ok()) {
+    // Where it rests, as for a start cut short (RestartResume): never FAILED for a retryable hook.
+    const ActorState resting = RestingState(c.a);
+    return ResumeFailed(c, resting == ActorState::kFailed ? ActorState::kUnspecified : resting, s);
+  }
   c.a.status.status = ActorState::kRunning;
   SetCondition(c, api::kConditionProgressing, false, api::kReasonResumed, kAfterRestart);
   SetCondition(c, api::kConditionReady, true, api::kReasonRunning, kAfterRestart);
   if (Status s = WriteStatus(c); !s.ok()) return s;
   return ReconcileOutcome{options_.liveness_period};
+}
+
+Status ActorReconciler::RerunPostRestoreHook(Ctx& c) {
+  if (!c.a.spec.hooks.post_restore) return OkStatus();
+  const auto& snap = c.a.status.latest_snapshot;
+  if (snap && snap->scope == api::SnapshotScope::kFull) return RunPostRestoreHook(c, snap->id, "resume");
+  // A clone's first start: the RESUMING write recorded which snapshot of its source it restores.
+  if (!snap && c.a.spec.source && c.a.status.cloned_from) {
+    return RunPostRestoreHook(c, c.a.status.cloned_from->snapshot_id, "clone");
+  }
+  return OkStatus();  // booted (or restored only data): no restore to follow
 }
 
 Result<ReconcileOutcome> ActorReconciler::RestartResume(Ctx& c) {

@@ -177,12 +177,12 @@ std::optional<Result<ReconcileOutcome>> ActorReconciler::ResolveClone(Ctx& c) {
   return std::nullopt;
 }
 
-Status ActorReconciler::RunPostRestoreHook(Ctx& c, const std::string& snapshot_id) {
+Status ActorReconciler::RunPostRestoreHook(Ctx& c, const std::string& snapshot_id, const char* restore) {
   const auto& hook = c.a.spec.hooks.post_restore;
   if (!hook) return OkStatus();
   ExecRequest request;
   request.argv = hook->command;
-  request.env = PostRestoreHookEnv(c.a, snapshot_id, c.clone ? "clone" : "resume");
+  request.env = PostRestoreHookEnv(c.a, snapshot_id, restore);
   request.deadline = std::chrono::seconds(hook->timeout_seconds);
   const auto start = clock_.Now();
   auto ran = c.driver->Exec(c.ref, request);
@@ -218,6 +218,8 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   c.a.status.node_name = options_.node;
   c.a.status.worker_name = worker->metadata.name;
   c.a.status.sandbox_id = c.ref.id;
+  // Written with RESUMING: an agent restarted mid-start knows which snapshot the sandbox holds.
+  if (c.clone) c.a.status.cloned_from = api::ClonedFrom{c.clone->source_name, c.clone->source_uid, c.clone->snapshot_id};
   SetCondition(c, api::kConditionProgressing, true, api::kReasonResuming,
                from_snapshot ? "restoring " + RestoreWhat(c.a, c.clone)
                : from_data   ? "restoring the data of snapshot " + snap->id + ", then booting from the bundle"
@@ -238,7 +240,6 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   retries_.Clear(c.key, RetryOp::kResume);
   c.a.status.status = ActorState::kRunning;
   if (c.image) c.a.status.image_digest = c.image->digest;
-  if (c.clone) c.a.status.cloned_from = api::ClonedFrom{c.clone->source_name, c.clone->source_uid, c.clone->snapshot_id};
   SetCondition(c, api::kConditionProgressing, false, api::kReasonResumed, "");
   SetCondition(c, api::kConditionReady, true, c.clone ? api::kReasonRestoredFromSource : api::kReasonRunning,
                from_snapshot ? "restored " + RestoreWhat(c.a, c.clone)
@@ -323,7 +324,7 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
   ro.image_dir = source->dir;
   ro.deadline = deadline;
   if (Status s = c.driver->Restore(c.ref, ro); !s.ok()) return s;
-  return RunPostRestoreHook(c, id);
+  return RunPostRestoreHook(c, id, c.clone ? "clone" : "resume");
 }
 
 Result<ReconcileOutcome> ActorReconciler::ResumeFailed(Ctx& c, ActorState resting, const Status& result) {
@@ -337,6 +338,7 @@ Result<ReconcileOutcome> ActorReconciler::ResumeFailed(Ctx& c, ActorState restin
   c.a.status.status = permanent ? ActorState::kFailed : resting;
   c.a.status.worker_name.clear();
   c.a.status.sandbox_id.clear();
+  if (!c.a.status.latest_snapshot) c.a.status.cloned_from.reset();  // it did not start from it
   SetCondition(c, api::kConditionProgressing, false, v.reason, "resume failed");
   const std::string what = std::string(FromFullSnapshot(c.a) || c.clone ? "restore" : "start") + " failed: " + result.message();
   if (SetFailureCondition(c, api::kConditionReady, false, v, what)) {

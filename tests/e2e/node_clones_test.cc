@@ -1,10 +1,12 @@
 // `stasis node` end to end, clones (spec.source): an actor whose first start restores another
 // actor's committed snapshot, on the node that took it or another one, while the source runs
 // on; the postRestore hook that gives each clone its own identity; and a clone whose source is
-// missing, has no committed snapshot yet, or whose hook fails. The fixture is
+// missing, has no committed snapshot yet, or whose hook fails; a hook cut short by an agent's
+// death runs again. The fixture is
 // tests/support/node_agent_fixture.h.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <memory>
@@ -194,6 +196,38 @@ TEST_F(NodeClonesTest, AFailingHookFailsTheStartAndTheCloneNeverRunsUnidentified
   Patch("twin", {{"hooks", IdentityHook()}});
   ASSERT_TRUE(WaitStatus("twin", "STATUS_RUNNING", 60s, &clone));
   EXPECT_EQ(InSandbox(*a, "twin", {"/bin/hostname"}), "twin");
+}
+
+// kill -9 of the agent while a clone's postRestore hook runs: the new agent finds the restored
+// sandbox running and runs the hook again before RUNNING — a restore never runs without its
+// identity, however the agent died.
+TEST_F(NodeClonesTest, AnAgentKilledDuringTheHookRunsItAgain) {
+  Agent* first = StartAgent(Node("a"), PinnedRunsc(), {}, 3);
+  ASSERT_NE(first, nullptr);
+  json source;
+  SuspendedAndRunningAgain(*first, "src", 5, &source);
+  json spec = CloneSpec(first->node, "src");
+  spec["hooks"]["postRestore"]["command"] = {
+      "/bin/sh", "-c", "echo run >> /tmp/hook-runs; sleep 3; hostname \"$STASIS_ACTOR_NAME\""};
+  CreateActor("slow", spec);
+  const auto start = Clock::now();
+  while (Clock::now() - start < 60s && ProcessesMentioning("/tmp/hook-runs").empty()) {
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_FALSE(ProcessesMentioning("/tmp/hook-runs").empty()) << "the hook never started\n" << AgentLogs();
+  json clone = GetActor("slow");
+  EXPECT_EQ(StatusOf(clone), "STATUS_RESUMING");
+  EXPECT_EQ(StatusField(clone, "clonedFrom").value("actorName", ""), "src") << "recorded with RESUMING";
+  first->proc->Kill(SIGKILL);
+  ASSERT_TRUE(first->proc->Wait(10s).has_value());
+
+  Agent* second = StartAgent(Node("a"), PinnedRunsc(), {}, 3);
+  ASSERT_NE(second, nullptr);
+  ASSERT_TRUE(WaitStatus("slow", "STATUS_RUNNING", 60s, &clone));
+  EXPECT_EQ(InSandbox(*second, "slow", {"/bin/cat", "/tmp/hook-runs"}), "run\nrun") << "the hook ran again";
+  EXPECT_EQ(InSandbox(*second, "slow", {"/bin/hostname"}), "slow");
+  EXPECT_EQ(StatusField(clone, "clonedFrom").value("snapshotID", ""),
+            StatusField(source, "latestSnapshot").value("id", ""));
 }
 
 }  // namespace
