@@ -61,6 +61,13 @@ prometheus::Family<prometheus::Counter>& CacheEvictionsFamily(prometheus::Regist
       .Register(registry);
 }
 
+prometheus::Family<prometheus::Histogram>& StartsFamily(prometheus::Registry& registry) {
+  return prometheus::BuildHistogram()
+      .Name("stasis_actor_start_seconds")
+      .Help("First start of an actor on this node, decision to RUNNING, by kind of start")
+      .Register(registry);
+}
+
 }  // namespace
 
 // 10 ms … 30 min, six bounds a decade (1, 1.5, 2, 3, 5, 7): no bucket is wider than 5/3 of
@@ -98,10 +105,7 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
                    .Name("stasis_workers")
                    .Help("Workers of this node by state")
                    .Register(registry)),
-      starts_(prometheus::BuildHistogram()
-                  .Name("stasis_actor_start_seconds")
-                  .Help("First start of an actor on this node, decision to RUNNING, by kind of start")
-                  .Register(registry)),
+      starts_(StartsFamily(registry)),
       store_bytes_(prometheus::BuildCounter()
                        .Name("stasis_object_store_bytes_total")
                        .Help("Bytes of objects put to and got from the object store")
@@ -125,7 +129,6 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
       cache_bytes_(CacheBytesFamily(registry)),
       cache_evictions_(CacheEvictionsFamily(registry)) {
   AddStoreSeries();
-  for (const char* kind : {"boot", "golden", "warm", "clone"}) starts_.Add({{"kind", kind}}, DurationBuckets());
   // Series that dashboards and alerts take rate() of exist from the start, at zero (header).
   for (const char* op : {"checkpoint", "restore", "commit"}) {
     operations_.Add({{"operation", op}, {"result", "success"}, {"reason", ""}});
@@ -158,8 +161,9 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
   AddSuccessSeries();
 }
 
-// Successful operations' histograms (commits are always of a Suspend).
+// Successful operations' histograms (commits are always of a Suspend), and first starts'.
 void SnapshotMetrics::AddSuccessSeries() {
+  for (const char* kind : {"boot", "golden", "warm", "clone"}) starts_.Add({{"kind", kind}}, DurationBuckets());
   for (bool gpu : {false, true}) {
     for (const char* trigger : {"Pause", "Suspend"}) {
       for (const char* scope : {"Full", "Data"}) {
