@@ -41,8 +41,8 @@ source "${HACK_DIR}/bench/lib.sh"
 actors=100 warm=3 keep=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --actors) actors="${2:-}"; shift 2 ;;
-    --warm) warm="${2:-}"; shift 2 ;;
+    --actors) actors="${2:-}"; shift $(($# >= 2 ? 2 : 1)) ;;
+    --warm) warm="${2:-}"; shift $(($# >= 2 ? 2 : 1)) ;;
     --keep) keep=1; shift ;;
     *) die "unknown argument: $1 (see the header of $0)" ;;
   esac

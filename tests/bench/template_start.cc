@@ -185,6 +185,15 @@ json ActorObject(const Config& c, const std::string& name, const json& spec) {
           {"spec", spec}};
 }
 
+// A spec pinned to the benchmark's node and to be running: `from` is the bundle or a templateRef.
+json Running(const Config& c, json from) {
+  from["nodeName"] = c.node;
+  from["desiredState"] = "Running";
+  return from;
+}
+
+json FromTemplate(const std::string& name) { return {{"templateRef", {{"name", name}}}}; }
+
 json TemplateObject(const Config& c, const std::string& name, long warm) {
   json spec = {{"actor", {{"bundle", c.bundle}}}};
   if (warm > 0) spec["warm"] = warm;
@@ -299,8 +308,7 @@ void Bench::Setup() {
   }
   // The resume baseline boots while the goldens are being taken.
   watch_.Expect(kResumeBase, "STATUS_RUNNING");
-  Must(client_->Create(kActors, c_.ns,
-                       ActorObject(c_, kResumeBase, {{"bundle", c_.bundle}, {"nodeName", c_.node}, {"desiredState", "Running"}})),
+  Must(client_->Create(kActors, c_.ns, ActorObject(c_, kResumeBase, Running(c_, {{"bundle", c_.bundle}}))),
        "create actor resume-base");
   AwaitStatus(kResumeBase, "STATUS_RUNNING", "setup");
   watch_.Expect(kResumeBase, "STATUS_PAUSED");
@@ -332,8 +340,7 @@ double Bench::Warm(long r) {
   WaitTemplate(kWarmTemplate, [&](const json& t) { return WarmReady(t) >= 1; }, "status.warmReady >= 1");
   const std::string name = Name("warm", r);
   json running;
-  const double ms = CreateToRunning(name, {{"templateRef", {{"name", kWarmTemplate}}}, {"nodeName", c_.node}, {"desiredState", "Running"}},
-                                    &running);
+  const double ms = CreateToRunning(name, Running(c_, FromTemplate(kWarmTemplate)), &running);
   const std::string source = running.value("/spec/source/actorName"_json_pointer, "");
   const bool hit = source.rfind(std::string(kWarmTemplate) + "-warm-", 0) == 0;
   Remove(name);
@@ -378,11 +385,10 @@ double Bench::Direct(long r) {
 void Bench::Measure(const std::string& kind, long r) {
   double ms = -1;
   if (kind == "boot") {
-    ms = CreateToRunning(Name(kind, r), {{"bundle", c_.bundle}, {"nodeName", c_.node}, {"desiredState", "Running"}});
+    ms = CreateToRunning(Name(kind, r), Running(c_, {{"bundle", c_.bundle}}));
     Remove(Name(kind, r));
   } else if (kind == "golden") {
-    ms = CreateToRunning(Name(kind, r),
-                         {{"templateRef", {{"name", kColdTemplate}}}, {"nodeName", c_.node}, {"desiredState", "Running"}});
+    ms = CreateToRunning(Name(kind, r), Running(c_, FromTemplate(kColdTemplate)));
     Remove(Name(kind, r));
   } else if (kind == "warm") {
     ms = Warm(r);
@@ -443,7 +449,7 @@ void Bench::Report() {
   std::map<std::string, double> agent_ms;
   std::printf("the agent's part (stasis_actor_start_seconds over the rounds, decision -> RUNNING write), mean:");
   for (const char* kind : {"boot", "golden", "warm"}) {
-    const double sum = after.count(kind) ? after.at(kind).first : 0, count = after.count(kind) ? after.at(kind).second : 0;
+    const auto [sum, count] = after.count(kind) ? after.at(kind) : std::pair{0.0, 0.0};
     const double n = count - starts_before_[kind].second;
     agent_ms[kind] = n > 0 ? (sum - starts_before_[kind].first) / n * 1000 : 0;
     std::printf(" %s %.1f ms (%.0f)", kind, agent_ms[kind], n);
@@ -478,8 +484,11 @@ Config ParseConfig(int argc, char** argv) {
   c.runsc = f.Get("runsc");
   c.direct_root = f.Get("direct-root");
   c.agent_metrics = f.Get("agent-metrics");
-  for (const std::string* v : {&c.kubeconfig, &c.ns, &c.node, &c.bundle, &c.store, &c.runsc, &c.direct_root, &c.agent_metrics}) {
-    if (v->empty()) Fail("--kubeconfig, --namespace, --node, --bundle, --store, --runsc, --direct-root and --agent-metrics are needed");
+  for (const std::string* v :
+       {&c.kubeconfig, &c.ns, &c.node, &c.bundle, &c.store, &c.runsc, &c.direct_root, &c.agent_metrics}) {
+    if (v->empty()) {
+      Fail("every flag of the header but --actors, --warm and --timeout-s is needed");
+    }
   }
   c.actors = f.Int("actors", 100);
   c.warm = f.Int("warm", 3);
