@@ -10,7 +10,8 @@
 #   --out DIR keep every benchmark's full output there (default: a temporary directory, printed)
 #
 # Runs: scale.sh (10,000 suspended actors, 1,000 workers), transitions.sh (no-op driver and
-# runsc), reconcile-cost.sh (callgrind), pause-overhead.sh (issue 5). Root is needed (runsc).
+# runsc), reconcile-cost.sh (callgrind), pause-overhead.sh (issue 5), template-start.sh (boot,
+# golden, warm pool). Root is needed (runsc).
 source "$(dirname "$0")/../lib.sh"
 
 quick=0 out=""
@@ -29,8 +30,9 @@ if ((quick)); then
   trans_args=(--actors 40 --rounds 2 --runsc-actors 5 --runsc-rounds 2 --ceiling-seconds 10)
   cost_args=(--repeat 3)
   pause_args=(--cycles 10 --warmup 1)
+  template_args=(--actors 20)
 else
-  scale_args=() trans_args=() cost_args=() pause_args=()
+  scale_args=() trans_args=() cost_args=() pause_args=() template_args=()
 fi
 
 run() {
@@ -44,6 +46,7 @@ run scale "${bench}/scale.sh" "${scale_args[@]}"
 run transitions "${bench}/transitions.sh" "${trans_args[@]}"
 run reconcile-cost "${bench}/reconcile-cost.sh" "${cost_args[@]}"
 run pause-overhead "${bench}/pause-overhead.sh" "${pause_args[@]}"
+run template-start "${bench}/template-start.sh" "${template_args[@]}"
 
 # k=v from a benchmark's RESULT line ("-" when missing).
 get() { sed -n "s/^RESULT.* $2=\([^ ]*\).*/\1/p" "${out}/$1.txt" 2>/dev/null | tail -1 | grep . || echo -; }
@@ -73,4 +76,7 @@ printf '%-52s %-22s %-30s %s\n' "callgrind: regressions" "$(get reconcile-cost r
 printf '%-52s %-22s %-30s %s\n' "pause: overhead p50, ms" "$(pause_fig 'agent: overhead (end-to-end − checkpoint)')" "direct checkpoint $(pause_fig 'direct: runsc checkpoint') ms" "-"
 printf '%-52s %-22s %-30s %s\n' "pause: end-to-end ÷ direct checkpoint, p50" "$(pause_fig 'ratio end-to-end pause / direct checkpoint: p50')" "(ratio of the two)" "<= 1.1"
 printf '%-52s %-22s %-30s %s\n' "resume: end-to-end ÷ direct restore, p50" "$(pause_fig 'ratio end-to-end resume / direct restore: p50')" "direct restore $(pause_fig 'direct: runsc restore -detach') ms" "<= 1.1"
+printf '%-52s %-22s %-30s %s\n' "template start p50: boot / golden / warm, ms" "$(get template-start boot_p50_ms) / $(get template-start golden_p50_ms) / $(get template-start warm_p50_ms)" "-" "-"
+printf '%-52s %-22s %-30s %s\n' "template start: golden p50 ÷ direct restore p50" "$(get template-start golden_ratio)" "runsc restore $(get template-start direct_p50_ms) ms" "<= 1.1"
+printf '%-52s %-22s %-30s %s\n' "template start: warm p50 − resume p50, ms" "$(get template-start warm_over_resume_ms)" "agent resume $(get template-start resume_p50_ms) ms" "<= 100"
 echo "full outputs: ${out}"
