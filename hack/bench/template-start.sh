@@ -28,7 +28,7 @@
 # Each created actor is deleted, and the deletion seen, before the next start; after a warm
 # claim the pool is let refill first, so no measured start runs beside a refill. Also printed:
 # the agent's own part of each kind of first start (stasis_actor_start_seconds over the rounds:
-# from its decision to start the actor to the RUNNING write; golden includes the pool's refills).
+# from its decision to start the actor to the RUNNING write; a pool member's own start counts as refill, not golden).
 # Targets:
 #   golden_ratio        = golden p50 ÷ direct p50        (≤ 1.1)
 #   warm_over_resume_ms = warm p50 − resume p50          (≤ 100 ms)

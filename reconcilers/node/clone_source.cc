@@ -88,8 +88,10 @@ Result<CloneSnapshot> ChooseCloneSnapshot(const api::ActorSpec& clone, const Sou
                        chosen->cuda_checkpointed, local};
 }
 
-std::string StartKind(bool has_source, const std::map<std::string, std::string>& source_labels) {
+std::string StartKind(bool has_source, const std::map<std::string, std::string>& source_labels,
+                      const std::map<std::string, std::string>& own_labels) {
   if (!has_source) return "boot";
+  if (own_labels.count(api::kWarmPoolOfLabel)) return "refill";
   if (source_labels.count(api::kGoldenOfLabel)) return "golden";
   if (source_labels.count(api::kWarmPoolOfLabel)) return "warm";
   return "clone";

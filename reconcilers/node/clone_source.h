@@ -41,9 +41,11 @@ struct SourceObservation {
 };
 
 // How an actor's first start came about, for stasis_actor_start_seconds: "boot" (no source),
-// "golden" (a template's golden actor), "warm" (a warm-pool member) or "clone" (any other
-// actor), from the source's labels.
-std::string StartKind(bool has_source, const std::map<std::string, std::string>& source_labels);
+// "golden" (a template's golden actor), "warm" (a warm-pool member), "clone" (any other actor),
+// from the source's labels; "refill" for a warm-pool member's own start (its labels), so that
+// the pool's upkeep does not count as the golden starts users wait for.
+std::string StartKind(bool has_source, const std::map<std::string, std::string>& source_labels,
+                      const std::map<std::string, std::string>& own_labels);
 
 // The snapshot a clone restores.
 struct CloneSnapshot {

@@ -159,7 +159,7 @@ std::optional<Result<ReconcileOutcome>> ActorReconciler::ResolveClone(Ctx& c) {
     for (const auto& [k, v] : source_labels.items()) {
       if (v.is_string()) labels[k] = v.get<std::string>();
     }
-    c.start_kind = StartKind(true, labels);
+    c.start_kind = StartKind(true, labels, c.a.metadata.labels);
   }
   auto chosen = ChooseCloneSnapshot(c.a.spec, source);
   if (!chosen.ok()) {

@@ -163,7 +163,7 @@ SnapshotMetrics::SnapshotMetrics(prometheus::Registry& registry)
 
 // Successful operations' histograms (commits are always of a Suspend), and first starts'.
 void SnapshotMetrics::AddSuccessSeries() {
-  for (const char* kind : {"boot", "golden", "warm", "clone"}) starts_.Add({{"kind", kind}}, DurationBuckets());
+  for (const char* kind : {"boot", "golden", "warm", "clone", "refill"}) starts_.Add({{"kind", kind}}, DurationBuckets());
   for (bool gpu : {false, true}) {
     for (const char* trigger : {"Pause", "Suspend"}) {
       for (const char* scope : {"Full", "Data"}) {

@@ -454,7 +454,7 @@ void Bench::Report() {
     agent_ms[kind] = n > 0 ? (sum - starts_before_[kind].first) / n * 1000 : 0;
     std::printf(" %s %.1f ms (%.0f)", kind, agent_ms[kind], n);
   }
-  std::printf("\n  (golden counts the pool's refills too: each hit restores one member from the golden)\n");
+  std::printf("\n");
   const double golden_ratio = Percentile(ms_["golden"], 50) / Percentile(ms_["direct"], 50);
   const double warm_over_resume = Percentile(ms_["warm"], 50) - Percentile(ms_["resume"], 50);
   std::printf("golden_ratio = golden p50 / direct restore p50 = %.3f\n", golden_ratio);

@@ -82,10 +82,11 @@ TEST(CloneSourceTest, ANodeLocalSnapshotOnlyWhenNamed) {
 }
 
 TEST(CloneSourceTest, TheStartKindFollowsTheSourcesLabels) {
-  EXPECT_EQ(StartKind(false, {}), "boot");
-  EXPECT_EQ(StartKind(true, {{api::kGoldenOfLabel, "t"}}), "golden");
-  EXPECT_EQ(StartKind(true, {{api::kWarmPoolOfLabel, "t"}}), "warm");
-  EXPECT_EQ(StartKind(true, {{"app", "x"}}), "clone");
+  EXPECT_EQ(StartKind(false, {}, {}), "boot");
+  EXPECT_EQ(StartKind(true, {{api::kGoldenOfLabel, "t"}}, {}), "golden");
+  EXPECT_EQ(StartKind(true, {{api::kWarmPoolOfLabel, "t"}}, {}), "warm");
+  EXPECT_EQ(StartKind(true, {{"app", "x"}}, {}), "clone");
+  EXPECT_EQ(StartKind(true, {{api::kGoldenOfLabel, "t"}}, {{api::kWarmPoolOfLabel, "t"}}), "refill");
 }
 
 TEST(CloneSourceTest, AMissingSourceOrSnapshotIsRetried) {

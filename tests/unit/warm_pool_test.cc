@@ -60,7 +60,7 @@ TEST(WarmPoolTest, AnEmptyPoolIsFilledAndRunningMembersArePaused) {
   EXPECT_FALSE(full.filling);
 }
 
-TEST(WarmPoolTest, AnActorClaimsAReadyMemberAndThePoolRefillsAtOnce) {
+TEST(WarmPoolTest, AnActorClaimsAReadyMemberAndThePoolRefillsOnceItStarted) {
   auto act = DecidePool("t", 2, kGolden, {ReadyOn("t-warm-0", "n1"), ReadyOn("t-warm-1", "n2")}, {{"a", ""}},
                         Free(0, 1));
   ASSERT_EQ(act.claims.size(), 1u);
@@ -71,7 +71,16 @@ TEST(WarmPoolTest, AnActorClaimsAReadyMemberAndThePoolRefillsAtOnce) {
   EXPECT_FALSE(act.claims[0].already_claimed);
   EXPECT_THAT(act.from_golden, IsEmpty());
   EXPECT_EQ(act.ready, 1);
-  EXPECT_THAT(act.create, ElementsAre("t-warm-2")) << "a new name: the claimed member still exists";
+  EXPECT_THAT(act.create, IsEmpty()) << "no refill beside the claimer's restore";
+
+  PoolMemberView claimed = ReadyOn("t-warm-1", "n2");
+  claimed.claimed_by = "a";
+  claimed.claimer = Claimer::kUsing;
+  EXPECT_THAT(DecidePool("t", 2, kGolden, {ReadyOn("t-warm-0", "n1"), claimed}, {}, Free(0, 0)).create, IsEmpty());
+  claimed.claimer = Claimer::kDone;
+  auto started = DecidePool("t", 2, kGolden, {ReadyOn("t-warm-0", "n1"), claimed}, {}, Free(0, 0));
+  EXPECT_THAT(started.remove, ElementsAre("t-warm-1"));
+  EXPECT_THAT(started.create, ElementsAre("t-warm-2")) << "a new name: the claimed member still exists";
 }
 
 TEST(WarmPoolTest, WithoutAFittingMemberTheActorStartsFromTheGolden) {
@@ -97,7 +106,8 @@ TEST(WarmPoolTest, AClaimIsKeptUntilItsClaimerHasStarted) {
   ASSERT_EQ(again.claims.size(), 1u);
   EXPECT_EQ(again.claims[0].member, "t-warm-0");
   EXPECT_TRUE(again.claims[0].already_claimed);
-  EXPECT_THAT(again.create, ElementsAre("t-warm-1")) << "a claimed member is not in the pool";
+  EXPECT_THAT(again.create, IsEmpty()) << "it keeps its place until its claimer has started";
+  EXPECT_EQ(again.ready, 0) << "but it is not ready for anyone else";
   EXPECT_THAT(again.remove, IsEmpty());
 
   claimed.claimer = Claimer::kUsing;
