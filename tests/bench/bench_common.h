@@ -81,6 +81,12 @@ inline void Parallel(const std::string& kubeconfig, long n, int threads,
   for (auto& t : pool) t.join();
 }
 
+inline double Mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
+
 // Nearest rank: with N = 100 the p99 is the 99th smallest sample.
 inline double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
