@@ -65,6 +65,9 @@ struct TemplateObservation {
   int32_t warm = 0;                       // spec.warm
   std::vector<PoolMemberView> members;    // actors labelled warm-pool-of=<template>
   std::map<std::string, int> free_workers;  // per node, free workers that suit the template's actors
+  // The resourceVersion of each pending actor and pool member as observed: the writes that act
+  // on a decision are checked against what it was decided on, never a newer cache entry.
+  std::map<std::string, std::string> resource_versions;
 };
 
 struct TemplateActions {

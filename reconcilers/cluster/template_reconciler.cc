@@ -161,7 +161,7 @@ Result<ReconcileOutcome> TemplateReconciler::ReconcileTemplate(const Request& re
   if (Status s = WriteStatus(t, act); !s.ok()) return s;
   if (act.ready) {
     const api::GoldenSnapshot& golden = act.record ? *act.record : *t.status.golden;
-    if (Status s = KeepPool(t, golden, act.pool); !s.ok()) return s;
+    if (Status s = KeepPool(t, golden, act.pool, o.resource_versions); !s.ok()) return s;
   }
   if (act.recheck) return ReconcileOutcome{options_.recheck};
   if (act.ready && store_) return ReconcileOutcome{options_.store_check};
@@ -182,9 +182,13 @@ TemplateObservation TemplateReconciler::Observe(const api::ActorTemplate& t) con
   }
   for (const auto& [name, a] : by_name) {
     if (LabelIs(a, api::kGoldenOfLabel, t.metadata.name)) o.goldens.push_back(ViewOf(a));
-    if (LabelIs(a, api::kWarmPoolOfLabel, t.metadata.name)) o.members.push_back(MemberOf(a, by_name));
+    if (LabelIs(a, api::kWarmPoolOfLabel, t.metadata.name)) {
+      o.members.push_back(MemberOf(a, by_name));
+      o.resource_versions[name] = a.metadata.resource_version;
+    }
     if (a.spec.template_ref && a.spec.template_ref->name == t.metadata.name && api::AwaitsTemplate(a.spec)) {
       o.pending.push_back({name, a.spec.node_name});
+      o.resource_versions[name] = a.metadata.resource_version;
     }
     if (a.spec.source && !a.status.latest_snapshot) o.needed_as_source.insert(a.spec.source->actor_name);
   }
@@ -255,7 +259,11 @@ Status TemplateReconciler::DeleteActorsOf(const std::string& ns, const std::stri
 }
 
 Status TemplateReconciler::KeepPool(const api::ActorTemplate& t, const api::GoldenSnapshot& golden,
-                                    const PoolActions& pool) {
+                                    const PoolActions& pool, const std::map<std::string, std::string>& observed) {
+  auto rv = [&observed](const std::string& name) {
+    auto it = observed.find(name);
+    return it == observed.end() ? std::string() : it->second;
+  };
   const std::string& ns = t.metadata.namespace_;
   for (const auto& name : pool.remove) {
     if (Status s = DeleteActor(ns, name); !s.ok()) return s;
@@ -264,10 +272,10 @@ Status TemplateReconciler::KeepPool(const api::ActorTemplate& t, const api::Gold
     if (Status s = SetDesiredState(ns, name, "Paused"); !s.ok()) return s;
   }
   for (const auto& claim : pool.claims) {
-    if (Status s = ClaimMember(t, claim); !s.ok()) return s;
+    if (Status s = ClaimMember(t, claim, rv(claim.member), rv(claim.actor)); !s.ok()) return s;
   }
   for (const auto& name : pool.from_golden) {
-    if (Status s = FillIn(t, name, {{"actorName", golden.actor_name}}, ""); !s.ok()) return s;
+    if (Status s = FillIn(t, name, rv(name), {{"actorName", golden.actor_name}}, ""); !s.ok()) return s;
     if (metrics_ && t.spec.warm > 0) metrics_->CountWarmClaim(ns, t.metadata.name, false);
   }
   for (const auto& name : pool.create) {
@@ -286,35 +294,28 @@ Status TemplateReconciler::KeepPool(const api::ActorTemplate& t, const api::Gold
 // The member first (its resourceVersion the precondition: one claimer per member), then the
 // actor; a failure between the two leaves the member claimed by this actor, which the next
 // reconcile fills in from the same member.
-Status TemplateReconciler::ClaimMember(const api::ActorTemplate& t, const PoolClaim& claim) {
+Status TemplateReconciler::ClaimMember(const api::ActorTemplate& t, const PoolClaim& claim,
+                                       const std::string& member_rv, const std::string& actor_rv) {
   const std::string& ns = t.metadata.namespace_;
   if (!claim.already_claimed) {
-    ObjectPtr member = actors_.Get(ns + "/" + claim.member);
-    if (!member) return Status(Code::kUnavailable, "warm pool member " + claim.member + " left the cache");
-    json patch = {{"metadata",
-                   {{"resourceVersion", (*member)["metadata"].value("resourceVersion", "")},
-                    {"annotations", {{kClaimedByAnnotation, claim.actor}}}}}};
+    json patch = {{"metadata", {{"resourceVersion", member_rv}, {"annotations", {{kClaimedByAnnotation, claim.actor}}}}}};
     auto r = client_.Patch(kActorType, ns, claim.member, PatchType::kMerge, patch);
     if (!r.ok()) return r.status();
   }
-  if (Status s = FillIn(t, claim.actor, {{"actorName", claim.member}, {"snapshotID", claim.snapshot_id}}, claim.node);
-      !s.ok()) {
-    return s;
-  }
+  json source = {{"actorName", claim.member}, {"snapshotID", claim.snapshot_id}};
+  if (Status s = FillIn(t, claim.actor, actor_rv, source, claim.node); !s.ok()) return s;
   if (metrics_) metrics_->CountWarmClaim(ns, t.metadata.name, true);
   return OkStatus();
 }
 
-Status TemplateReconciler::FillIn(const api::ActorTemplate& t, const std::string& name, const json& source,
-                                  const std::string& node) {
-  ObjectPtr cached = actors_.Get(t.metadata.namespace_ + "/" + name);
-  if (!cached) return OkStatus();  // deleted meanwhile
+Status TemplateReconciler::FillIn(const api::ActorTemplate& t, const std::string& name, const std::string& rv,
+                                  const json& source, const std::string& node) {
   json spec = TemplateActorSpec(t);
   spec["source"] = source;
   if (!node.empty()) spec["nodeName"] = node;
-  // The resourceVersion read: a concurrent change of the actor wins (409, tried again).
-  json patch = {{"metadata", {{"resourceVersion", (*cached)["metadata"].value("resourceVersion", "")}}},
-                {"spec", spec}};
+  // The resourceVersion the decision saw: a change of the actor since (its fill by an earlier
+  // reconcile, a user's edit) wins with a 409, and the actor is decided on again.
+  json patch = {{"metadata", {{"resourceVersion", rv}}}, {"spec", spec}};
   auto r = client_.Patch(kActorType, t.metadata.namespace_, name, PatchType::kMerge, patch);
   if (!r.ok()) return r.status();
   spdlog::info("actor filled in from template actor={}/{} template={} source={} snapshot={} node={}",

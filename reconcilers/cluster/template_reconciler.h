@@ -55,13 +55,15 @@ class TemplateReconciler : public Reconciler {
   [[nodiscard]] Status DeleteActor(const std::string& ns, const std::string& name);
   // The warm pool's upkeep and the filling in of waiting actors (warm_pool.h), once the golden
   // is recorded.
+  // `observed`: TemplateObservation::resource_versions, the preconditions of its writes.
   [[nodiscard]] Status KeepPool(const api::ActorTemplate& t, const api::GoldenSnapshot& golden,
-                                const PoolActions& pool);
-  [[nodiscard]] Status ClaimMember(const api::ActorTemplate& t, const PoolClaim& claim);
-  // Copies the template's actor spec into actor `name` with this spec.source (and, when not
-  // empty, spec.nodeName).
-  [[nodiscard]] Status FillIn(const api::ActorTemplate& t, const std::string& name, const nlohmann::json& source,
-                              const std::string& node);
+                                const PoolActions& pool, const std::map<std::string, std::string>& observed);
+  [[nodiscard]] Status ClaimMember(const api::ActorTemplate& t, const PoolClaim& claim, const std::string& member_rv,
+                                   const std::string& actor_rv);
+  // Copies the template's actor spec into actor `name` (at resourceVersion `rv`) with this
+  // spec.source (and, when not empty, spec.nodeName).
+  [[nodiscard]] Status FillIn(const api::ActorTemplate& t, const std::string& name, const std::string& rv,
+                              const nlohmann::json& source, const std::string& node);
   [[nodiscard]] Status WriteStatus(const api::ActorTemplate& before, const TemplateActions& act);
 
   TemplateReconcilerOptions options_;

@@ -305,7 +305,8 @@ TEST_F(NodeTemplatesTest, AWarmPoolServesAnActorAndRefills) {
       << "three members and the claimed one's replacement";
   const std::string controller_metrics = ScrapeMetrics(controller_->Log());
   const std::string series = "{namespace=\"" + ns_ + "\",result=\"hit\",template=\"counter\"}";
-  EXPECT_EQ(MetricValue(controller_metrics, "stasis_warm_pool_claims_total" + series), 1) << controller_metrics;
+  EXPECT_EQ(MetricValue(controller_metrics, "stasis_warm_pool_claims_total" + series), 1)
+      << ReadFile(work_.path() / "controller.log");
   EXPECT_EQ(MetricValue(controller_metrics,
                         "stasis_warm_pool_ready{namespace=\"" + ns_ + "\",template=\"counter\"}"), 3);
 }
