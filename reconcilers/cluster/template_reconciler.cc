@@ -62,8 +62,6 @@ PoolMemberView MemberOf(const api::Actor& a, const std::map<std::string, api::Ac
   return m;
 }
 
-bool Ignorable(const Status& s, Code code) { return s.ok() || s.code() == code; }
-
 json TemplateActorSpec(const api::ActorTemplate& t) {
   json spec = api::ActorSpecJson(t.spec.actor);
   // Each actor keeps where and how it wants to run; the rest is the template's.
@@ -229,7 +227,8 @@ Status TemplateReconciler::CreateGolden(const api::ActorTemplate& t, const std::
   spec.readiness_gate = t.spec.readiness_gate;
   const json object = OwnedActor(t, name, api::kGoldenOfLabel, api::ActorSpecJson(spec));
   auto created = client_.Create(kActorType, t.metadata.namespace_, object);
-  if (!Ignorable(created.status(), Code::kAlreadyExists)) return created.status();
+  if (created.status().code() == Code::kAlreadyExists) return OkStatus();  // an earlier reconcile's
+  if (!created.ok()) return created.status();
   spdlog::info("golden actor created template={}/{} actor={} generation={}", t.metadata.namespace_, t.metadata.name,
                name, t.metadata.generation);
   return OkStatus();
@@ -242,9 +241,12 @@ Status TemplateReconciler::SetDesiredState(const std::string& ns, const std::str
   return OkStatus();
 }
 
-Status TemplateReconciler::DeleteActor(const std::string& ns, const std::string& name) {
-  Status s = client_.Delete(kActorType, ns, name);
-  if (!Ignorable(s, Code::kNotFound)) return s;
+Status TemplateReconciler::DeleteActor(const std::string& ns, const std::string& name, const std::string& rv) {
+  DeleteOptions options;
+  if (!rv.empty()) options.precondition_resource_version = rv;
+  Status s = client_.Delete(kActorType, ns, name, options);
+  if (s.code() == Code::kNotFound) return OkStatus();  // a repeat of an earlier reconcile's delete
+  if (!s.ok()) return s;
   spdlog::info("template actor deleted actor={}/{}", ns, name);
   return OkStatus();
 }
@@ -266,7 +268,8 @@ Status TemplateReconciler::KeepPool(const api::ActorTemplate& t, const api::Gold
   };
   const std::string& ns = t.metadata.namespace_;
   for (const auto& name : pool.remove) {
-    if (Status s = DeleteActor(ns, name); !s.ok()) return s;
+    // At the decision's resourceVersion: a member claimed since is never deleted as surplus.
+    if (Status s = DeleteActor(ns, name, rv(name)); !s.ok()) return s;
   }
   for (const auto& name : pool.pause) {
     if (Status s = SetDesiredState(ns, name, "Paused"); !s.ok()) return s;
@@ -283,7 +286,8 @@ Status TemplateReconciler::KeepPool(const api::ActorTemplate& t, const api::Gold
     spec["source"] = {{"actorName", golden.actor_name}};
     spec["desiredState"] = "Running";
     auto created = client_.Create(kActorType, ns, OwnedActor(t, name, api::kWarmPoolOfLabel, spec));
-    if (!Ignorable(created.status(), Code::kAlreadyExists)) return created.status();
+    if (created.status().code() == Code::kAlreadyExists) continue;  // an earlier reconcile's, not yet cached
+    if (!created.ok()) return created.status();
     spdlog::info("warm pool member created template={}/{} actor={} golden={}", ns, t.metadata.name, name,
                  golden.actor_name);
   }

@@ -52,7 +52,8 @@ class TemplateReconciler : public Reconciler {
   [[nodiscard]] Status DeleteActorsOf(const std::string& ns, const std::string& name);
   [[nodiscard]] Status CreateGolden(const api::ActorTemplate& t, const std::string& name);
   [[nodiscard]] Status SetDesiredState(const std::string& ns, const std::string& name, const char* state);
-  [[nodiscard]] Status DeleteActor(const std::string& ns, const std::string& name);
+  // `rv`, when not empty: deleted only at that resourceVersion (a 409 otherwise).
+  [[nodiscard]] Status DeleteActor(const std::string& ns, const std::string& name, const std::string& rv = "");
   // The warm pool's upkeep and the filling in of waiting actors (warm_pool.h), once the golden
   // is recorded.
   // `observed`: TemplateObservation::resource_versions, the preconditions of its writes.
