@@ -69,7 +69,24 @@ KC
   chmod 600 "${dir}/kubeconfig"
 }
 
+# start_apiserver [MAY_MOVE]: starts kube-apiserver on ${dir}/apiserver.port and waits until it
+# is ready. With MAY_MOVE=1 (a fresh `up`, nothing has its address yet) a port taken since it was
+# picked — free_port can only say it was free then — is replaced by another, up to three times.
 start_apiserver() {
+  local may_move="${1:-0}" attempt
+  for attempt in 1 2 3; do
+    local mark; mark="$(wc -l <"${dir}/kube-apiserver.log" 2>/dev/null || echo 0)"
+    if run_apiserver; then return 0; fi
+    ((may_move)) && grep -q 'address already in use' < <(tail -n +"$((mark + 1))" "${dir}/kube-apiserver.log") \
+      || die "kube-apiserver exited"
+    log "port $(cat "${dir}/apiserver.port") was taken before kube-apiserver bound it (attempt ${attempt}); picking another"
+    free_port > "${dir}/apiserver.port"
+  done
+  die "kube-apiserver could not bind a port in 3 attempts"
+}
+
+# run_apiserver: one start; non-zero if it exits before it is ready (its log says why).
+run_apiserver() {
   local port; port="$(cat "${dir}/apiserver.port")"
   setsid "${KUBE_APISERVER}" \
     --etcd-servers="http://127.0.0.1:$(cat "${dir}/etcd.port")" \
@@ -92,7 +109,7 @@ start_apiserver() {
   local deadline=$((SECONDS + 90))
   until curl -fsS --cacert "${dir}/pki/ca.crt" --cert "${dir}/pki/admin.crt" \
         --key "${dir}/pki/admin.key" "https://127.0.0.1:${port}/readyz" >/dev/null 2>&1; do
-    pid_alive "${dir}/kube-apiserver.pid" || { tail -20 "${dir}/kube-apiserver.log" >&2; die "kube-apiserver exited"; }
+    pid_alive "${dir}/kube-apiserver.pid" || { tail -20 "${dir}/kube-apiserver.log" >&2; return 1; }
     (( SECONDS < deadline )) || { tail -20 "${dir}/kube-apiserver.log" >&2; die "kube-apiserver not ready after 90s"; }
     sleep 0.2
   done
@@ -126,7 +143,7 @@ up() {
     sleep 0.1
   done
   echo "${KUBE_APISERVER}" > "${dir}/kube-apiserver.path"
-  start_apiserver
+  start_apiserver 1
   write_kubeconfig
   trap - EXIT
   if [[ -n "${STASIS_CP_OWNER_PID:-}" ]]; then
