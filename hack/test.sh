@@ -23,6 +23,7 @@ if (( full_run )); then
 fi
 "${HACK_DIR}/runsc.sh" >/dev/null
 "${HACK_DIR}/build-object-store.sh" >/dev/null
+"${HACK_DIR}/build-token-server.sh" >/dev/null
 export PATH="${PATH}:${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}"
 log "external binaries ready after $((SECONDS - start))s"
 
@@ -63,11 +64,12 @@ if [[ -n "${leaked_s3}" ]]; then
   pkill -9 -f 'weed server .*stasis-test-s3-' || true
   rc=1
 fi
-# The image tests' registries (their config names the test's stasis-test-registry-* directory).
-leaked_registries="$(pgrep -a -f 'docker-registry .*stasis-test-registry-' || true)"
+# The image tests' registries and token servers (their arguments name the test's
+# stasis-test-registry-* directory).
+leaked_registries="$(pgrep -a -f '(docker-registry|token-server) .*stasis-test-registry-' || true)"
 if [[ -n "${leaked_registries}" ]]; then
   log "ERROR: tests leaked registries:"; echo "${leaked_registries}" >&2
-  pkill -9 -f 'docker-registry .*stasis-test-registry-' || true
+  pkill -9 -f '(docker-registry|token-server) .*stasis-test-registry-' || true
   rc=1
 fi
 log "done in $((SECONDS - start))s (rc=${rc})"

@@ -38,6 +38,8 @@ namespace stasis::images {
 
 struct RegistryClientOptions {
   std::string ca_file;                      // extra CA bundle (PEM), beside the system store
+  // The system store that ca_file is added to (Debian's bundle; tests name another).
+  std::string system_ca_file = "/etc/ssl/certs/ca-certificates.crt";
   std::vector<std::string> insecure_hosts;  // host[:port] reached over plain HTTP
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
   // A transfer slower than low_speed_bytes per second for low_speed_time fails (and resumes).

@@ -11,8 +11,6 @@
 namespace stasis::images {
 namespace {
 
-// Debian's bundle of the system store (ca-certificates); libcurl's own default on Debian too.
-constexpr char kSystemBundle[] = "/etc/ssl/certs/ca-certificates.crt";
 constexpr size_t kMaxIdleHandles = 8;
 
 void GlobalInitOnce() {
@@ -139,7 +137,7 @@ RegistryHttp::RegistryHttp(const RegistryClientOptions& options)
     return;
   }
   std::string system;
-  (void)ReadFile(kSystemBundle, system);  // a host without the bundle trusts the CA file alone
+  (void)ReadFile(options_.system_ca_file, system);  // a host without the bundle trusts the CA file alone
   ca_blob_ = system + "\n" + extra;
 }
 

@@ -3,7 +3,8 @@
 // an image the test builds and pushes itself; real runsc. An actor from the image runs, pauses,
 // suspends and resumes on a second node agent that never pulled it, on the digest the snapshot
 // was taken on even after the tag moved; a private image without its pull secret waits as
-// Unauthorized and runs once the secret is named; a tag that does not exist is ImageNotFound;
+// Unauthorized and runs once the secret is named; an image behind a registry token server runs
+// with its pull secret; a tag that does not exist is ImageNotFound;
 // twenty actors of the image share one unpacked copy. The fixture is
 // tests/support/node_agent_fixture.h.
 #include <gmock/gmock.h>
@@ -64,10 +65,10 @@ class ImagesTest : public NodeAgentTest {
   std::string Image(const std::string& tag) const { return registry_->host() + "/" + kRepository + ":" + tag; }
 
   // A kubernetes.io/dockerconfigjson Secret with the registry's credentials.
-  void CreatePullSecret(const std::string& name) {
-    const auto& creds = registry_->credentials();
+  void CreatePullSecret(const std::string& name, const TestRegistry* registry = registry_) {
+    const auto& creds = registry->credentials();
     ASSERT_TRUE(creds.has_value());
-    auto r = Kubectl({"create", "secret", "docker-registry", name, "-n", ns_, "--docker-server=" + registry_->host(),
+    auto r = Kubectl({"create", "secret", "docker-registry", name, "-n", ns_, "--docker-server=" + registry->host(),
                       "--docker-username=" + creds->username, "--docker-password=" + creds->password});
     ASSERT_TRUE(r.success()) << r.Summary();
   }
@@ -161,6 +162,31 @@ TEST_F(ImagesTest, APrivateImageWaitsAsUnauthorizedUntilItsPullSecretIsNamed) {
   Patch("private", {{"imagePullSecrets", {{{"name", "registry"}}}}});
   ASSERT_TRUE(WaitStatus("private", "STATUS_RUNNING", 60s, &actor));
   WaitCounter(*a, "private", 5);
+}
+
+// Hosted registries (Docker Hub, GHCR, Quay) answer with a Bearer challenge. Here the
+// distribution project's own token server issues the tokens and the registry accepts nothing
+// else, so an actor that runs got its image through the token flow with its pull secret.
+TEST_F(ImagesTest, AnImageBehindATokenServerRunsWithItsPullSecret) {
+  std::string error;
+  auto tokens = TestRegistry::Start(&error, {.token = true});
+  ASSERT_NE(tokens, nullptr) << error;
+  const std::string repository = tokens->credentials()->username + "/counter";
+  const std::string layout = (work_.path() / "layout-token").string();
+  auto built = WriteOciLayout(layout, "v1", {CounterImage()});
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  ASSERT_TRUE(PushOciLayout(layout, "v1", *tokens, repository).ok());
+  CreatePullSecret("token-registry", tokens.get());
+  Agent* a = StartAgent(Node("a"), PinnedRunsc(), {}, 1, "", {"--registry-ca-file", tokens->ca_file()});
+  ASSERT_NE(a, nullptr);
+  CreateActor("tokened", {{"image", tokens->host() + "/" + repository + ":v1"},
+                          {"imagePullSecrets", {{{"name", "token-registry"}}}},
+                          {"nodeName", a->node},
+                          {"desiredState", "Running"}});
+  json actor;
+  ASSERT_TRUE(WaitStatus("tokened", "STATUS_RUNNING", 60s, &actor));
+  EXPECT_EQ(StatusField(actor, "imageDigest"), json(built->target.digest));
+  WaitCounter(*a, "tokened", 5);
 }
 
 TEST_F(ImagesTest, ATagThatDoesNotExistIsImageNotFoundWithAWarning) {

@@ -349,6 +349,40 @@ TEST_F(RegistryClientTest, TlsIsVerifiedAgainstTheGivenCa) {
   EXPECT_EQ(m.status().reason(), pull_reason::kRegistryUnavailable);
 }
 
+// The CA file is added to the system store, not put in its place: a registry behind a public CA
+// still verifies when an operator names a private one. A second registry, whose CA stands in
+// for the system store, is reached beside the first; with no system store, only the CA file's.
+TEST_F(RegistryClientTest, TheCaFileIsTrustedBesideTheSystemStore) {
+  std::string error;
+  auto other = TestRegistry::Start(&error, {.auth = false});
+  ASSERT_NE(other, nullptr) << error;
+  TempDir layout("stasis-oci-layout-");
+  ASSERT_TRUE(stasis::testing::WriteOciLayout(layout.path().string(), "v1",
+                                              {stasis::testing::CounterImage()})
+                  .ok());
+  ASSERT_TRUE(
+      stasis::testing::PushOciLayout(layout.path().string(), "v1", *other, "public").ok());
+  auto public_ref = ParseImageReference(other->host() + "/public:v1");
+  ASSERT_TRUE(public_ref.ok());
+
+  RegistryClientOptions both = Options();
+  both.system_ca_file = other->ca_file();
+  RegistryClient client(both);
+  auto mine = client.GetManifest(Ref("counter"), "v1", registry_->credentials());
+  EXPECT_TRUE(mine.ok()) << mine.status().ToString();
+  auto theirs = client.GetManifest(*public_ref, "v1", std::nullopt);
+  EXPECT_TRUE(theirs.ok()) << theirs.status().ToString();
+
+  RegistryClientOptions ca_file_only = Options();
+  ca_file_only.system_ca_file = dir_.path().string() + "/no-system-store.pem";
+  RegistryClient alone(ca_file_only);
+  EXPECT_TRUE(alone.GetManifest(Ref("counter"), "v1", registry_->credentials()).ok());
+  auto refused = alone.GetManifest(*public_ref, "v1", std::nullopt);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().reason(), pull_reason::kRegistryUnavailable)
+      << refused.status().ToString();
+}
+
 TEST(RegistryWithoutAuth, PullsAnonymously) {
   std::string error;
   auto registry = TestRegistry::Start(&error, {.auth = false});

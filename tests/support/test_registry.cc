@@ -59,12 +59,15 @@ std::string TestRegistry::Up() {
   std::string out;
   std::vector<std::string> args = {"up", "--dir", dir_};
   if (!options_.auth) args.push_back("--no-auth");
+  if (options_.token) args.push_back("--token");
   if (options_.plain_http) args.push_back("--plain-http");
   if (!s3_env_.empty()) args.push_back("--s3");
   if (std::string failed = Run(args, &out, s3_env_); !failed.empty()) return failed;
   auto vars = ParseExports(out);
   host_ = vars["STASIS_REGISTRY"];
   ca_file_ = vars["STASIS_REGISTRY_CA"];
+  realm_ = vars["STASIS_REGISTRY_REALM"];
+  if (options_.token && realm_.empty()) return "`up --token` printed no STASIS_REGISTRY_REALM:\n" + out;
   if (host_.empty() || ca_file_.empty())
     return "`up` printed no STASIS_REGISTRY or STASIS_REGISTRY_CA:\n" + out;
   if (options_.auth) {
@@ -83,6 +86,19 @@ std::string TestRegistry::BlobDataPath(const std::string& digest) const {
 std::string TestRegistry::Stop() { return Run({"down", "--dir", dir_}, nullptr); }
 
 std::string TestRegistry::Restart() { return Up(); }
+
+std::string TestRegistry::StopTokenServer() {
+  return Run({"token-server-down", "--dir", dir_}, nullptr);
+}
+
+std::string TestRegistry::RotateTokenKey() {
+  if (std::string failed = Stop(); !failed.empty()) return failed;
+  std::error_code ec;
+  for (const char* file : {"/token/key.pem", "/token/cert.pem"}) {
+    if (!std::filesystem::remove(dir_ + file, ec)) return "cannot remove " + dir_ + file;
+  }
+  return Up();  // hack/registry.sh makes a new key and certificate where none is
+}
 
 TestRegistry::~TestRegistry() {
   if (dir_.empty()) return;

@@ -17,6 +17,9 @@ namespace stasis::testing {
 
 struct TestRegistryOptions {
   bool auth = true;         // htpasswd; false: anonymous pulls and pushes
+  // Bearer tokens from the distribution project's token server (hack/registry.sh --token),
+  // which grants the user only repositories under "<user>/".
+  bool token = false;
   bool plain_http = false;  // HTTP without TLS (an insecure registry)
   // Blobs in this store's bucket, blob GETs redirected there (hack/registry.sh --s3); the
   // store must outlive the registry.
@@ -37,12 +40,19 @@ class TestRegistry {
   bool plain_http() const { return options_.plain_http; }
   // The user and password, or nullopt for a registry without auth.
   const std::optional<images::BasicCredentials>& credentials() const { return credentials_; }
+  // The token server's endpoint (the challenge's realm), or "" without --token.
+  const std::string& realm() const { return realm_; }
   // Where the registry keeps the blob `digest` ("sha256:…") on disk.
   std::string BlobDataPath(const std::string& digest) const;
 
   // hack/registry.sh down / up on the same directory. "" when done, else what failed.
   std::string Stop();
   std::string Restart();
+  // Stops only the token server; Restart() brings it back with the same key and port.
+  std::string StopTokenServer();
+  // A new signing key for the token server, which the registry then trusts instead of the old
+  // one: every token issued before is refused from then on. Both are restarted.
+  std::string RotateTokenKey();
 
  private:
   TestRegistry() = default;
@@ -51,6 +61,7 @@ class TestRegistry {
   std::string dir_;
   std::string host_;
   std::string ca_file_;
+  std::string realm_;
   std::optional<images::BasicCredentials> credentials_;
   TestRegistryOptions options_;
   std::vector<std::string> s3_env_;  // the store's settings, for --s3
