@@ -39,7 +39,7 @@ COPY cmd cmd
 ARG STASIS_REVISION=unknown
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTASIS_BUILD_TESTS=OFF \
       -DSTASIS_REVISION="${STASIS_REVISION}" \
- && cmake --build build --target stasis stasis-cuda-checkpoint
+ && cmake --build build --target stasis stasis-cuda-checkpoint-private
 
 # ---- runtime -----------------------------------------------------------------------------
 FROM debian:bookworm-slim
@@ -59,11 +59,14 @@ COPY --from=runsc /out/runsc /usr/local/bin/runsc
 COPY --from=build /src/build/stasis /usr/local/bin/stasis
 # The host path of manifests/cdi/'s spec: the gpu overlay installs it from here, and runsc
 # started by the node agent (in this container) finds it here too.
-COPY --from=build /src/build/stasis-cuda-checkpoint /usr/lib/stasis/stasis-cuda-checkpoint
-# A missing shared library fails the build here, not the pod at start.
-RUN for b in /usr/local/bin/stasis /usr/lib/stasis/stasis-cuda-checkpoint; do \
-      if ldd "$b" | grep 'not found'; then echo "missing shared libraries for $b" >&2; exit 1; fi; \
-    done \
+# The self-contained helper: build/cuda-checkpoint/ (the helper and lib/, its own glibc loader
+# and libraries), mounted at /opt/stasis/cuda-checkpoint in GPU containers (docs/gpu.md).
+COPY --from=build /src/build/cuda-checkpoint /usr/lib/stasis/cuda-checkpoint
+# A missing shared library fails the build here, not the pod at start. The helper's interpreter
+# is where CDI mounts its directory, so it is run through that directory's loader here.
+RUN if ldd /usr/local/bin/stasis | grep 'not found'; then echo "missing shared libraries for stasis" >&2; exit 1; fi \
+ && h=/usr/lib/stasis/cuda-checkpoint \
+ && "$h"/lib/ld-linux-*.so.* --library-path "$h/lib" "$h/stasis-cuda-checkpoint" --help >/dev/null \
  && stasis --version && runsc --version
 # tini is PID 1: `stasis node` spawns runsc sandboxes, which are reparented to PID 1 when
 # runsc exits and must be reaped. The manifests give the role as args: ["stasis", "node"].

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/names.h"
 #include "api/validation.h"
 #include "base/names.h"
 
@@ -127,6 +128,15 @@ openapi::Rule WorkingDirAbsolute() { return {&StartsWithSlash, kMessageWorkingDi
 
 std::vector<openapi::Rule> PathRules(const char* absolute_message, const char* dotdot_message) {
   return {{&StartsWithSlash, absolute_message, ""}, {&NoDotDotSegment, dotdot_message, ""}};
+}
+
+openapi::Rule CudaPathOutsidePrivateDir() {
+  return {[](const json& self) {
+            const auto& s = self.get_ref<const std::string&>();
+            const std::string dir = kCudaCheckpointPrivateDir;
+            return s != dir && s.rfind(dir + "/", 0) != 0;
+          },
+          kMessageCudaPathPrivateDir, ""};
 }
 
 openapi::Rule NodeNameOrEmpty() { return {&IsEmptyOrDnsSubdomain, kMessageNodeName, ""}; }

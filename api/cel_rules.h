@@ -13,6 +13,9 @@ namespace stasis::api::cel {
 
 // self.startsWith('/') and !self.matches('(^|/)[.][.](/|$)'), with the field's two messages.
 std::vector<openapi::Rule> PathRules(const char* absolute_message, const char* dotdot_message);
+// spec.gpu.cudaCheckpointPath: self != '<dir>' && !self.startsWith('<dir>/'), the directory being
+// kCudaCheckpointPrivateDir (the helper's mount there would hide or be hidden by the directory).
+openapi::Rule CudaPathOutsidePrivateDir();
 
 // spec.nodeName: self == '' || self.matches('^[a-z0-9]…$') (an RFC 1123 subdomain).
 openapi::Rule NodeNameOrEmpty();

@@ -85,11 +85,16 @@ Properties ActorSpecImageFields(Schema runtime) {
           {"workingDir", String(kMaxPathLength, {cel::WorkingDirAbsolute()})}};
 }
 
+std::vector<openapi::Rule> CudaPathRules() {
+  auto rules = cel::PathRules(kMessageCudaPathAbsolute, kMessageCudaPathDotDot);
+  rules.push_back(cel::CudaPathOutsidePrivateDir());
+  return rules;
+}
+
 Properties ActorSpecRunFields() {
   Schema gpu = Object(
       {{"count", Integer("int32", 0, kMaxGpuCount)},
-       {"cudaCheckpointPath",
-        String(kMaxPathLength, cel::PathRules(kMessageCudaPathAbsolute, kMessageCudaPathDotDot))}});
+       {"cudaCheckpointPath", String(kMaxPathLength, CudaPathRules())}});
   Schema snapshots = Object(
       {{"onPause", Enum({"Full", "Data"})},
        {"onCommit", Enum({"Full", "Data"})},

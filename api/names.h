@@ -45,6 +45,17 @@ inline std::string BoundUnpinnedActorsSelector(const std::string& node) {
 
 // Schema defaults (the CRD's `default:` values).
 inline constexpr char kDefaultCudaCheckpointPath[] = "/usr/local/bin/cuda-checkpoint";
+// Where the helper's private directory (the helper's own glibc loader and libraries, lib/) is
+// mounted in GPU containers: the helper's interpreter and RPATH point there, so it runs whatever
+// C library the image has, or none (cmd/stasis-cuda-checkpoint/CMakeLists.txt; docs/gpu.md).
+inline constexpr char kCudaCheckpointPrivateDir[] = "/opt/stasis/cuda-checkpoint";
+#if defined(__aarch64__)
+inline constexpr char kCudaCheckpointPrivateLoader[] =
+    "/opt/stasis/cuda-checkpoint/lib/ld-linux-aarch64.so.1";
+#else
+inline constexpr char kCudaCheckpointPrivateLoader[] =
+    "/opt/stasis/cuda-checkpoint/lib/ld-linux-x86-64.so.2";
+#endif
 inline constexpr int32_t kDefaultTimeoutSeconds = 600;
 
 // Schema bounds.

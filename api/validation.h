@@ -33,6 +33,9 @@ inline constexpr char kMessageBundleDotDot[] = "bundle must not contain a '..' s
 inline constexpr char kMessageCudaPathAbsolute[] = "cudaCheckpointPath must be an absolute path";
 inline constexpr char kMessageCudaPathDotDot[] =
     "cudaCheckpointPath must not contain a '..' segment";
+inline constexpr char kMessageCudaPathPrivateDir[] =
+    "cudaCheckpointPath must not be in /opt/stasis/cuda-checkpoint, where the helper's own "
+    "directory is mounted";
 inline constexpr char kMessageDataDirAbsolute[] = "dataDirs entries must be absolute paths";
 inline constexpr char kMessageDataDirDotDot[] = "dataDirs entries must not contain a '..' segment";
 inline constexpr char kMessageNodeName[] =

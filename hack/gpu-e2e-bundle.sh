@@ -5,7 +5,8 @@
 #
 #   cache/bin/kubernetes-<v>/kube-apiserver, cache/bin/etcd-<v>/etcd   (hack/control-plane.sh's
 #                                                                      cache layout)
-#   bin/kubectl, bin/runsc (hack/runsc.sh's build), bin/stasis, bin/stasis-cuda-checkpoint,
+#   bin/kubectl, bin/runsc (hack/runsc.sh's build), bin/stasis,
+#         cuda-checkpoint/ (the self-contained helper: the helper and lib/, its own glibc),
 #         bin/bench_pause_overhead (issue 5's benchmark, for STASIS_GPU_E2E_MODE=pause-overhead)
 #   lib/  the shared libraries `stasis` needs beyond glibc (cpprestsdk, prometheus-cpp, spdlog,
 #         fmt, yaml-cpp, OpenSSL, libstdc++ …): the GPU machine may run another distribution;
@@ -32,7 +33,7 @@ kubectl="$(command -v kubectl || true)"
 # Tests on only for the benchmark's target (no test is built or carried).
 cmake -S "${REPO_ROOT}" -B "${build_dir}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTASIS_SANITIZE=OFF \
   -DSTASIS_BUILD_TESTS=ON >/dev/null
-cmake --build "${build_dir}" --target stasis stasis-cuda-checkpoint bench_pause_overhead
+cmake --build "${build_dir}" --target stasis stasis-cuda-checkpoint-private bench_pause_overhead
 
 stage="$(mktemp -d)"
 trap 'rm -rf "${stage}"' EXIT
@@ -43,7 +44,9 @@ strip -o "${stage}/cache/bin/etcd-${ETCD_VERSION}/etcd" "${cp_bins[1]}"
 strip -o "${stage}/bin/kubectl" "$(readlink -f "${kubectl}")"
 strip -o "${stage}/bin/runsc" "${runsc}"
 strip -o "${stage}/bin/stasis" "${build_dir}/stasis"
-strip -o "${stage}/bin/stasis-cuda-checkpoint" "${build_dir}/stasis-cuda-checkpoint"
+mkdir -p "${stage}/cuda-checkpoint"
+cp -R "${build_dir}/cuda-checkpoint/lib" "${stage}/cuda-checkpoint/"
+strip -o "${stage}/cuda-checkpoint/stasis-cuda-checkpoint" "${build_dir}/cuda-checkpoint/stasis-cuda-checkpoint"
 strip -o "${stage}/bin/bench_pause_overhead" "${build_dir}/tests/bench_pause_overhead"
 
 # stasis's libraries, minus glibc itself (libc, libm, libpthread, libdl, librt, the loader):

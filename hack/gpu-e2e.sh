@@ -63,8 +63,8 @@ CYCLES="${STASIS_GPU_E2E_CYCLES:-50}"
 BENCH_MODES="${STASIS_GPU_E2E_BENCH_MODES:-pause suspend}"
 NS=gpu-e2e
 NODE=gpu-node
-HELPER_HOST=/usr/lib/stasis/stasis-cuda-checkpoint   # manifests/cdi's hostPath
-CKPT_PATH=/opt/stasis/cuda-checkpoint                # the actors' spec.gpu.cudaCheckpointPath
+HELPER_HOST=/usr/lib/stasis/cuda-checkpoint          # manifests/cdi's hostPath (a directory)
+CKPT_PATH=/opt/cuda/cuda-checkpoint                  # the actors' spec.gpu.cudaCheckpointPath
 
 say() { printf '[gpu-e2e %s +%ss] %s\n' "$(date +%T)" "${SECONDS}" "$*" >&2; }
 now() { date +%s.%N; }
@@ -100,7 +100,7 @@ finish() {
     done
   fi
   STASIS_CACHE="${WORK}/pkg/cache" "${REPO_ROOT}/hack/control-plane.sh" down --dir "${WORK}/cp" >/dev/null 2>&1
-  for f in "${MADE[@]}"; do rm -f "${f}"; done
+  for f in "${MADE[@]}"; do rm -rf "${f}"; done
   rmdir /usr/lib/stasis 2>/dev/null
   mkdir -p "${RESULTS}"
   # What the sentries timed themselves (runsc -debug boot logs): the CUDA toggles, save, load.
@@ -218,7 +218,8 @@ else
   wait "${b1}" && wait "${b2}" || fail_now "nvcc builds the workload and the bandwidth probe" "$(cat "${WORK}/build.log")"
 fi
 [[ -e "${HELPER_HOST}" ]] || MADE+=("${HELPER_HOST}")
-install -D -m 0755 "${PKG}/bin/stasis-cuda-checkpoint" "${HELPER_HOST}"
+mkdir -p "$(dirname "${HELPER_HOST}")"
+cp -R --preserve=mode --remove-destination -T "${PKG}/cuda-checkpoint" "${HELPER_HOST}"
 
 # ---- 2. CDI specs ----------------------------------------------------------------------------
 cp "${REPO_ROOT}/manifests/cdi/stasis-cuda-checkpoint.yaml" "${WORK}/cdi/"

@@ -36,6 +36,9 @@ packages=(
   # its basic auth), skopeo to push the tests' images to it, and skopeo + umoci as the
   # baseline the pull benchmark is measured against
   docker-registry apache2-utils skopeo umoci
+  # the GPU helper's tests run it in roots of every C library: Debian 11 and 12 roots built
+  # from the archive (hack/debian-rootfs.sh) and a musl root with a program built by musl-gcc
+  mmdebstrap gpg musl-tools
 )
 
 missing=()

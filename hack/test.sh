@@ -24,6 +24,8 @@ fi
 "${HACK_DIR}/runsc.sh" >/dev/null
 "${HACK_DIR}/build-object-store.sh" >/dev/null
 "${HACK_DIR}/build-token-server.sh" >/dev/null
+"${HACK_DIR}/debian-rootfs.sh" bullseye >/dev/null
+"${HACK_DIR}/debian-rootfs.sh" bookworm >/dev/null
 export PATH="${PATH}:${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}"
 log "external binaries ready after $((SECONDS - start))s"
 

@@ -10,6 +10,7 @@
 
 #include "reconcilers/node/actor_context.h"
 #include "reconcilers/node/actor_reconciler.h"
+#include "reconcilers/node/helper_preflight.h"
 #include "snapshots/free_space.h"
 #include "snapshots/writeback.h"
 
@@ -61,16 +62,14 @@ Status ActorReconciler::Preflight(Ctx& c) {
   const std::string& path = c.a.spec.gpu.cuda_checkpoint_path;
   auto r = cuda->Exec(c.ref, {path, "--help"}, std::chrono::seconds(30));
   if (!r.ok()) return r.status();
+  std::optional<HelperRun> loader;
   if (r->exit_code != 0) {
-    std::string err = r->err;
-    while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
-    return Status(Code::kFailedPrecondition,
-                  "the cuda-checkpoint binary " + path +
-                      " does not run inside the container (exit " + std::to_string(r->exit_code) +
-                      (err.empty() ? "" : ": " + err) + ")",
-                  "cuda_checkpoint_missing");
+    // Is the private directory there? Its loader answers --help by itself.
+    auto l = cuda->Exec(c.ref, {api::kCudaCheckpointPrivateLoader, "--help"}, std::chrono::seconds(30));
+    if (!l.ok()) return l.status();
+    loader = HelperRun{l->exit_code, l->err};
   }
-  return OkStatus();
+  return JudgeHelperPreflight(path, HelperRun{r->exit_code, r->err}, loader);
 }
 
 std::optional<Result<ReconcileOutcome>> ActorReconciler::PreflightOrKeepRunning(Ctx& c) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 
+#include "api/names.h"
 #include "reconcilers/api_resources.h"
 #include "reconcilers/node/actor_context.h"
 #include "reconcilers/node/actor_reconciler.h"
@@ -385,6 +386,7 @@ Result<std::string> ActorReconciler::PrepareGpuBundle(const Ctx& c, const api::W
   request.gpu_kind = options_.gpu_cdi_kind;
   request.helper_device = options_.cuda_checkpoint_cdi_device;
   request.cuda_checkpoint_path = c.a.spec.gpu.cuda_checkpoint_path;
+  request.helper_private_dir = api::kCudaCheckpointPrivateDir;
   auto written = cdi.ok() ? WriteGpuBundle(*cdi, request) : Result<std::string>(cdi.status());
   if (!written.ok() && written.status().reason() != "bad_bundle" &&
       written.status().reason() != "no_gpu_on_worker") {

@@ -11,6 +11,35 @@ namespace {
 namespace fs = std::filesystem;
 }  // namespace
 
+Result<std::vector<CdiMount>> PlaceHelperMounts(std::vector<CdiMount> mounts,
+                                                const std::string& device,
+                                                const std::string& private_dir,
+                                                const std::string& cuda_checkpoint_path) {
+  if (!private_dir.empty() && (cuda_checkpoint_path == private_dir ||
+                               cuda_checkpoint_path.rfind(private_dir + "/", 0) == 0)) {
+    return Status(Code::kInvalidArgument, "cudaCheckpointPath " + cuda_checkpoint_path +
+                                              " is inside the helper's private directory " +
+                                              private_dir);
+  }
+  int helpers = 0, dirs = 0;
+  for (CdiMount& m : mounts) {
+    if (!private_dir.empty() && m.container_path == private_dir) {
+      ++dirs;
+      continue;
+    }
+    ++helpers;
+    m.container_path = cuda_checkpoint_path;
+  }
+  if (helpers != 1 || dirs > 1) {
+    return Status(Code::kInvalidArgument,
+                  "the CDI device " + device + " must mount the helper binary once and its private "
+                  "directory at " + private_dir + " at most once; it has " +
+                      std::to_string(helpers) + " other mount(s) and " + std::to_string(dirs) +
+                      " at that directory");
+  }
+  return mounts;
+}
+
 Result<std::string> WriteGpuBundle(const CdiRegistry& cdi, const GpuBundleRequest& request) {
   auto bad_bundle = [&](const std::string& why) {
     return Status(Code::kInvalidArgument, "bad bundle " + request.source_bundle + ": " + why,
@@ -40,12 +69,10 @@ Result<std::string> WriteGpuBundle(const CdiRegistry& cdi, const GpuBundleReques
   if (!edits.ok()) return edits.status();
   auto helper = cdi.Resolve({request.helper_device});
   if (!helper.ok()) return helper.status();
-  if (helper->mounts.size() != 1) {
-    return Status(Code::kInvalidArgument, "the CDI device " + request.helper_device +
-                                              " must have exactly one mount (the helper binary), it has " +
-                                              std::to_string(helper->mounts.size()));
-  }
-  helper->mounts[0].container_path = request.cuda_checkpoint_path;
+  auto placed = PlaceHelperMounts(helper->mounts, request.helper_device,
+                                 request.helper_private_dir, request.cuda_checkpoint_path);
+  if (!placed.ok()) return placed.status();
+  helper->mounts = std::move(*placed);
   edits->Append(*helper);
   if (edits->hooks > 0) {
     spdlog::warn("cdi hooks skipped bundle={} hooks={} why=\"runsc sandboxes have no host mount "

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "api/names.h"
 #include "runtimes/gpu/cdi.h"
 #include "runtimes/gpu/gpu_bundle.h"
 
@@ -38,6 +39,7 @@ void DirectSandbox::Start() {
     request.gpu_uuids = {cfg_.gpu_uuid};
     request.gpu_kind = cfg_.gpu_cdi_kind;
     request.cuda_checkpoint_path = cfg_.cuda_checkpoint_path;
+    request.helper_private_dir = api::kCudaCheckpointPrivateDir;
     auto written = WriteGpuBundle(*cdi, request);
     if (!written.ok()) Die("direct GPU bundle: " + written.status().ToString());
     bundle_ = *written;

@@ -126,7 +126,7 @@ TEST_F(NodeAgentTest, RestoreOfDeletedSnapshot) {
 // A GPU actor (CDI-described GPU workers on this CPU machine) on a node whose runsc cannot
 // checkpoint a CUDA context: the preflight refuses the suspend, the actor keeps running.
 TEST_F(NodeAgentTest, RunscWithoutCudaCheckpoint) {
-  const std::string cdi = WriteCdiSpecs(/*with_glibc=*/true);
+  const std::string cdi = WriteCdiSpecs(/*with_private_dir=*/true);
   std::vector<std::string> env = InjectEnv("pass", kNoCudaWrapper);
   env.push_back("STASIS_REAL_RUNSC=" + PinnedRunsc());
   Agent* a = StartAgent(Node("a"), kInjectWrapper, env, 0, "", {"--gpus", "GPU-e2e-0", "--cdi-spec-dirs", cdi});
@@ -150,7 +150,7 @@ TEST_F(NodeAgentTest, RunscWithoutCudaCheckpoint) {
 // A GPU sandbox killed just before its suspend: the preflight's exec finds it gone, and the
 // actor is cleaned there (before any liveness check could) — FAILED with SandboxDied.
 TEST_F(NodeAgentTest, PreflightOnDeadSandbox) {
-  const std::string cdi = WriteCdiSpecs(/*with_glibc=*/true);
+  const std::string cdi = WriteCdiSpecs(/*with_private_dir=*/true);
   Agent* a = StartAgent(Node("a"), kInjectWrapper, InjectEnv("pass"), 0, "",
                         {"--gpus", "GPU-e2e-0", "--cdi-spec-dirs", cdi});
   ASSERT_NE(a, nullptr);

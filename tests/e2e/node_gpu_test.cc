@@ -26,11 +26,11 @@ using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 
 // 6. A GPU actor whose cuda-checkpoint binary cannot run in its container (the helper is
-// mounted by CDI, but this busybox root filesystem has no glibc for it): the preflight fails,
-// the actor keeps running with CudaCheckpointReady=False naming the path, and no checkpoint is
-// attempted.
+// mounted by CDI, but an outdated spec leaves out its private directory, so its loader is
+// missing): the preflight fails, the actor keeps running with CudaCheckpointReady=False naming
+// the path and the missing directory, and no checkpoint is attempted.
 TEST_F(NodeAgentTest, GpuPreflightFailureKeepsRunning) {
-  const std::string cdi = WriteCdiSpecs(/*with_glibc=*/false);
+  const std::string cdi = WriteCdiSpecs(/*with_private_dir=*/false);
   Agent* a = StartAgent(Node("a"), kInjectWrapper, InjectEnv("pass"), 0, "",
                         {"--gpus", "GPU-e2e-0", "--cdi-spec-dirs", cdi});
   ASSERT_NE(a, nullptr);
@@ -44,6 +44,9 @@ TEST_F(NodeAgentTest, GpuPreflightFailureKeepsRunning) {
                         "CudaCheckpointReady=False", &actor));
   EXPECT_EQ(StatusOf(actor), "STATUS_RUNNING");
   EXPECT_THAT(CondMessage(actor, "CudaCheckpointReady"), HasSubstr("/usr/local/bin/cuda-checkpoint"));
+  EXPECT_THAT(CondMessage(actor, "CudaCheckpointReady"),
+              HasSubstr("private directory /opt/stasis/cuda-checkpoint is not in the container"));
+  EXPECT_EQ(CondReason(actor, "CudaCheckpointReady"), "CudaCheckpointMissing");
   const long c = WaitCounter(*a, "gpu", 1);
   WaitCounter(*a, "gpu", c + 5);
   actor = GetActor("gpu");
@@ -53,15 +56,15 @@ TEST_F(NodeAgentTest, GpuPreflightFailureKeepsRunning) {
 }
 
 // 6b. A GPU actor on a GPU worker gets its devices from the node's CDI specs: the claimed
-// GPU's edits (here an environment variable naming it and, standing in for a GPU spec's driver
-// libraries, the host's glibc that the helper needs) and the project's cuda-checkpoint helper
-// spec, mounted read-only at the actor's own spec.gpu.cudaCheckpointPath; its checkpoint carries
+// GPU's edits (here an environment variable naming it) and the project's cuda-checkpoint helper
+// spec, the helper mounted read-only at the actor's own spec.gpu.cudaCheckpointPath beside its
+// private directory (the busybox root has no C library: the helper runs on its own); its checkpoint carries
 // -cuda-checkpoint-path and its restore uses the same derived bundle. Pause and resume go
 // through the same state machine as a CPU actor. (No GPU here, so no NVIDIA device node in the
 // specs: runsc turns nvproxy on by itself for a spec that lists /dev/nvidiactl. The real GPU
 // run is hack/gpu-e2e.sh, docs/gpu-e2e-results.md.)
 TEST_F(NodeAgentTest, GpuActorGetsItsDevicesFromCdi) {
-  const std::string cdi = WriteCdiSpecs(/*with_glibc=*/true);
+  const std::string cdi = WriteCdiSpecs(/*with_private_dir=*/true);
   Agent* a = StartAgent(Node("a"), kInjectWrapper, InjectEnv("pass"), 0, "",
                         {"--gpus", "GPU-e2e-0,GPU-e2e-1", "--cdi-spec-dirs", cdi});
   ASSERT_NE(a, nullptr);
@@ -128,7 +131,7 @@ TEST_F(NodeAgentTest, GpuActorGetsItsDevicesFromCdi) {
 // after registration (another GPU listed first) hands the sandbox only the GPU this node
 // discovered for that worker.
 TEST_F(NodeAgentTest, ForgedWorkerDevicesNeverReachTheSandbox) {
-  const std::string cdi = WriteCdiSpecs(/*with_glibc=*/true);
+  const std::string cdi = WriteCdiSpecs(/*with_private_dir=*/true);
   Agent* a = StartAgent(Node("f"), kInjectWrapper, InjectEnv("pass"), 0, "",
                         {"--gpus", "GPU-e2e-0", "--cdi-spec-dirs", cdi});
   ASSERT_NE(a, nullptr);
@@ -180,7 +183,7 @@ TEST_F(NodeAgentTest, GpuActorWaitsForCdiSpecsWithBackoff) {
   EXPECT_GE(attempts, 2u);
   EXPECT_LE(attempts, 5u) << attempts << " resume attempts in about " << window << " s";
 
-  fs::copy(WriteCdiSpecs(/*with_glibc=*/true), empty,
+  fs::copy(WriteCdiSpecs(/*with_private_dir=*/true), empty,
            fs::copy_options::recursive | fs::copy_options::overwrite_existing);
   ASSERT_TRUE(WaitStatus("gpu", "STATUS_RUNNING", 40s, &actor));
   ExpectHeldBy(a->node, "gpu", actor);

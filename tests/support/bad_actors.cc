@@ -354,6 +354,14 @@ const std::vector<BadObject>& BadActors() {
             {{"spec", {{"gpu", {{"cudaCheckpointPath", "/usr/local/../bin/cuda-checkpoint"}}}}}},
             R"(spec.gpu.cudaCheckpointPath: Invalid value: "/usr/local/../bin/cuda-checkpoint": cudaCheckpointPath must not contain a '..' segment)"),
         Actor(
+            "bad-cuda-path-private", "cudaCheckpointPath inside the helper's private directory",
+            kCreate, {{"spec", {{"gpu", {{"cudaCheckpointPath", "/opt/stasis/cuda-checkpoint"}}}}}},
+            R"(spec.gpu.cudaCheckpointPath: Invalid value: "/opt/stasis/cuda-checkpoint": cudaCheckpointPath must not be in /opt/stasis/cuda-checkpoint, where the helper's own directory is mounted)"),
+        Actor(
+            "bad-cuda-path-under-private", "cudaCheckpointPath under the helper's private directory",
+            kCreate, {{"spec", {{"gpu", {{"cudaCheckpointPath", "/opt/stasis/cuda-checkpoint/x"}}}}}},
+            R"(spec.gpu.cudaCheckpointPath: Invalid value: "/opt/stasis/cuda-checkpoint/x": cudaCheckpointPath must not be in /opt/stasis/cuda-checkpoint, where the helper's own directory is mounted)"),
+        Actor(
             "bad-data-dir-relative", "a dataDirs entry not absolute", kCreate,
             {{"spec", {{"snapshots", {{"dataDirs", {"/data", "cache"}}}}}}},
             R"(spec.snapshots.dataDirs[1]: Invalid value: "cache": dataDirs entries must be absolute paths)"),

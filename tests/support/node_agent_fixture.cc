@@ -507,28 +507,30 @@ void NodeAgentTest::ExpectNothingLeftOnNode(const Agent& a, const std::string& a
   EXPECT_THAT(Entries(LocalSnapshots(a, actor)), ::testing::IsEmpty()) << LocalSnapshots(a, actor);
 }
 
-std::string NodeAgentTest::WriteCdiSpecs(bool with_glibc) {
+std::string NodeAgentTest::WriteCdiSpecs(bool with_private_dir) {
   const fs::path dir = work_.path() / "cdi";
   fs::create_directories(dir);
   std::string gpu = "cdiVersion: 0.6.0\nkind: nvidia.com/gpu\n";
-  if (with_glibc) {
-    gpu += "containerEdits:\n  mounts:\n";
-    for (const char* lib : {"/lib/x86_64-linux-gnu", "/lib64"}) {
-      gpu += std::string("    - {hostPath: ") + lib + ", containerPath: " + lib +
-             ", options: [ro, nosuid, nodev, rbind]}\n";
-    }
-  }
   gpu += "devices:\n";
   for (const char* uuid : {"GPU-e2e-0", "GPU-e2e-1"}) {
     gpu += std::string("  - name: ") + uuid + "\n    containerEdits:\n      env: [STASIS_E2E_GPU=" + uuid + "]\n";
   }
   std::ofstream(dir / "gpu.yaml") << gpu;
   std::string helper = ReadFile(std::string(STASIS_SOURCE_DIR) + "/manifests/cdi/stasis-cuda-checkpoint.yaml");
-  const std::string shipped = "hostPath: /usr/lib/stasis/stasis-cuda-checkpoint";
-  const auto at = helper.find(shipped);
-  EXPECT_NE(at, std::string::npos) << "the shipped helper spec changed";
-  if (at != std::string::npos) {
-    helper.replace(at, shipped.size(), "hostPath: " + std::string(STASIS_BINARY_DIR) + "/stasis-cuda-checkpoint");
+  // The self-contained helper this build made (build/cuda-checkpoint/), in place of the host
+  // directory the spec names: both of its mounts.
+  const std::string shipped = "hostPath: /usr/lib/stasis/cuda-checkpoint";
+  int replaced = 0;
+  for (auto at = helper.find(shipped); at != std::string::npos; at = helper.find(shipped, at + 1)) {
+    helper.replace(at, shipped.size(), "hostPath: " + std::string(STASIS_BINARY_DIR) + "/cuda-checkpoint");
+    ++replaced;
+  }
+  EXPECT_EQ(replaced, 2) << "the shipped helper spec changed";
+  if (!with_private_dir) {
+    // The directory's mount is the spec's last entry.
+    const auto second = helper.rfind("        - hostPath: ");
+    EXPECT_NE(second, std::string::npos) << "the shipped helper spec changed";
+    if (second != std::string::npos) helper.erase(second);
   }
   std::ofstream(dir / "stasis-cuda-checkpoint.yaml") << helper;
   return dir.string();

@@ -196,10 +196,11 @@ class NodeAgentTest : public ::testing::Test {
   void ExpectNothingLeftOnNode(const Agent& a, const std::string& actor);
 
   // CDI specs for GPU workers GPU-e2e-0 and GPU-e2e-1 of a CPU machine, and the project's
-  // helper spec with its hostPath pointed at the stasis-cuda-checkpoint of this build. Each GPU
-  // device sets STASIS_E2E_GPU to its own UUID; with_glibc mounts the host's glibc (the helper
-  // is a glibc program; a real GPU spec mounts the driver's libraries the same way).
-  std::string WriteCdiSpecs(bool with_glibc);
+  // helper spec with its host paths pointed at this build's self-contained helper
+  // (build/cuda-checkpoint/). Each GPU device sets STASIS_E2E_GPU to its own UUID. The busybox
+  // root has no C library: the helper runs there on its private directory's alone.
+  // with_private_dir false drops the spec's mount of that directory (an outdated spec).
+  std::string WriteCdiSpecs(bool with_private_dir);
 
   TempDir work_;
   std::string ns_, store_;

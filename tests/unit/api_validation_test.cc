@@ -304,7 +304,7 @@ TEST(ApiValidationTest, EveryMessageAndPatternIsInTheCrds) {
   ASSERT_FALSE(workers.empty());
   for (const char* m :
        {kMessageBundleAbsolute, kMessageBundleDotDot, kMessageCudaPathAbsolute,
-        kMessageCudaPathDotDot, kMessageDataDirAbsolute, kMessageDataDirDotDot, kMessageNodeName,
+        kMessageCudaPathDotDot, kMessageCudaPathPrivateDir, kMessageDataDirAbsolute, kMessageDataDirDotDot, kMessageNodeName,
         kMessageScopeSubset, kMessageDataScopeNeedsDirs, kMessageImmutableRuntime,
         kMessageImageOrBundle, kMessageImageReference, kMessageImageMicrovm,
         kMessageImageDataSnapshots, kMessageCommandNeedsImage, kMessageArgsNeedsImage,

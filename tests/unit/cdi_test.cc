@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "api/names.h"
 #include "runtimes/gpu/gpu_bundle.h"
 #include "runtimes/gpu/gpu_discovery.h"
 #include "tests/support/sandbox.h"
@@ -77,10 +78,44 @@ TEST(CdiSpec, ParsesTheProjectsHelperSpecAsShipped) {
   EXPECT_EQ(spec->kind, "stasis.dev/cuda-checkpoint");
   ASSERT_EQ(spec->devices.count("helper"), 1u);
   const auto& mounts = spec->devices.at("helper").mounts;
-  ASSERT_EQ(mounts.size(), 1u);
-  EXPECT_EQ(mounts[0].host_path, "/usr/lib/stasis/stasis-cuda-checkpoint");
-  EXPECT_EQ(mounts[0].container_path, "/usr/local/bin/cuda-checkpoint");
+  ASSERT_EQ(mounts.size(), 2u);
+  EXPECT_EQ(mounts[0].host_path, "/usr/lib/stasis/cuda-checkpoint/stasis-cuda-checkpoint");
+  EXPECT_EQ(mounts[0].container_path, api::kDefaultCudaCheckpointPath);
   EXPECT_THAT(mounts[0].options, ::testing::Contains("ro"));
+  // The private directory, where the helper's interpreter and RPATH point.
+  EXPECT_EQ(mounts[1].host_path, "/usr/lib/stasis/cuda-checkpoint");
+  EXPECT_EQ(mounts[1].container_path, api::kCudaCheckpointPrivateDir);
+  EXPECT_THAT(mounts[1].options, ::testing::IsSupersetOf({"ro", "nosuid", "nodev", "rbind"}));
+  EXPECT_EQ(std::string(api::kCudaCheckpointPrivateLoader).rfind(api::kCudaCheckpointPrivateDir, 0),
+            0u);
+}
+
+TEST(PlaceHelperMounts, MovesTheHelperAndKeepsItsPrivateDirectory) {
+  const std::string dir = api::kCudaCheckpointPrivateDir;
+  std::vector<CdiMount> shipped = {
+      {.host_path = "/h/helper", .container_path = "/usr/local/bin/cc", .type = "bind", .options = {"ro"}},
+      {.host_path = "/h", .container_path = dir, .type = "bind", .options = {"ro"}}};
+  auto placed = PlaceHelperMounts(shipped, "d=helper", dir, "/opt/x/cuda-checkpoint");
+  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  ASSERT_EQ(placed->size(), 2u);
+  EXPECT_EQ((*placed)[0].container_path, "/opt/x/cuda-checkpoint");
+  EXPECT_EQ((*placed)[1].container_path, dir);
+  // A spec without the directory still loads (the preflight says what is missing).
+  auto old = PlaceHelperMounts({shipped[0]}, "d=helper", dir, "/p");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ((*old)[0].container_path, "/p");
+  // The helper inside its own directory would hide it, or be hidden.
+  for (const std::string& inside : {dir, dir + "/cuda-checkpoint"}) {
+    EXPECT_THAT(PlaceHelperMounts(shipped, "d=helper", dir, inside).status().message(),
+                HasSubstr("inside the helper's private directory"));
+  }
+  // Two helpers, two directories, or none at all: which one runsc would run is unclear.
+  for (const auto& bad : std::vector<std::vector<CdiMount>>{
+           {shipped[0], shipped[0]}, {shipped[0], shipped[1], shipped[1]}, {shipped[1]}, {}}) {
+    auto r = PlaceHelperMounts(bad, "d=helper", dir, "/p");
+    EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << bad.size();
+    EXPECT_THAT(r.status().message(), HasSubstr("d=helper"));
+  }
 }
 
 TEST(CdiSpec, ErrorsNameTheFileAndField) {
@@ -139,7 +174,7 @@ TEST(CdiRegistry, ResolveAppliesCommonEditsOncePerKind) {
   ASSERT_TRUE(edits.ok()) << edits.status().ToString();
   EXPECT_EQ(edits->env, std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=void"});
   EXPECT_EQ(edits->device_nodes.size(), 3u);  // /dev/null once, nvidia0, nvidia1
-  EXPECT_EQ(edits->mounts.size(), 2u);        // libcuda once, the helper
+  EXPECT_EQ(edits->mounts.size(), 3u);        // libcuda once, the helper, its private directory
   EXPECT_EQ(edits->hooks, 1);
 
   EXPECT_EQ(reg.Resolve({"nvidia.com/gpu=GPU-zzzz"}).status().code(), Code::kNotFound);
@@ -203,6 +238,7 @@ class GpuBundleTest : public ::testing::Test {
     request_.out_dir = (tmp_.path() / "out" / "ns_a").string();
     request_.gpu_uuids = {"GPU-bbbb"};
     request_.cuda_checkpoint_path = "/opt/cuda/cuda-checkpoint";
+    request_.helper_private_dir = api::kCudaCheckpointPrivateDir;
   }
 
   TempDir tmp_;
@@ -218,16 +254,21 @@ TEST_F(GpuBundleTest, WritesTheDerivedBundleAndLeavesTheSourceAlone) {
   EXPECT_EQ(*out, request_.out_dir);
   const json written = ReadJson(fs::path(*out) / "config.json");
   EXPECT_EQ(written["root"]["path"], (source_ / "rootfs").string());  // absolute: rootfs stays put
-  bool helper = false;
+  bool helper = false, private_dir = false;
   for (const auto& m : written["mounts"]) {
     if (m["destination"] == "/opt/cuda/cuda-checkpoint") {
       helper = true;
-      EXPECT_EQ(m["source"], "/usr/lib/stasis/stasis-cuda-checkpoint");
+      EXPECT_EQ(m["source"], "/usr/lib/stasis/cuda-checkpoint/stasis-cuda-checkpoint");
       EXPECT_THAT(m["options"].get<std::vector<std::string>>(), ::testing::Contains("ro"));
+    }
+    if (m["destination"] == api::kCudaCheckpointPrivateDir) {
+      private_dir = true;
+      EXPECT_EQ(m["source"], "/usr/lib/stasis/cuda-checkpoint");
     }
     EXPECT_NE(m["destination"], "/usr/local/bin/cuda-checkpoint") << "the spec's default path must be moved";
   }
   EXPECT_TRUE(helper) << written["mounts"].dump();
+  EXPECT_TRUE(private_dir) << written["mounts"].dump();
   std::vector<std::string> paths;
   for (const auto& d : written["linux"]["devices"]) paths.push_back(d["path"]);
   EXPECT_THAT(paths, ::testing::UnorderedElementsAre("/dev/null", "/dev/nvidia1"));

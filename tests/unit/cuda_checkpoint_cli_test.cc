@@ -303,7 +303,8 @@ TEST(CudaCheckpointCdiTest, MountsTheHelperReadOnlyAtTheApiDefaultPath) {
   const std::string spec = text.str();
   for (const std::string& line :
        {std::string("containerPath: ") + api::kDefaultCudaCheckpointPath,
-        std::string("hostPath: /usr/lib/stasis/stasis-cuda-checkpoint"),
+        std::string("hostPath: /usr/lib/stasis/cuda-checkpoint/stasis-cuda-checkpoint"),
+        std::string("containerPath: ") + api::kCudaCheckpointPrivateDir,
         std::string("kind: stasis.dev/cuda-checkpoint"), std::string("- name: helper"),
         std::string(R"(options: ["ro", "nosuid", "nodev", "bind"])")}) {
     EXPECT_NE(spec.find(line), std::string::npos) << "CDI spec lacks: " << line;

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# A minimal Debian root filesystem (mmdebstrap --variant=minbase) of one release, built once per
+# machine from the Debian archive and cached outside the repo; prints its path. The GPU helper's
+# tests run the helper in these roots: bullseye's glibc 2.31 is older than the helper's build,
+# bookworm's is the same. Nothing is written into a cached root afterwards (tests mount it
+# read-only).
+#
+#   hack/debian-rootfs.sh SUITE      (bullseye, bookworm)
+source "$(dirname "$0")/lib.sh"
+
+suite="${1:-}"
+case "${suite}" in
+  bullseye|bookworm) ;;
+  *) die "usage: $0 bullseye|bookworm" ;;
+esac
+command -v mmdebstrap >/dev/null || die "mmdebstrap is not installed: run hack/install-deps.sh"
+root="${STASIS_CACHE}/rootfs/debian-${suite}-minbase"
+mkdir -p "${STASIS_CACHE}/rootfs"
+# One builder at a time per suite (tests of one run may ask together).
+exec 9>"${root}.lock"
+flock 9
+if [[ ! -x "${root}/bin/sh" ]]; then
+  log "building a Debian ${suite} minbase root (cached afterwards at ${root})"
+  start=${SECONDS}
+  rm -rf "${root}.tmp"
+  mmdebstrap --quiet --variant=minbase --mode=root "${suite}" "${root}.tmp" \
+    "http://deb.debian.org/debian" >&2 || die "mmdebstrap ${suite} failed"
+  mv "${root}.tmp" "${root}"
+  log "built the ${suite} root in $((SECONDS - start))s"
+fi
+echo "${root}"
