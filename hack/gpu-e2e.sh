@@ -47,6 +47,10 @@
 # ActorTemplate whose golden snapshot holds a CUDA context, and actors restored from it onto
 # the GPU (STASIS_GPU_E2E_CLONES of them, default 2).
 #
+# STASIS_GPU_E2E_MODE=old-glibc runs steps 4 (not 5) with the actor in a Debian 11 root filesystem
+# (glibc 2.31, older than the helper's build) and the workload built for it
+# (hack/gpu-e2e-old-glibc.sh; its archive from hack/gpu-e2e-old-glibc-bundle.sh).
+#
 # STASIS_GPU_E2E_CPU=1 runs the same flow without a GPU (a shell stand-in workload, a CDI spec
 # without device nodes): a check of this script, the archive and the wiring, not of the GPU.
 # Exit status 0 when every check passed.
@@ -457,6 +461,10 @@ if [[ "${MODE}" == template ]]; then
   exit 0
 fi
 
+if [[ "${MODE}" == old-glibc ]]; then
+  source "${REPO_ROOT}/hack/gpu-e2e-old-glibc.sh"
+fi
+
 # ---- 4. suspend and resume, per size ------------------------------------------------------------
 for gib in ${SIZES}; do
   a="cuda-${gib}"
@@ -466,6 +474,7 @@ for gib in ${SIZES}; do
   wait_status "${a}" STATUS_RUNNING 120 || { check "${gib} GiB: RUNNING" 1 "$(jp "${a}" '{.status}')"; continue; }
   wait_log "${a}" '^ready' 120 || { check "${gib} GiB: workload ready" 1 "$(wlog "${a}" | tail -3)"; continue; }
   wait_log "${a}" '^tick 20$' 60
+  if [[ "${MODE}" == old-glibc ]]; then old_glibc_checks "${a}"; fi
   used_running=$(gpu_used)
   check "${gib} GiB: the actor runs on the GPU from the CDI spec (bundle lists no device)" \
     "$([[ "${CPU_ONLY}" == 1 ]] || ((used_running > baseline_used + gib * 900)); echo $?)" \
@@ -551,4 +560,6 @@ if [[ "${CPU_ONLY}" != 1 ]] && ! over_time 60; then
 fi
 
 # ---- 5. the seed's failure, for contrast (hack/gpu-e2e-contrast.sh) ------------------------------
-source "${REPO_ROOT}/hack/gpu-e2e-contrast.sh"
+if [[ "${MODE}" != old-glibc ]]; then
+  source "${REPO_ROOT}/hack/gpu-e2e-contrast.sh"
+fi

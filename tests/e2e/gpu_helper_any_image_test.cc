@@ -89,10 +89,18 @@ class GpuHelperAnyImageTest : public ::testing::TestWithParam<Root> {
     for (const auto& ref : refs_) (void)driver_.Delete(ref);
   }
 
+  // runsc creates the mount points of bind mounts (the helper, its directory, libcuda.so.1) in
+  // the root filesystem itself, overlay or not: a Debian root is used through a tree of hard
+  // links of its own, so the cached root is never written.
   fs::path RootFor(const std::string& name) {
     if (name == "scratch") return ScratchRoot(dir_.path());
     if (name == "musl") return MuslRoot(dir_.path());
-    return DebianRoot(name == "debian11" ? "bullseye" : "bookworm");
+    const fs::path cached = DebianRoot(name == "debian11" ? "bullseye" : "bookworm");
+    if (cached.empty()) return {};
+    const fs::path linked = dir_.path() / (name + "-rootfs");
+    auto cp = RunCommand({"/bin/cp", "-a", "-l", cached.string(), linked.string()}, 120s);
+    EXPECT_TRUE(cp.ok() && cp->success()) << (cp.ok() ? cp->Summary() + cp->err : cp.status().ToString());
+    return linked;
   }
 
   // The CDI specs: the shipped helper spec on this build's directory (without the private

@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "workload_kernels.cuh"
+
 static volatile sig_atomic_t g_verify = 0, g_spin = 0, g_stop = 0;
 
 static void OnSignal(int sig) {
@@ -35,45 +37,6 @@ static void OnSignal(int sig) {
       exit(1);                                                                       \
     }                                                                                \
   } while (0)
-
-// A position-dependent word, so a restore that moved, zeroed or shuffled pages is caught.
-__device__ __forceinline__ uint32_t Pattern(uint64_t i, uint32_t seed) {
-  uint32_t x = (uint32_t)i ^ ((uint32_t)(i >> 32) * 0x9E3779B1u) ^ seed;
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
-
-__global__ void Fill(uint32_t* buf, uint64_t words, uint32_t seed) {
-  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < words;
-       i += (uint64_t)gridDim.x * blockDim.x) {
-    buf[i] = Pattern(i, seed);
-  }
-}
-
-__global__ void Verify(const uint32_t* buf, uint64_t words, uint32_t seed,
-                       unsigned long long* mismatches) {
-  unsigned long long bad = 0;
-  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < words;
-       i += (uint64_t)gridDim.x * blockDim.x) {
-    bad += buf[i] != Pattern(i, seed);
-  }
-  if (bad != 0) atomicAdd(mismatches, bad);
-}
-
-__global__ void Tick(unsigned long long* counter) { *counter += 1; }
-
-// Busy for `ns` nanoseconds of GPU time: in-flight work that a lock has to wait for.
-__global__ void Spin(uint64_t ns) {
-  uint64_t start, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < ns);
-}
 
 int main(int argc, char** argv) {
   long gib = 0, spin_ms = 5000;
