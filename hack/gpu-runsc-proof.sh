@@ -49,7 +49,7 @@ HARD_S="${STASIS_GPU_RUNSC_HARD_S:-540}"
 CPU_ONLY="${STASIS_RUNSC_PROOF_CPU:-0}"
 RUNSC_XZ="${STASIS_RUNSC_XZ:-${REPO_ROOT}/.gpu-carry/runsc.xz}"
 CKPT_PATH=/usr/local/bin/cuda-checkpoint          # api::kDefaultCudaCheckpointPath
-HOST_HELPER=/usr/lib/stasis/stasis-cuda-checkpoint # the CDI spec's hostPath
+HOST_HELPER=/usr/lib/stasis/stasis-cuda-checkpoint # its own bundle mounts it (the ordinary build: the host root has glibc)
 
 # Sandboxes of an earlier run in this folder would keep files open: end them first.
 if [[ -x "${WORK}/runsc" && -d "${WORK}/root" ]]; then

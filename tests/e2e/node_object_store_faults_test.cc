@@ -1,22 +1,27 @@
 // `stasis node` end to end when the object store (a real SeaweedFS) is not what the agent
 // needs: credentials it refuses, a bucket that does not exist, a store that is down when node b
-// resumes, and the node that took the snapshot killed for good. In each the snapshot is never
+// resumes or stops in the middle of its download, and the node that took the snapshot killed
+// for good. In each the snapshot is never
 // lost: a commit the store refuses leaves the actor PAUSED on its complete node-local snapshot
 // with CommitFailed naming what the store said, and the commit completes once the fault is
 // fixed; a resume the store cannot serve rests SUSPENDED on the committed snapshot and completes
 // once the store is back. The fixture is tests/support/object_store_node_fixture.h.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "base/subprocess.h"
 #include "snapshots/s3_client.h"
 #include "tests/support/object_store_node_fixture.h"
+#include "tests/support/sandbox.h"
 
 namespace stasis::testing {
 namespace {
@@ -26,6 +31,18 @@ using json = nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using namespace std::chrono_literals;
+
+// Bytes on disk (allocated blocks) of the files under `dir`.
+int64_t AllocatedBytes(const std::string& dir) {
+  int64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    struct stat st {};
+    if (it->is_regular_file(ec) && stat(it->path().c_str(), &st) == 0) total += int64_t{st.st_blocks} * 512;
+  }
+  return total;
+}
 
 class ObjectStoreFaultsTest : public ObjectStoreNodeTest {
  protected:
@@ -184,6 +201,64 @@ TEST_F(ObjectStoreFaultsTest, AStoreDownAtResumeRestsSuspendedAndResumesWhenItIs
   ASSERT_TRUE(WaitStatus("away", "STATUS_RUNNING", 180s, &x)) << "the resume is retried until the store is back";
   EXPECT_EQ(StatusField(x, "nodeName"), json(b->node));
   EXPECT_GE(WaitCounter(*b, "away", before), before) << "restored from the store, the counter continued";
+}
+
+// The store stopped in the middle of node b's download: the store process is frozen the moment
+// b's partial copy appears (so the transfer is cut mid-way, whatever the machine's speed), then
+// stopped. The resume fails as the store's, rests SUSPENDED on the unchanged snapshot with no
+// worker held and no partial copy left, and completes once the store is back.
+TEST_F(ObjectStoreFaultsTest, AStoreStoppedMidDownloadRestsSuspendedAndResumesWhenItIsBack) {
+  // 256 MiB of random bytes in a sandbox tmpfs: a download that lasts long enough to be cut.
+  Bundle big(CounterArgs(), BundleRoot());
+  json config = json::parse(ReadFile(big.dir() / "config.json"));
+  config["mounts"].push_back({{"destination", "/fill"}, {"type", "tmpfs"}, {"source", "tmpfs"},
+                              {"options", {"nosuid", "size=272m"}}});
+  config["process"]["args"][2] =
+      "/bin/busybox head -c 256m /dev/urandom > /fill/data; " + config["process"]["args"][2].get<std::string>();
+  std::ofstream(big.dir() / "config.json") << config.dump(2);
+  Agent* a = StartStoreAgent("a");
+  Agent* b = StartStoreAgent("b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  json spec = CounterSpec(a->node);
+  spec["bundle"] = big.dir().string();
+  CreateActor("big", spec);
+  json x;
+  ASSERT_TRUE(WaitStatus("big", "STATUS_RUNNING", 60s, &x));
+  const long before = WaitCounter(*a, "big", 3);
+  Patch("big", {{"desiredState", "Suspended"}});
+  ASSERT_TRUE(WaitStatus("big", "STATUS_SUSPENDED", 120s, &x));
+  const json snap = StatusField(x, "latestSnapshot");
+  ASSERT_GT(snap.value("sizeBytes", int64_t{0}), int64_t{256} << 20) << snap.dump();
+
+  const long weed = std::stol(ReadFile(fs::path(object_store_->dir()) / "weed.pid"));
+  Patch("big", {{"nodeName", b->node}, {"desiredState", "Running"}});
+  // The partial copy's files are made at their full size, sparse: blocks on disk are bytes that
+  // arrived. Frozen once 1 MiB has, so the cut is in the middle of the transfer.
+  int64_t arrived = 0;
+  for (int i = 0; i < 12000 && arrived < (int64_t{1} << 20); ++i) {
+    arrived = 0;
+    for (const std::string& dir : PartialDirs(b->root)) arrived += AllocatedBytes(dir);
+    if (arrived < (int64_t{1} << 20)) std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_EQ(kill(static_cast<pid_t>(weed), SIGSTOP), 0);
+  ASSERT_GE(arrived, int64_t{1} << 20) << "b's download never started";
+  ASSERT_LT(arrived, snap.value("sizeBytes", int64_t{0})) << "the download ended before the cut";
+  ASSERT_EQ(object_store_->Stop(), "");
+
+  ASSERT_TRUE(WaitActor("big", [](const json& y) {
+    return CondReason(y, "Ready") == "StoreUnreachable" && StatusOf(y) != "STATUS_RESUMING";
+  }, 180s, "Ready=False StoreUnreachable", &x));
+  EXPECT_EQ(StatusOf(x), "STATUS_SUSPENDED") << "rests where it was, retried; never failed";
+  EXPECT_EQ(StatusField(x, "latestSnapshot"), snap) << "the snapshot is unchanged";
+  ExpectAllWorkersFree(b->node);
+  EXPECT_THAT(PartialDirs(b->root), ::testing::IsEmpty()) << "the cut download's partial copy is removed";
+
+  ASSERT_EQ(object_store_->Restart(), "");
+  EXPECT_EQ(Committed("big"), std::set<std::string>{snap.value("id", "")}) << "nothing lost in the store";
+  ASSERT_TRUE(WaitStatus("big", "STATUS_RUNNING", 180s, &x)) << "the resume is retried until the store is back";
+  EXPECT_EQ(StatusField(x, "nodeName"), json(b->node));
+  EXPECT_GE(WaitCounter(*b, "big", before), before) << "restored from the store, the counter continued";
 }
 
 }  // namespace
