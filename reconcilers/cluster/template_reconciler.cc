@@ -35,18 +35,6 @@ bool LabelIs(const api::Actor& a, const char* label, const std::string& value) {
   return it != a.metadata.labels.end() && it->second == value;
 }
 
-// What became of the actor that claimed `member` (warm_pool.h's Claimer).
-Claimer ClaimerOf(const std::string& member, const std::string& claimer, const std::map<std::string, api::Actor>& all) {
-  if (claimer.empty()) return Claimer::kNone;
-  auto it = all.find(claimer);
-  if (it == all.end()) return Claimer::kDone;
-  const api::Actor& a = it->second;
-  if (api::AwaitsTemplate(a.spec)) return Claimer::kPending;
-  const bool started = a.status.latest_snapshot || a.status.status == api::ActorState::kRunning;
-  if (started || !a.spec.source || a.spec.source->actor_name != member) return Claimer::kDone;
-  return Claimer::kUsing;
-}
-
 PoolMemberView MemberOf(const api::Actor& a, const std::map<std::string, api::Actor>& all) {
   PoolMemberView m;
   m.name = a.metadata.name;

@@ -80,6 +80,18 @@ void Claim(const std::vector<PoolMemberView>& members, std::vector<const PoolMem
 
 }  // namespace
 
+Claimer ClaimerOf(const std::string& member, const std::string& claimer,
+                  const std::map<std::string, api::Actor>& all) {
+  if (claimer.empty()) return Claimer::kNone;
+  auto it = all.find(claimer);
+  if (it == all.end()) return Claimer::kDone;
+  const api::Actor& a = it->second;
+  if (api::AwaitsTemplate(a.spec)) return Claimer::kPending;
+  const bool started = a.status.latest_snapshot || a.status.status == api::ActorState::kRunning;
+  if (started || !a.spec.source || a.spec.source->actor_name != member) return Claimer::kDone;
+  return Claimer::kUsing;
+}
+
 std::string PoolMemberName(const std::string& template_name, int index) {
   return template_name + "-warm-" + std::to_string(index);
 }

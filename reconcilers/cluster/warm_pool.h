@@ -47,6 +47,10 @@ enum class Claimer {
   kDone,     // the claimer started, is gone, or names another source: the member may go
 };
 
+// What became of `claimer`, the actor that claimed `member`, among the namespace's actors.
+Claimer ClaimerOf(const std::string& member, const std::string& claimer,
+                  const std::map<std::string, api::Actor>& all);
+
 // One actor labelled warm-pool-of=<template>.
 struct PoolMemberView {
   std::string name;

@@ -145,3 +145,38 @@ TEST(WarmPoolTest, StaleFailedAndSurplusMembersGo) {
 
 }  // namespace
 }  // namespace stasis
+
+namespace stasis {
+namespace {
+
+// A claimer of member "t-warm-1": filled in (bundle and source set) unless `pending`.
+api::Actor ClaimingActor(const std::string& source, ActorState status = ActorState::kUnspecified,
+                   bool pending = false) {
+  api::Actor a;
+  a.metadata.name = "c";
+  a.spec.template_ref = api::LocalObjectReference{"t"};
+  if (!pending) {
+    a.spec.bundle = "/bundles/b";
+    a.spec.source = api::ActorSourceRef{source, "p-1"};
+  }
+  a.status.status = status;
+  return a;
+}
+
+TEST(ClaimerOfTest, SaysWhatBecameOfTheClaimer) {
+  const std::string m = "t-warm-1";
+  EXPECT_EQ(ClaimerOf(m, "", {}), Claimer::kNone);
+  EXPECT_EQ(ClaimerOf(m, "c", {}), Claimer::kDone) << "a claimer that is gone frees the member";
+  EXPECT_EQ(ClaimerOf(m, "c", {{"c", ClaimingActor(m, ActorState::kUnspecified, true)}}), Claimer::kPending);
+  EXPECT_EQ(ClaimerOf(m, "c", {{"c", ClaimingActor(m, ActorState::kResuming)}}), Claimer::kUsing);
+  EXPECT_EQ(ClaimerOf(m, "c", {{"c", ClaimingActor(m, ActorState::kRunning)}}), Claimer::kDone);
+  EXPECT_EQ(ClaimerOf(m, "c", {{"c", ClaimingActor("t-golden-1")}}), Claimer::kDone)
+      << "filled in from another source (a miss went to the golden)";
+  api::Actor with_snapshot = ClaimingActor(m, ActorState::kPaused);
+  with_snapshot.status.latest_snapshot = api::Snapshot{};
+  EXPECT_EQ(ClaimerOf(m, "c", {{"c", with_snapshot}}), Claimer::kDone)
+      << "a claimer with a snapshot of its own no longer needs the member's";
+}
+
+}  // namespace
+}  // namespace stasis
