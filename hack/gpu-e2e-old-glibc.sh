@@ -30,15 +30,8 @@ MACHINE_LINES+=("- the actor's root filesystem: Debian $(cat "${OLD_ROOT}/rootfs
 # nvidia-ctk's spec plus its create-symlinks hook give a container).
 {
   echo "# Written by hack/gpu-e2e-old-glibc.sh: the driver's libraries one by one."
-  echo "cdiVersion: \"0.6.0\""
-  echo "kind: nvidia.com/gpu"
-  echo "containerEdits:"
-  echo "  env: [\"NVIDIA_DRIVER_CAPABILITIES=compute,utility\"]"
+  gpu_cdi_common
   if [[ "${CPU_ONLY}" != 1 ]]; then
-    echo "  deviceNodes:"
-    for dev in /dev/nvidiactl /dev/nvidia-uvm /dev/nvidia-uvm-tools; do
-      [[ -c "${dev}" ]] && echo "    - path: ${dev}"
-    done
     echo "  mounts:"
     for lib in libcuda.so.1 libnvidia-ptxjitcompiler.so.1 libnvidia-ml.so.1 libnvidia-nvvm.so.4; do
       host=$(ldconfig -p | awk -v l="${lib}" '$1 == l && /x86-64/ { print $NF; exit }')

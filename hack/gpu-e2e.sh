@@ -227,17 +227,24 @@ cp -R --preserve=mode --remove-destination -T "${PKG}/cuda-checkpoint" "${HELPER
 
 # ---- 2. CDI specs ----------------------------------------------------------------------------
 cp "${REPO_ROOT}/manifests/cdi/stasis-cuda-checkpoint.yaml" "${WORK}/cdi/"
-{
-  echo "# Written by hack/gpu-e2e.sh from this host, in the shape of nvidia-ctk's uuid strategy."
+# The GPU spec's kind and common edits up to its device nodes (none without a GPU); the caller
+# adds its mounts (hack/gpu-e2e-old-glibc.sh writes its own).
+gpu_cdi_common() {
   echo "cdiVersion: \"0.6.0\""
   echo "kind: nvidia.com/gpu"
   echo "containerEdits:"
   echo "  env: [\"NVIDIA_DRIVER_CAPABILITIES=compute,utility\"]"
+  [[ "${CPU_ONLY}" == 1 ]] && return 0
+  echo "  deviceNodes:"
+  for dev in /dev/nvidiactl /dev/nvidia-uvm /dev/nvidia-uvm-tools; do
+    [[ -c "${dev}" ]] && echo "    - path: ${dev}"
+  done
+  return 0
+}
+{
+  echo "# Written by hack/gpu-e2e.sh from this host, in the shape of nvidia-ctk's uuid strategy."
+  gpu_cdi_common
   if [[ "${CPU_ONLY}" != 1 ]]; then
-    echo "  deviceNodes:"
-    for dev in /dev/nvidiactl /dev/nvidia-uvm /dev/nvidia-uvm-tools; do
-      [[ -c "${dev}" ]] && echo "    - path: ${dev}"
-    done
     libcuda=$(ldconfig -p | awk '/libcuda\.so\.1 / { print $NF; exit }')
     libdir=$(dirname "$(readlink -f "${libcuda}")")
     echo "  mounts:"
