@@ -311,6 +311,31 @@ TEST(CudaCheckpointCdiTest, MountsTheHelperReadOnlyAtTheApiDefaultPath) {
   }
 }
 
+// The shipped helper's interpreter and RPATH are where the node agent and the CDI spec put its
+// private directory, and lib/ holds that loader: otherwise it starts in no container at all.
+TEST(CudaCheckpointSelfContainedTest, InterpreterAndRpathAreThePrivateDirectory) {
+  const std::string helper = std::string(STASIS_BINARY_DIR) + "/cuda-checkpoint/stasis-cuda-checkpoint";
+  auto program = RunCommand({"readelf", "--program-headers", "--dynamic", helper}, 30s);
+  ASSERT_TRUE(program.ok() && program->success()) << (program.ok() ? program->err : program.status().ToString());
+  EXPECT_NE(program->out.find(std::string("[Requesting program interpreter: ") +
+                              api::kCudaCheckpointPrivateLoader + "]"),
+            std::string::npos)
+      << program->out;
+  EXPECT_NE(program->out.find(std::string("(RPATH)              Library rpath: [") +
+                              api::kCudaCheckpointPrivateDir + "/lib]"),
+            std::string::npos)
+      << "DT_RPATH (not RUNPATH) at the private lib/:\n" << program->out;
+  const std::string loader = std::string(api::kCudaCheckpointPrivateLoader);
+  EXPECT_TRUE(fs::exists(std::string(STASIS_BINARY_DIR) + "/cuda-checkpoint/lib/" +
+                         loader.substr(loader.rfind('/') + 1)));
+  // Run on its own loader, as the kernel would run it in a container.
+  auto help = RunCommand({std::string(STASIS_BINARY_DIR) + "/cuda-checkpoint/lib/" + loader.substr(loader.rfind('/') + 1),
+                          "--library-path", std::string(STASIS_BINARY_DIR) + "/cuda-checkpoint/lib", helper, "--help"},
+                         30s);
+  ASSERT_TRUE(help.ok());
+  EXPECT_EQ(help->exit_code, 0) << help->err;
+}
+
 TEST(CudaCheckpointArm64Test, CrossCompilesToAnAarch64Executable) {
   // hack/test.sh installs the cross compiler (hack/install-deps.sh). Without it this fails
   // (a unit test never installs packages, and a skip would count as a pass it is not).
