@@ -34,9 +34,15 @@ flock 9
 if [[ ! -x "${root}/bin/sh" ]]; then
   log "building a Debian ${suite} minbase root${extra:+ with ${extra[*]}} (cached afterwards at ${root})"
   start=${SECONDS}
-  rm -rf "${root}.tmp"
-  mmdebstrap --quiet --variant=minbase --mode=root "${include[@]}" "${suite}" "${root}.tmp" \
-    "http://deb.debian.org/debian" >&2 || die "mmdebstrap ${suite} failed"
+  # The archive is the network's: a transient failure is tried again, twice.
+  for attempt in 1 2 3; do
+    rm -rf "${root}.tmp"
+    mmdebstrap --quiet --variant=minbase --mode=root "${include[@]}" "${suite}" "${root}.tmp" \
+      "http://deb.debian.org/debian" >&2 && break
+    ((attempt < 3)) || die "mmdebstrap ${suite} failed 3 times"
+    log "mmdebstrap ${suite} failed (attempt ${attempt}); trying again in 10s"
+    sleep 10
+  done
   mv "${root}.tmp" "${root}"
   log "built the ${suite} root in $((SECONDS - start))s"
 fi
