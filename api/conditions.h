@@ -91,6 +91,8 @@ inline constexpr char kReasonHostError[] = "HostError";
 inline constexpr char kReasonSnapshotOwnerMismatch[] = "SnapshotOwnerMismatch";
 inline constexpr char kReasonSnapshotCorrupt[] = "SnapshotCorrupt";
 inline constexpr char kReasonInsufficientSpace[] = "InsufficientSpace";
+// A GPU checkpoint would copy more device memory into host memory than the host has available.
+inline constexpr char kReasonInsufficientHostMemory[] = "InsufficientHostMemory";
 // A committed snapshot in an object store encrypted with another key than this agent's (or
 // this agent has none, or has one and the snapshot is not encrypted): nothing downloaded, the
 // actor rests where it was and the resume is retried with backoff — the right key restores it.

@@ -57,6 +57,7 @@
 #include "controller/reconciler.h"
 #include "images/image_store.h"
 #include "snapshots/data_dirs.h"
+#include "reconcilers/node/host_memory.h"
 #include "reconcilers/node/node_workers.h"
 #include "runtimes/bundle_confinement.h"
 #include "runtimes/gpu/gpu_discovery.h"
@@ -106,6 +107,10 @@ struct ActorReconcilerOptions {
   // checkpoint copies into the image: also part of what must fit. nvidia-smi by default.
   std::function<Result<int64_t>(const std::vector<std::string>& uuids)> gpu_memory_used =
       [](const std::vector<std::string>& uuids) { return GpuMemoryUsed(uuids); };
+  // The host memory available (/proc/meminfo's MemAvailable by default): a GPU checkpoint copies
+  // its device memory there first, and must leave checkpoint_memory_margin more.
+  std::function<Result<int64_t>()> host_memory_available = [] { return MemAvailableBytes(); };
+  int64_t checkpoint_memory_margin = int64_t{256} << 20;
   // GPU actors (docs/gpu.md): the CDI spec directories read at every GPU run or restore (a
   // later directory wins), the CDI kind of the node's GPUs (devices named by UUID), and the
   // project's cuda-checkpoint helper device.
@@ -209,7 +214,8 @@ class ActorReconciler : public Reconciler {
   // The free-space check before a checkpoint (CheckpointFits): nullopt when it may go ahead.
   // The device memory in use on a GPU actor's GPUs (0 for others, or when unknown).
   int64_t GpuImageBytes(Ctx& c);
-  std::optional<Result<ReconcileOutcome>> RefuseCheckpointWithoutSpace(Ctx& c);
+  std::optional<Result<ReconcileOutcome>> RefuseCheckpointWithoutSpace(Ctx& c, int64_t gpu_bytes);
+  std::optional<Result<ReconcileOutcome>> RefuseCheckpointWithoutHostMemory(Ctx& c, int64_t gpu_bytes);
   struct Checkpointed;  // what a successful checkpoint hands to its completion
   Result<ReconcileOutcome> CompleteCheckpoint(Ctx& c, const Checkpointed& ck);
   // Writes the snapshot's manifest (completion); removes the image when that fails.

@@ -133,8 +133,12 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   // A Full image is about the sandbox's memory: checked before anything is frozen. A Data
   // snapshot's archives are as large as its directories, which only reading them would tell;
   // a disk that fills under one fails the archive, and the sandbox is thawed (nothing lost).
+  // A GPU image also holds the device memory the CUDA checkpoint first copies into host memory:
+  // both the memory and the disk must hold it.
   if (!data) {
-    if (auto refused = RefuseCheckpointWithoutSpace(c)) return std::move(*refused);
+    const int64_t gpu = GpuImageBytes(c);
+    if (auto refused = RefuseCheckpointWithoutHostMemory(c, gpu)) return std::move(*refused);
+    if (auto refused = RefuseCheckpointWithoutSpace(c, gpu)) return std::move(*refused);
   }
 
   const bool pause = trigger == SnapshotTrigger::kPause;
@@ -198,15 +202,35 @@ int64_t ActorReconciler::GpuImageBytes(Ctx& c) {
   return 0;
 }
 
-std::optional<Result<ReconcileOutcome>> ActorReconciler::RefuseCheckpointWithoutSpace(Ctx& c) {
+std::optional<Result<ReconcileOutcome>> ActorReconciler::RefuseCheckpointWithoutHostMemory(Ctx& c,
+                                                                                       int64_t gpu) {
+  if (gpu <= 0) return std::nullopt;
+  auto available = options_.host_memory_available();
+  if (!available.ok()) {
+    spdlog::warn("host memory unknown actor={} error=\"{}\"", c.key, available.status().message());
+    return std::nullopt;
+  }
+  const int64_t margin = options_.checkpoint_memory_margin;
+  if (CheckpointFits(*available, gpu, margin)) return std::nullopt;
+  const Status refused(Code::kFailedPrecondition,
+                       "the host has " + std::to_string(*available) +
+                           " bytes of memory available; the CUDA checkpoint copies the GPU memory in use (" +
+                           std::to_string(gpu) + ") into it and needs " + std::to_string(margin) +
+                           " more: not started",
+                       "insufficient_host_memory");
+  spdlog::warn("checkpoint refused actor={} reason=insufficient_host_memory available_bytes={} gpu_bytes={} "
+               "margin_bytes={}",
+               c.key, *available, gpu, margin);
+  return RefusedBeforeFreeze(c, refused, api::kReasonInsufficientHostMemory);
+}
+
+std::optional<Result<ReconcileOutcome>> ActorReconciler::RefuseCheckpointWithoutSpace(Ctx& c, int64_t gpu) {
   const std::string& root = snapshots_.local_root();
   std::error_code ec;
   fs::create_directories(root, ec);
   auto free = FreeBytes(root);
   if (!free.ok()) return std::nullopt;  // not askable: the checkpoint's own writes will tell
   const int64_t margin = options_.checkpoint_space_margin;
-  // A GPU actor's image also holds the device memory its CUDA checkpoint copied to the host.
-  const int64_t gpu = GpuImageBytes(c);
   // No sandbox's image outgrows the host's memory: with room for that, the runtime need not be
   // asked (one runsc call less on the pause's path).
   const int64_t host = HostMemoryBytes();

@@ -394,8 +394,12 @@ TEST_F(ClusterControllerTest, DeleteFromEveryStatusWithTheNodeAgentsDown) {
   // cc-e holds the checkpoints of armed actors (PAUSING, SUSPENDING), cc-f their restores
   // (RESUMING): a labelled delay injector in front of the real runsc.
   fs::create_directories(Store());
-  StartAgent("cc-e", 6, kInjector, HoldEnv("hold-checkpoint", "cc-e"));
-  StartAgent("cc-f", 1, kInjector, HoldEnv("hold-restore", "cc-f"));
+  // A 10 s heartbeat lease: long enough that the statuses are still the ones each delete path
+  // starts from when the delete comes (under load, killing two agents and reading eight
+  // statuses took longer than the default 4 s, and the controller had cleaned some already).
+  const std::vector<std::string> lease = {"--heartbeat-lease-duration", "10"};
+  StartAgent("cc-e", 6, kInjector, HoldEnv("hold-checkpoint", "cc-e"), lease);
+  StartAgent("cc-f", 1, kInjector, HoldEnv("hold-restore", "cc-f"), lease);
   StartController({"--snapshot-store", Store().string()});
   Bundle no_config(CounterArgs());  // under the agents' --bundle-root, without config.json
   fs::remove(no_config.dir() / "config.json");
@@ -442,7 +446,7 @@ TEST_F(ClusterControllerTest, DeleteFromEveryStatusWithTheNodeAgentsDown) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(Eventually([&] { return Actors().empty(); }, 60s)) << Actors().size() << " actors left";
   std::cout << "[ measure  ] 8 actors deleted with their agents down in "
-            << std::chrono::duration<double>(Clock::now() - deleted).count() << " s (heartbeat lease 4 s)\n";
+            << std::chrono::duration<double>(Clock::now() - deleted).count() << " s (heartbeat lease 10 s)\n";
   const auto holders = Holders();
   ASSERT_FALSE(holders.empty()) << "no worker of this test's nodes listed";
   for (auto& [worker, holder] : holders) EXPECT_TRUE(holder.empty()) << worker << " held by " << holder;

@@ -97,9 +97,12 @@ class SnapshotTrustTest : public ::testing::Test {
     fs::remove_all(root_);
   }
 
-  void NewReconciler(int64_t margin, decltype(ActorReconcilerOptions::gpu_memory_used) gpu_memory = nullptr) {
+  void NewReconciler(int64_t margin, decltype(ActorReconcilerOptions::gpu_memory_used) gpu_memory = nullptr,
+                     decltype(ActorReconcilerOptions::host_memory_available) host_memory = nullptr) {
     ActorReconcilerOptions o;
     if (gpu_memory) o.gpu_memory_used = std::move(gpu_memory);
+    if (host_memory) o.host_memory_available = std::move(host_memory);
+    o.checkpoint_memory_margin = kMiB;
     o.node = ns_;
     o.root = root_.string();
     o.bundle_roots.roots = {(root_ / "bundles").string()};
@@ -118,6 +121,26 @@ class SnapshotTrustTest : public ::testing::Test {
                  {"spec", {{"bundle", (root_ / "bundles" / "app").string()}, {"nodeName", ns_},
                            {"desiredState", "Running"}, {"checkpointPolicy", policy}}}};
     ASSERT_TRUE(client_->Create(kActorType, ns_, body).ok());
+  }
+
+  void RegisterGpuWorker() {
+    workers_ = std::make_unique<NodeWorkers>(*client_, ns_, std::vector<std::vector<std::string>>{{"GPU-trust-0"}},
+                                             metrics_.get());
+    ASSERT_TRUE(workers_->Register().ok());
+  }
+  // A GPU actor RUNNING on the GPU worker, as a resume leaves it (a GPU resume needs CDI specs).
+  void RunGpuActorOnItsWorker() {
+    json body = {{"apiVersion", "stasis.dev/v1alpha1"}, {"kind", "Actor"},
+                 {"metadata", {{"name", kActor}, {"namespace", ns_}}},
+                 {"spec", {{"bundle", (root_ / "bundles" / "app").string()}, {"nodeName", ns_},
+                           {"desiredState", "Running"}, {"gpu", {{"count", 1}}}}}};
+    ASSERT_TRUE(client_->Create(kActorType, ns_, body).ok());
+    auto worker = workers_->Claim(api::ActorRef{ns_, kActor}, 1);
+    ASSERT_TRUE(worker.ok()) << worker.status().ToString();
+    PatchStatus({{"status", "STATUS_RUNNING"}, {"nodeName", ns_}, {"workerName", worker->metadata.name},
+                 {"sandboxId", Sandbox()}});
+    driver_.SetState(Sandbox(), SandboxState::kRunning);
+    driver_.SetMemoryUsage(kMiB);
   }
 
   Result<ReconcileOutcome> Reconcile() {
@@ -287,25 +310,16 @@ TEST_F(SnapshotTrustTest, NoRoomRefusesTheCheckpoint) {
 TEST_F(SnapshotTrustTest, NoRoomForTheGpuMemoryRefusesTheCheckpoint) {
   const int64_t kPiB = int64_t{1} << 50;
   std::vector<std::string> asked;
-  workers_ = std::make_unique<NodeWorkers>(*client_, ns_, std::vector<std::vector<std::string>>{{"GPU-trust-0"}},
-                                           metrics_.get());
-  ASSERT_TRUE(workers_->Register().ok());
-  NewReconciler(kMiB, [&](const std::vector<std::string>& uuids) -> Result<int64_t> {
-    asked = uuids;
-    return kPiB;
-  });
-  json body = {{"apiVersion", "stasis.dev/v1alpha1"}, {"kind", "Actor"},
-               {"metadata", {{"name", kActor}, {"namespace", ns_}}},
-               {"spec", {{"bundle", (root_ / "bundles" / "app").string()}, {"nodeName", ns_},
-                         {"desiredState", "Running"}, {"gpu", {{"count", 1}}}}}};
-  ASSERT_TRUE(client_->Create(kActorType, ns_, body).ok());
-  // RUNNING on the GPU worker, as a resume leaves it (a GPU resume needs CDI specs).
-  auto worker = workers_->Claim(api::ActorRef{ns_, kActor}, 1);
-  ASSERT_TRUE(worker.ok()) << worker.status().ToString();
-  PatchStatus({{"status", "STATUS_RUNNING"}, {"nodeName", ns_}, {"workerName", worker->metadata.name},
-               {"sandboxId", Sandbox()}});
-  driver_.SetState(Sandbox(), SandboxState::kRunning);
-  driver_.SetMemoryUsage(kMiB);
+  RegisterGpuWorker();
+  // The host has the memory (the disk is what lacks room here).
+  NewReconciler(
+      kMiB,
+      [&](const std::vector<std::string>& uuids) -> Result<int64_t> {
+        asked = uuids;
+        return kPiB;
+      },
+      [] { return Result<int64_t>(int64_t{1} << 62); });
+  RunGpuActorOnItsWorker();
   Desire("Paused");
   (void)Reconcile();
   (void)Reconcile();
@@ -319,6 +333,40 @@ TEST_F(SnapshotTrustTest, NoRoomForTheGpuMemoryRefusesTheCheckpoint) {
   EXPECT_EQ(asked, std::vector<std::string>{"GPU-trust-0"});
   EXPECT_EQ(driver_.CountCalls("Checkpoint"), 0);
   EXPECT_EQ(driver_.StateOf(Sandbox()), SandboxState::kRunning);
+}
+
+// The CUDA checkpoint first copies the device memory in use into host memory: with less memory
+// available than that plus the margin, nothing is frozen (the kernel would kill the workload
+// half-way), the actor runs on with CheckpointFailed=True InsufficientHostMemory and the figures;
+// once the memory is there the retry pauses it.
+TEST_F(SnapshotTrustTest, NoHostMemoryForTheGpuMemoryRefusesTheCheckpoint) {
+  const int64_t kGiB = int64_t{1} << 30;
+  int64_t available = kGiB / 2;
+  RegisterGpuWorker();
+  NewReconciler(
+      kMiB, [&](const std::vector<std::string>&) -> Result<int64_t> { return kGiB; },
+      [&] { return Result<int64_t>(available); });
+  RunGpuActorOnItsWorker();
+  Desire("Paused");
+  (void)Reconcile();
+  (void)Reconcile();
+  api::Actor a = Get();
+  EXPECT_EQ(std::string(api::ToString(a.status.status)), "STATUS_RUNNING");
+  const api::Condition* failed = Cond(a, api::kConditionCheckpointFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->reason, api::kReasonInsufficientHostMemory);
+  EXPECT_NE(failed->message.find("the host has " + std::to_string(kGiB / 2) +
+                                 " bytes of memory available; the CUDA checkpoint copies the GPU memory in use (" +
+                                 std::to_string(kGiB) + ")"),
+            std::string::npos)
+      << failed->message;
+  EXPECT_TRUE(HasWarning("CheckpointFailed: "));
+  EXPECT_EQ(driver_.CountCalls("Checkpoint"), 0);
+  EXPECT_EQ(driver_.StateOf(Sandbox()), SandboxState::kRunning);
+
+  available = 64 * kGiB;
+  ASSERT_TRUE(Settle("STATUS_PAUSED"));
+  EXPECT_EQ(driver_.CountCalls("Checkpoint"), 1);
 }
 
 // A -leave-running checkpoint whose snapshot cannot be completed (the disk fills between the

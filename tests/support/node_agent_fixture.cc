@@ -457,7 +457,9 @@ void NodeAgentTest::ExpectAllWorkersFree(const std::string& node) {
       return w.value("status", json::object()).value("phase", "") == "Free";
     });
   };
-  for (int i = 0; i < 100 && !all_free(); ++i) std::this_thread::sleep_for(100ms);
+  // Up to 30 s: a resume from the store holds its worker while it downloads, so while the store
+  // is down each retried attempt holds it a few seconds (its S3 retries) before giving it back.
+  for (int i = 0; i < 300 && !all_free(); ++i) std::this_thread::sleep_for(100ms);
   auto workers = Workers(node);
   EXPECT_FALSE(workers.empty()) << "node " << node << " registered no workers";
   for (const auto& w : workers) {

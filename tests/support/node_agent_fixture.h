@@ -176,7 +176,7 @@ class NodeAgentTest : public ::testing::Test {
   std::string WorkersText(const std::string& node);
 
   // The agent gives the worker back right after the write that ends a pause or suspend (off
-  // its path), so a client that saw PAUSED may look a moment before it is free: up to 10 s.
+  // its path), so a client that saw PAUSED may look a moment before it is free: up to 30 s.
   void ExpectAllWorkersFree(const std::string& node);
 
   // Exactly one worker of the node is held, by `actor`, and it is the actor's status.workerName.
