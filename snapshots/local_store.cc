@@ -125,7 +125,9 @@ Result<SnapshotManifest> SnapshotStore::CompleteLocal(SnapshotManifest manifest,
   // A deferred Full image is not read here at all: its checksums come in the background job.
   manifest.checksums_pending = !sync_now && manifest.scope == "Full";
   if (Status s = DescribeFiles(partial, *files, sync_now, digest_threads_, manifest); !s.ok()) return s;
-  if (manifest.taken_at.empty()) manifest.taken_at = FormatTime(clock_.WallNow());
+  // Microseconds: snapshots listed oldest first stay in the order they were taken when two fall
+  // in one second (the id's own timestamp has seconds, its suffix is random).
+  if (manifest.taken_at.empty()) manifest.taken_at = FormatMicroTime(clock_.WallNow());
   if (Status s = Seal(partial, complete, *files, manifest, sync_now); !s.ok()) return s;
   if (!sync_now) EnqueueDeferred(complete, *files);
   spdlog::info(

@@ -57,7 +57,8 @@ struct SnapshotManifest {
   // a bundle actor, and in manifests written before it was recorded; written only when set.
   std::string image_digest;
   bool cuda_checkpointed = false;
-  std::string taken_at;  // RFC 3339
+  // RFC 3339, with microseconds since they order snapshots (older manifests: whole seconds).
+  std::string taken_at;
   double duration_seconds = 0;  // of the checkpoint that made it
   std::vector<SnapshotFile> files;
   int64_t total_bytes = 0;

@@ -341,7 +341,7 @@ Result<SnapshotManifest> ActorReconciler::CompleteSnapshot(Ctx& c, const Checkpo
   if (auto v = c.driver->Version(); v.ok()) m.runtime_version = *v;
   m.image_digest = c.a.status.image_digest;  // what a restore must run on (actor_image.cc)
   m.cuda_checkpointed = ck.gpu;
-  m.taken_at = FormatTime(clock_.WallNow());
+  m.taken_at = FormatMicroTime(clock_.WallNow());  // ordered within a second (snapshot_store.h)
   m.duration_seconds = ck.took;
   auto done = snapshots_.CompleteLocal(m, ck.durability);
   if (!done.ok()) {

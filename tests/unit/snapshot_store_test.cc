@@ -18,6 +18,7 @@
 #include <regex>
 #include <set>
 
+#include "base/time.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/sandbox.h"
 
@@ -159,17 +160,17 @@ TEST_F(SnapshotStoreTest, FilesInSubdirectoriesAreListedByRelativePathInOrder) {
 
 TEST_F(SnapshotStoreTest, TakenAtDefaultsToTheInjectedClocksWallTime) {
   testing::FakeClock clock;
-  clock.Advance(std::chrono::seconds(90061));  // 1 day, 1 h, 1 min, 1 s past its start
+  clock.Advance(std::chrono::microseconds(90061000250));  // 1 day, 1 h, 1 min, 1 s, 250 µs past its start
   SnapshotStore store(local_.path().string(), store_dir_.path().string(), true, "boot-a", clock);
   auto dir = store.BeginLocal("default", "counter", "s1");
   ASSERT_TRUE(dir.ok()) << dir.status().ToString();
   WriteFile(fs::path(*dir) / "checkpoint.img", "abc");
   auto m = store.CompleteLocal(Manifest("s1"));  // no taken_at
   ASSERT_TRUE(m.ok()) << m.status().ToString();
-  EXPECT_EQ(m->taken_at, "2026-01-02T01:01:01Z");
+  EXPECT_EQ(m->taken_at, "2026-01-02T01:01:01.000250Z");  // microseconds: the order within a second
   auto j = nlohmann::json::parse(ReadFile(fs::path(store.LocalPath("default", "counter", "s1")) /
                                           "manifest.json"));
-  EXPECT_EQ(j["takenAt"], "2026-01-02T01:01:01Z");
+  EXPECT_EQ(j["takenAt"], "2026-01-02T01:01:01.000250Z");
 
   // A taken_at the caller gives is kept.
   dir = store.BeginLocal("default", "counter", "s2");
@@ -556,6 +557,22 @@ TEST_F(SnapshotStoreTest, ListIsOldestFirstByTakenAtThenId) {
   for (const auto& m : store_.ListLocal("default", "counter")) ids.push_back(m.id);
   EXPECT_EQ(ids, (std::vector<std::string>{"b", "c", "d", "a"}));
   EXPECT_TRUE(store_.ListLocal("default", "other").empty());
+}
+
+// Taken within one second: the order they were taken in, whatever their ids' random suffixes say
+// (retention keeps the newest; a cluster controller test once saw the older of two kept).
+TEST_F(SnapshotStoreTest, SnapshotsOfOneSecondAreListedInTheOrderTheyWereTaken) {
+  MakeComplete("20261206T092927Z-ee7fba");
+  MakeComplete("20261206T092927Z-de8edd");
+  MakeComplete("20261206T092927Z-a00000");
+  std::vector<std::string> ids;
+  for (const auto& m : store_.ListLocal("default", "counter")) {
+    ids.push_back(m.id);
+    EXPECT_TRUE(ParseTime(m.taken_at).ok()) << m.taken_at;
+    EXPECT_NE(m.taken_at.find('.'), std::string::npos) << "no sub-second part: " << m.taken_at;
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"20261206T092927Z-ee7fba", "20261206T092927Z-de8edd",
+                                           "20261206T092927Z-a00000"}));
 }
 
 TEST_F(SnapshotStoreTest, RemoveLocalAndRemoveAllLocal) {
