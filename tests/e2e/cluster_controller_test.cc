@@ -140,9 +140,9 @@ class ClusterControllerTest : public ::testing::Test {
 
   // The labelled delay injector in front of the real runsc, holding the checkpoints (or
   // restores) of the armed actors until the release file exists (60 s at most).
-  std::vector<std::string> HoldEnv(const std::string& mode, const std::string& node) {
+  std::vector<std::string> HoldEnv(const std::string& mode, const std::string& node, int hold_s = 60) {
     return {"STASIS_INJECT_RUNSC=" + PinnedRunsc(), "STASIS_INJECT_MODE=" + mode,
-            "STASIS_INJECT_HOLD_S=60", "STASIS_INJECT_RELEASE_FILE=" + (dir_->path() / "never").string(),
+            "STASIS_INJECT_HOLD_S=" + std::to_string(hold_s), "STASIS_INJECT_RELEASE_FILE=" + (dir_->path() / "never").string(),
             "STASIS_INJECT_ARM_FILE=" + ArmFile(node).string(),
             "STASIS_INJECT_LOG=" + (dir_->path() / ("inject-" + node + ".log")).string()};
   }
@@ -397,17 +397,22 @@ TEST_F(ClusterControllerTest, DeleteFromEveryStatusWithTheNodeAgentsDown) {
   // A 10 s heartbeat lease: long enough that the statuses are still the ones each delete path
   // starts from when the delete comes (under load, killing two agents and reading eight
   // statuses took longer than the default 4 s, and the controller had cleaned some already).
+  // The held transitions get 300 s (holds and deadlines alike): on a loaded machine the 60 s
+  // ones ran out before the delete, and the agent failed them itself.
   const std::vector<std::string> lease = {"--heartbeat-lease-duration", "10"};
-  StartAgent("cc-e", 6, kInjector, HoldEnv("hold-checkpoint", "cc-e"), lease);
-  StartAgent("cc-f", 1, kInjector, HoldEnv("hold-restore", "cc-f"), lease);
+  StartAgent("cc-e", 6, kInjector, HoldEnv("hold-checkpoint", "cc-e", 300), lease);
+  StartAgent("cc-f", 1, kInjector, HoldEnv("hold-restore", "cc-f", 300), lease);
   StartController({"--snapshot-store", Store().string()});
   Bundle no_config(CounterArgs());  // under the agents' --bundle-root, without config.json
   fs::remove(no_config.dir() / "config.json");
   const fs::path empty_bundle = no_config.dir();
   const std::vector<std::string> on_e = {"run", "paus", "susp", "pausing", "suspending"};
-  for (const auto& n : on_e) CreateActorWith(n, {{"nodeName", "cc-e"}, {"desiredState", "Running"}});
+  const json held_timeouts = {{"checkpointSeconds", 300}, {"restoreSeconds", 300}};
+  for (const auto& n : on_e) {
+    CreateActorWith(n, {{"nodeName", "cc-e"}, {"desiredState", "Running"}, {"timeouts", held_timeouts}});
+  }
   CreateActorWith("fail", {{"nodeName", "cc-e"}, {"desiredState", "Running"}, {"bundle", empty_bundle.string()}});
-  CreateActorWith("resuming", {{"nodeName", "cc-f"}, {"desiredState", "Running"}});
+  CreateActorWith("resuming", {{"nodeName", "cc-f"}, {"desiredState", "Running"}, {"timeouts", held_timeouts}});
   for (const auto& n : on_e) ASSERT_TRUE(Eventually([&] { return StatusOf(n) == "STATUS_RUNNING"; }, 60s)) << n;
   ASSERT_TRUE(Eventually([&] { return StatusOf("resuming") == "STATUS_RUNNING"; }, 60s));
   ASSERT_TRUE(Eventually([&] { return StatusOf("fail") == "STATUS_FAILED"; }, 60s));
