@@ -108,13 +108,8 @@ class GpuHelperAnyImageTest : public ::testing::TestWithParam<Root> {
   std::string WriteCdi(bool with_private_dir) {
     const fs::path cdi = dir_.path() / (with_private_dir ? "cdi" : "cdi-outdated");
     fs::create_directories(cdi);
-    std::string helper =
-        ReadText(std::string(STASIS_SOURCE_DIR) + "/manifests/cdi/stasis-cuda-checkpoint.yaml");
-    const std::string shipped = "hostPath: /usr/lib/stasis/cuda-checkpoint";
-    for (auto at = helper.find(shipped); at != std::string::npos; at = helper.find(shipped, at + 1))
-      helper.replace(at, shipped.size(),
-                     "hostPath: " + std::string(STASIS_BINARY_DIR) + "/cuda-checkpoint");
-    if (!with_private_dir) helper.erase(helper.rfind("        - hostPath: "));
+    const std::string helper = HelperSpecForThisBuild(with_private_dir);
+    EXPECT_FALSE(helper.empty()) << "the shipped helper spec changed";
     std::ofstream(cdi / "helper.yaml") << helper;
     std::ofstream(cdi / "gpu.yaml")
         << "cdiVersion: 0.6.0\nkind: nvidia.com/gpu\ndevices:\n  - name: GPU-fake\n"

@@ -518,22 +518,8 @@ std::string NodeAgentTest::WriteCdiSpecs(bool with_private_dir) {
     gpu += std::string("  - name: ") + uuid + "\n    containerEdits:\n      env: [STASIS_E2E_GPU=" + uuid + "]\n";
   }
   std::ofstream(dir / "gpu.yaml") << gpu;
-  std::string helper = ReadFile(std::string(STASIS_SOURCE_DIR) + "/manifests/cdi/stasis-cuda-checkpoint.yaml");
-  // The self-contained helper this build made (build/cuda-checkpoint/), in place of the host
-  // directory the spec names: both of its mounts.
-  const std::string shipped = "hostPath: /usr/lib/stasis/cuda-checkpoint";
-  int replaced = 0;
-  for (auto at = helper.find(shipped); at != std::string::npos; at = helper.find(shipped, at + 1)) {
-    helper.replace(at, shipped.size(), "hostPath: " + std::string(STASIS_BINARY_DIR) + "/cuda-checkpoint");
-    ++replaced;
-  }
-  EXPECT_EQ(replaced, 2) << "the shipped helper spec changed";
-  if (!with_private_dir) {
-    // The directory's mount is the spec's last entry.
-    const auto second = helper.rfind("        - hostPath: ");
-    EXPECT_NE(second, std::string::npos) << "the shipped helper spec changed";
-    if (second != std::string::npos) helper.erase(second);
-  }
+  const std::string helper = HelperSpecForThisBuild(with_private_dir);
+  EXPECT_FALSE(helper.empty()) << "the shipped helper spec changed";
   std::ofstream(dir / "stasis-cuda-checkpoint.yaml") << helper;
   return dir.string();
 }

@@ -98,6 +98,21 @@ Bundle::~Bundle() {
   fs::remove_all(dir_, ec);
 }
 
+std::string HelperSpecForThisBuild(bool with_private_dir) {
+  std::ifstream in(std::string(STASIS_SOURCE_DIR) + "/manifests/cdi/stasis-cuda-checkpoint.yaml");
+  std::string helper((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string shipped = "hostPath: /usr/lib/stasis/cuda-checkpoint";
+  int replaced = 0;
+  for (auto at = helper.find(shipped); at != std::string::npos; at = helper.find(shipped, at + 1)) {
+    helper.replace(at, shipped.size(), "hostPath: " + std::string(STASIS_BINARY_DIR) + "/cuda-checkpoint");
+    ++replaced;
+  }
+  const auto directory = helper.rfind("        - hostPath: ");  // the last mount: the directory
+  if (replaced != 2 || directory == std::string::npos) return "";
+  if (!with_private_dir) helper.erase(directory);
+  return helper;
+}
+
 RunscRoot::RunscRoot() : dir_(MakeTemp("stasis-runsc-root-")) {}
 
 RunscRoot::~RunscRoot() {

@@ -37,6 +37,11 @@ class Bundle {
 // created on first use. It holds bundles only: never an agent's --root or store.
 const std::filesystem::path& TestBundleRoot();
 
+// The project's helper CDI spec (manifests/cdi/stasis-cuda-checkpoint.yaml) with its host paths
+// pointed at this build's self-contained helper (build/cuda-checkpoint/); without its private
+// directory's mount (an outdated spec) when asked. "" when the shipped spec has changed shape.
+std::string HelperSpecForThisBuild(bool with_private_dir);
+
 // A runsc root directory and the containers started in it; every container is force-deleted
 // and the directory removed when destroyed, so a failing test leaks no sandbox.
 class RunscRoot {
