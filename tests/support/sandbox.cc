@@ -9,6 +9,7 @@
 #include <iterator>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 namespace stasis::testing {
 namespace {
@@ -48,6 +49,22 @@ const std::string& PinnedRunsc() {
 std::vector<std::string> CounterArgs() {
   return {"/bin/sh", "-c",
           "i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done"};
+}
+
+long ReadCounterIn(const std::string& root, const std::string& id) {
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    auto r = RunCommand({PinnedRunsc(), "-root", root, "exec", id, "/bin/cat", "/tmp/counter"}, 30s);
+    if (!r.ok() || !r->success()) return -1;
+    if (r->out.find_first_of("0123456789") != std::string::npos) {
+      try {
+        return std::stol(r->out);
+      } catch (...) {
+        return -1;
+      }
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  return -1;
 }
 
 const fs::path& TestBundleRoot() {
@@ -141,16 +158,7 @@ CommandResult RunscRoot::Run(const std::vector<std::string>& args) {
   return *r;
 }
 
-long RunscRoot::ReadCounter(const std::string& id) {
-  auto r = RunCommand({PinnedRunsc(), "-root", dir_.string(), "exec", id, "/bin/cat", "/tmp/counter"},
-                      30s);
-  if (!r.ok() || !r->success()) return -1;
-  try {
-    return std::stol(r->out);
-  } catch (...) {
-    return -1;
-  }
-}
+long RunscRoot::ReadCounter(const std::string& id) { return ReadCounterIn(dir_.string(), id); }
 
 TempDir::TempDir(const std::string& prefix) : path_(MakeTemp(prefix)) {}
 

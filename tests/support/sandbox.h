@@ -17,6 +17,11 @@ const std::string& PinnedRunsc();
 // A shell loop that writes an ever-increasing counter to /tmp/counter ten times a second.
 std::vector<std::string> CounterArgs();
 
+// `cat /tmp/counter` in container `id` under runsc root `root`, or -1 when it cannot be read.
+// The loop rewrites the file in place (truncate, then write), so an empty read is a read
+// between the two and is tried again.
+long ReadCounterIn(const std::string& root, const std::string& id);
+
 // A temporary OCI bundle: rootfs/ with busybox and its applets, config.json running `args`
 // with `capabilities`. Removed with everything under it when destroyed. Made under `parent`
 // when given (an agent's --bundle-root), else under TestBundleRoot().
