@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "api/conditions.h"
+#include "api/gpu_identity.h"
 #include "api/names.h"
 #include "api/object_meta.h"
 #include "base/time.h"
@@ -167,6 +168,9 @@ struct Snapshot {
   // An actor from an image: the manifest digest ("sha256:…") of the image the snapshot was
   // taken on; a restore needs that same root filesystem. Empty for a bundle actor.
   std::string image_digest;
+  // The GPU a CUDA checkpoint was taken on (api/gpu_identity.h): the binder places its restore
+  // only on a worker of the same identity. Empty without a CUDA context or identity.
+  GpuIdentity gpu;
   std::optional<Time> taken_at;
   bool operator==(const Snapshot&) const = default;
 };

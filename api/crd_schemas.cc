@@ -177,6 +177,13 @@ Schema TemplateActorSchema() {
   return Object(std::move(props), {}, std::move(rules));
 }
 
+// Worker spec.gpu and latestSnapshot.gpu (api/gpu_identity.h).
+Schema GpuIdentitySchema() {
+  return Object({{"model", String(kMaxGpuModelLength)},
+                 {"driverVersion", String(kMaxDriverVersionLength)},
+                 {"cudaVersion", String(kMaxCudaVersionLength)}});
+}
+
 Schema ActorStatusSchema() {
   Schema duration = Scalar(Type::kNumber);
   duration.minimum = 0;
@@ -190,6 +197,7 @@ Schema ActorStatusSchema() {
                           {"cudaCheckpointed", Scalar(Type::kBoolean)},
                           {"runscVersion", String(256)},
                           {"imageDigest", String(kMaxImageDigestLength)},
+                          {"gpu", GpuIdentitySchema()},
                           {"takenAt", DateTime()}});
   Schema cloned_from = Object({{"actorName", String(kMaxNodeNameLength)},
                                {"actorUID", String(kMaxUidLength)},
@@ -234,7 +242,9 @@ Schema WorkerSpecSchema() {
   node_name.transition_rules = {cel::Immutable(kMessageImmutableNodeName)};
   Schema device = String(kMaxDeviceLength);
   device.min_length = 1;
-  return Object({{"nodeName", node_name}, {"devices", Array(device, kMaxDevices, ListType::kSet)}},
+  return Object({{"nodeName", node_name},
+                 {"devices", Array(device, kMaxDevices, ListType::kSet)},
+                 {"gpu", GpuIdentitySchema()}},
                 {"nodeName"});
 }
 

@@ -20,6 +20,24 @@ using nlohmann::json;
 
 namespace {
 
+void ReadGpu(Reader& r, const json& obj, const std::string& path, GpuIdentity& g) {
+  const json* gpu = r.Object(obj, "gpu", path);
+  if (gpu == nullptr) return;
+  r.String(*gpu, "model", path + ".model", g.model);
+  r.String(*gpu, "driverVersion", path + ".driverVersion", g.driver_version);
+  r.String(*gpu, "cudaVersion", path + ".cudaVersion", g.cuda_version);
+}
+
+// Written only when something is known, so objects without a GPU stay as they were.
+void WriteGpu(const GpuIdentity& g, json& into) {
+  if (g == GpuIdentity{}) return;
+  json gpu = json::object();
+  if (!g.model.empty()) gpu["model"] = g.model;
+  if (!g.driver_version.empty()) gpu["driverVersion"] = g.driver_version;
+  if (!g.cuda_version.empty()) gpu["cudaVersion"] = g.cuda_version;
+  into["gpu"] = std::move(gpu);
+}
+
 void ReadActorStatus(Reader& r, const json& obj, ActorStatus& s) {
   const json* st = r.Object(obj, "status", "status");
   if (st == nullptr) return;
@@ -43,6 +61,7 @@ void ReadActorStatus(Reader& r, const json& obj, ActorStatus& s) {
     r.Bool(*ls, "cudaCheckpointed", p + "cudaCheckpointed", snap.cuda_checkpointed);
     r.String(*ls, "runscVersion", p + "runscVersion", snap.runsc_version);
     r.String(*ls, "imageDigest", p + "imageDigest", snap.image_digest);
+    ReadGpu(r, *ls, p + "gpu", snap.gpu);
     r.OptionalTime(*ls, "takenAt", p + "takenAt", snap.taken_at);
     s.latest_snapshot = std::move(snap);
   }
@@ -78,6 +97,7 @@ json ActorStatusToJson(const ActorStatus& s) {
     if (!snap.node_name.empty()) ls["nodeName"] = snap.node_name;
     if (!snap.runsc_version.empty()) ls["runscVersion"] = snap.runsc_version;
     if (!snap.image_digest.empty()) ls["imageDigest"] = snap.image_digest;
+    WriteGpu(snap.gpu, ls);
     if (snap.taken_at) ls["takenAt"] = FormatTime(*snap.taken_at);
     j["latestSnapshot"] = std::move(ls);
   }
@@ -156,6 +176,7 @@ Result<Worker> WorkerFromJson(const json& object) {
   if (const json* spec = r.Object(object, "spec", "spec")) {
     r.String(*spec, "nodeName", "spec.nodeName", w.spec.node_name);
     r.StringList(*spec, "devices", "spec.devices", w.spec.devices);
+    ReadGpu(r, *spec, "spec.gpu", w.spec.gpu);
   }
   if (const json* st = r.Object(object, "status", "status")) {
     r.Enum(*st, "phase", "status.phase", &ParseWorkerPhase, w.status.phase);
@@ -174,6 +195,7 @@ Result<Worker> WorkerFromJson(const json& object) {
 json WorkerTypedJson(const Worker& w) {
   json spec = {{"nodeName", w.spec.node_name}};
   if (!w.spec.devices.empty()) spec["devices"] = w.spec.devices;
+  WriteGpu(w.spec.gpu, spec);
   return {{"apiVersion", kApiVersion},
           {"kind", kWorkerKind},
           {"metadata", MetaToJson(w.metadata)},

@@ -67,6 +67,10 @@ inline constexpr int kMaxNodeNameLength = 253;
 inline constexpr int kMaxDataDirs = 16;
 inline constexpr int kMaxDevices = 16;
 inline constexpr int kMaxDeviceLength = 256;
+// A GPU's identity (Worker spec.gpu, latestSnapshot.gpu): NVML's name, driver and CUDA versions.
+inline constexpr int kMaxGpuModelLength = 256;
+inline constexpr int kMaxDriverVersionLength = 64;
+inline constexpr int kMaxCudaVersionLength = 16;
 inline constexpr int kMaxConditions = 32;
 inline constexpr int kMaxConditionMessageBytes = 32768;
 // Actors from OCI images (spec.image and the fields that go with it).

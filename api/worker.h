@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/gpu_identity.h"
 #include "api/object_meta.h"
 
 namespace stasis::api {
@@ -30,6 +31,9 @@ struct ActorRef {
 struct WorkerSpec {
   std::string node_name;             // required, immutable
   std::vector<std::string> devices;  // e.g. GPU UUIDs; empty for a CPU slot
+  // The model and driver of the worker's GPUs, as the node discovered them (NVML); empty for a
+  // CPU slot and for GPUs named by --gpus without discovery.
+  GpuIdentity gpu;
   bool operator==(const WorkerSpec&) const = default;
 };
 

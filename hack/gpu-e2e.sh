@@ -16,7 +16,7 @@
 #      `nvidia-ctk cdi generate --device-name-strategy=uuid` writes; the tool is not on this
 #      machine), and the project's manifests/cdi/stasis-cuda-checkpoint.yaml as shipped;
 #   3. starts the real control plane (hack/control-plane.sh), `stasis controller` and
-#      `stasis node --gpus=auto` (one Worker per GPU, from nvidia-smi -L);
+#      `stasis node --gpus=auto` (one Worker per GPU, from NVML, with its model and driver);
 #   4. for each size N (STASIS_GPU_E2E_GIB, default "1 8"): creates a GPU Actor (unpinned: the
 #      controller binds it) whose OCI bundle lists NO device — the node agent adds the GPU and
 #      the helper from the CDI specs —, waits for RUNNING, then `kubectl patch` Paused (checks:
@@ -351,6 +351,12 @@ want_uuid=GPU-cpu-stand-in-0
 got_uuid=$(kubectl get worker "${WORKER}" -o jsonpath='{.spec.devices[0]}')
 check "--gpus=${GPUS} registered Worker ${WORKER} for the GPU" "$([[ "${got_uuid}" == "${want_uuid}" ]]; echo $?)" \
   "spec.devices[0]=${got_uuid}; nvidia-smi -L: ${want_uuid}"
+if [[ "${CPU_ONLY}" != 1 ]]; then
+  want_gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)
+  got_gpu=$(kubectl get worker "${WORKER}" -o jsonpath='{.spec.gpu.model}, {.spec.gpu.driverVersion}')
+  check "Worker ${WORKER} publishes the GPU's model and driver" "$([[ "${got_gpu}" == "${want_gpu}" ]]; echo $?)" \
+    "spec.gpu: ${got_gpu}; nvidia-smi: ${want_gpu}"
+fi
 
 # ---- helpers on actors ------------------------------------------------------------------------
 jp() { kubectl get actor "$1" -n "${NS}" -o jsonpath="$2" 2>/dev/null; }

@@ -49,6 +49,12 @@ nlohmann::json ManifestToJson(const SnapshotManifest& m) {
   }
   if (!m.owner_uid.empty()) j["ownerUid"] = m.owner_uid;
   if (!m.image_digest.empty()) j["imageDigest"] = m.image_digest;
+  if (m.gpu != SnapshotGpu{}) {
+    j["gpu"] = {{"model", m.gpu.model},
+                {"driverVersion", m.gpu.driver_version},
+                {"cudaVersion", m.gpu.cuda_version},
+                {"devices", m.gpu.devices}};
+  }
   if (!m.deferred_sync_boot_id.empty()) j["deferredSyncBootId"] = m.deferred_sync_boot_id;
   if (m.checksums_pending) j["checksumsPending"] = true;
   // Written only when set: a manifest of an untransformed snapshot reads as it always did.
@@ -101,6 +107,11 @@ SnapshotManifest ManifestFromJson(const nlohmann::json& j) {
   m.runtime_version = j.value("runtimeVersion", "");
   m.image_digest = j.value("imageDigest", "");
   m.cuda_checkpointed = j.value("cudaCheckpointed", false);
+  if (j.contains("gpu")) {
+    const nlohmann::json& g = j.at("gpu");
+    m.gpu = {g.value("model", ""), g.value("driverVersion", ""), g.value("cudaVersion", ""),
+             g.value("devices", std::vector<std::string>{})};
+  }
   m.taken_at = j.value("takenAt", "");
   m.duration_seconds = j.value("durationSeconds", 0.0);
   m.total_bytes = j.value("totalBytes", int64_t{0});

@@ -37,6 +37,17 @@ struct SnapshotFile {
   std::string sha256;
 };
 
+// The GPU a CUDA checkpoint was taken on (the node agent's discovery; api/gpu_identity.h says
+// what a restore compares), and the UUIDs of its devices, which a restore onto other GPUs of the
+// same model maps from.
+struct SnapshotGpu {
+  std::string model;
+  std::string driver_version;
+  std::string cuda_version;
+  std::vector<std::string> devices;
+  bool operator==(const SnapshotGpu&) const = default;
+};
+
 struct SnapshotManifest {
   int format = kManifestFormatChunked;
   int64_t chunk_bytes = kDefaultChunkBytes;  // format 2
@@ -57,6 +68,8 @@ struct SnapshotManifest {
   // a bundle actor, and in manifests written before it was recorded; written only when set.
   std::string image_digest;
   bool cuda_checkpointed = false;
+  // Written only when set: with a CUDA checkpoint taken on a GPU whose identity was known.
+  SnapshotGpu gpu;
   // RFC 3339, with microseconds since they order snapshots (older manifests: whole seconds).
   std::string taken_at;
   double duration_seconds = 0;  // of the checkpoint that made it

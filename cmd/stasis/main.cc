@@ -105,7 +105,9 @@ void DefineNodeFlags(stasis::Flags& f) {
   f.Define("bundle-root-per-namespace", "false", "a bundle must lie under <bundle-root>/<actor's namespace>/");
   f.DefineRepeated("bundle-readonly-source", "a host directory (e.g. /usr) that bundles may bind-mount read-only (option ro) from outside their root; repeatable");
   f.Define("workers", "1", "number of CPU workers (slots) on this node; ignored with --gpus");
-  f.Define("gpus", "", "comma-separated GPU UUIDs, or \"auto\" (nvidia-smi -L): one worker per GPU");
+  f.Define("gpus", "", "comma-separated GPU UUIDs, or \"auto\" (NVML, else the driver's /proc files, else nvidia-smi): one worker per GPU");
+  f.Define("nvml-library", "libnvidia-ml.so.1", "NVML, the NVIDIA driver's library that --gpus=auto asks first (a name the loader finds, or a path)");
+  f.Define("gpu-proc-dir", "/proc/driver/nvidia", "the NVIDIA kernel module's /proc directory, --gpus=auto's second source");
   f.Define("cdi-spec-dirs", "/etc/cdi,/var/run/cdi", "CDI spec directories for GPU actors' devices (later wins)");
   f.Define("gpu-cdi-kind", "nvidia.com/gpu", "CDI kind of this node's GPUs; devices are named by UUID");
   DefineMetricsFlags(f);
@@ -164,21 +166,29 @@ stasis::Status ApiRate(const stasis::Flags& f, double& qps, int& burst) {
   return stasis::OkStatus();
 }
 
-// One worker per GPU (--gpus), else --workers CPU slots.
-stasis::Result<std::vector<std::vector<std::string>>> WorkersFrom(const stasis::Flags& f) {
-  std::vector<std::vector<std::string>> workers;
+// One worker per GPU (--gpus), else --workers CPU slots. --gpus=auto also learns each GPU's
+// model and the driver's version, which the workers publish (api/gpu_identity.h).
+stasis::Status WorkersFrom(const stasis::Flags& f, stasis::NodeAgentOptions& o) {
   if (f.Get("gpus") == "auto") {
-    auto gpus = stasis::DiscoverGpus();
-    if (!gpus.ok()) return gpus.status();
-    for (const auto& uuid : *gpus) workers.push_back({uuid});
+    stasis::GpuDiscoverySources sources;
+    sources.nvml_library = f.Get("nvml-library");
+    sources.proc_dir = f.Get("gpu-proc-dir");
+    auto inv = stasis::DiscoverGpus(sources);
+    if (!inv.ok()) return inv.status();
+    for (const auto& gpu : inv->gpus) {
+      o.workers.push_back({gpu.uuid});
+      o.gpu_identities[gpu.uuid] = {gpu.model, inv->driver_version, inv->cuda_version};
+      spdlog::info("gpu discovered uuid={} model=\"{}\" driver={} cuda={} source={}", gpu.uuid, gpu.model,
+                   inv->driver_version, inv->cuda_version, inv->source);
+    }
   } else if (!f.Get("gpus").empty()) {
-    for (const auto& uuid : Split(f.Get("gpus"), ',')) workers.push_back({uuid});
+    for (const auto& uuid : Split(f.Get("gpus"), ',')) o.workers.push_back({uuid});
   } else {
     auto n = f.GetInt("workers", 1, 1024);
     if (!n.ok()) return n.status();
-    workers.assign(static_cast<size_t>(*n), {});
+    o.workers.assign(static_cast<size_t>(*n), {});
   }
-  return workers;
+  return stasis::OkStatus();
 }
 
 stasis::Result<stasis::NodeAgentOptions> NodeOptions(const stasis::Flags& f) {
@@ -237,9 +247,7 @@ stasis::Result<stasis::NodeAgentOptions> NodeOptions(const stasis::Flags& f) {
   }
   o.cdi_spec_dirs = Split(f.Get("cdi-spec-dirs"), ',');
   o.gpu_cdi_kind = f.Get("gpu-cdi-kind");
-  auto workers = WorkersFrom(f);
-  if (!workers.ok()) return workers.status();
-  o.workers = std::move(*workers);
+  if (stasis::Status s = WorkersFrom(f, o); !s.ok()) return s;
   return o;
 }
 

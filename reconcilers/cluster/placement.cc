@@ -8,10 +8,25 @@
 
 namespace stasis {
 
+namespace {
+
+// The GPU the actor's CUDA context must come back on, if its next start restores one.
+const api::GpuIdentity* RestoresOnto(const api::Actor& a) {
+  const auto& snap = a.status.latest_snapshot;
+  return snap && snap->cuda_checkpointed && snap->gpu.Known() ? &snap->gpu : nullptr;
+}
+
+}  // namespace
+
 bool WorkerSuits(const api::Worker& w, const api::Actor& a) {
-  // A GPU actor needs a worker with as many GPUs (one worker is one GPU with --gpus); a CPU
-  // actor takes a CPU slot, never a GPU another actor could use.
-  if (a.spec.gpu.count > 0) return w.spec.devices.size() >= static_cast<size_t>(a.spec.gpu.count);
+  // A GPU actor needs a worker with as many GPUs (one worker is one GPU with --gpus), and one
+  // its CUDA checkpoint can be restored on; a CPU actor takes a CPU slot, never a GPU another
+  // actor could use.
+  if (a.spec.gpu.count > 0) {
+    if (w.spec.devices.size() < static_cast<size_t>(a.spec.gpu.count)) return false;
+    const api::GpuIdentity* taken_on = RestoresOnto(a);
+    return taken_on == nullptr || api::GpuMismatch(*taken_on, w.spec.gpu).empty();
+  }
   return w.spec.devices.empty();
 }
 
@@ -26,7 +41,12 @@ struct NodeCount {
 
 std::string WhatItNeeds(const api::Actor& a) {
   if (a.spec.gpu.count > 0) {
-    return "a worker with " + std::to_string(a.spec.gpu.count) + " GPU" + (a.spec.gpu.count > 1 ? "s" : "");
+    std::string m = "a worker with " + std::to_string(a.spec.gpu.count) + " GPU" + (a.spec.gpu.count > 1 ? "s" : "");
+    if (const api::GpuIdentity* taken_on = RestoresOnto(a)) {
+      m += " of " + api::Describe(*taken_on) + " (its snapshot " + a.status.latest_snapshot->id +
+           " holds a CUDA context taken there)";
+    }
+    return m;
   }
   return "a CPU worker";
 }

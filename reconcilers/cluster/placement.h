@@ -17,8 +17,9 @@
 
 namespace stasis {
 
-// Whether a worker can run this actor: GPU actors need that many GPUs on the worker, CPU
-// actors take CPU slots only.
+// Whether a worker can run this actor: GPU actors need that many GPUs on the worker, of the
+// model and driver their CUDA checkpoint was taken on (api/gpu_identity.h); CPU actors take CPU
+// slots only.
 bool WorkerSuits(const api::Worker& w, const api::Actor& a);
 
 struct Placement {

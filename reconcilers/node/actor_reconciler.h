@@ -220,6 +220,13 @@ class ActorReconciler : public Reconciler {
   Result<ReconcileOutcome> CompleteCheckpoint(Ctx& c, const Checkpointed& ck);
   // Writes the snapshot's manifest (completion); removes the image when that fails.
   Result<SnapshotManifest> CompleteSnapshot(Ctx& c, const Checkpointed& ck);
+  // The GPU a CUDA checkpoint of this actor is taken on (its worker's, from this node's
+  // discovery); empty when the identity is not known.
+  SnapshotGpu TakenOn(const Ctx& c) const;
+  // OK when the snapshot can be restored for this actor on this worker: the root filesystem it
+  // was taken on, and for a CUDA checkpoint the GPU model and driver. kFailedPrecondition
+  // (snapshot_image_mismatch, snapshot_gpu_mismatch) otherwise.
+  Status CheckSnapshotFits(const Ctx& c, const SnapshotManifest& m, const api::Worker& worker) const;
   // The completion failed: a sandbox still alive is thawed and runs on; a stopped one is cleaned.
   Result<ReconcileOutcome> SnapshotNotCompleted(Ctx& c, const Checkpointed& ck, const Status& failure);
   // Commits a just-completed Suspend snapshot; on failure it stays local (commit_failure set).

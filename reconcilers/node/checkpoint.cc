@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 
@@ -330,6 +331,15 @@ void ActorReconciler::DeleteSandboxIfAt(Ctx& c, DeleteAt step, DeleteAt planned,
   *deleted = true;
 }
 
+SnapshotGpu ActorReconciler::TakenOn(const Ctx& c) const {
+  const std::string& worker = c.a.status.worker_name;
+  const api::GpuIdentity g = workers_.GpuOf(worker);
+  if (!g.Known()) return {};
+  std::vector<std::string> devices = workers_.DevicesOf(worker);
+  devices.resize(std::min(devices.size(), static_cast<size_t>(std::max(c.a.spec.gpu.count, 0))));
+  return {g.model, g.driver_version, g.cuda_version, std::move(devices)};
+}
+
 Result<SnapshotManifest> ActorReconciler::CompleteSnapshot(Ctx& c, const Checkpointed& ck) {
   SnapshotManifest m;
   m.id = ck.id;
@@ -341,6 +351,7 @@ Result<SnapshotManifest> ActorReconciler::CompleteSnapshot(Ctx& c, const Checkpo
   if (auto v = c.driver->Version(); v.ok()) m.runtime_version = *v;
   m.image_digest = c.a.status.image_digest;  // what a restore must run on (actor_image.cc)
   m.cuda_checkpointed = ck.gpu;
+  if (ck.gpu) m.gpu = TakenOn(c);
   m.taken_at = FormatMicroTime(clock_.WallNow());  // ordered within a second (snapshot_store.h)
   m.duration_seconds = ck.took;
   auto done = snapshots_.CompleteLocal(m, ck.durability);

@@ -265,7 +265,7 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
   if (Status s = CheckRuntimes(o, driver, microvm, store_root); !s.ok()) return s;
 
   // The node's Workers exist and its heartbeat is renewed before its actors are watched.
-  NodeWorkers workers(m.client(), o.node, o.workers, &snapshot_metrics);
+  NodeWorkers workers(m.client(), o.node, o.workers, &snapshot_metrics, o.gpu_identities);
   if (Status s = workers.Register(); !s.ok()) return s;
   NodeHeartbeat heartbeat(m.client(),
                           NodeHeartbeatOptions{o.node, o.lease_namespace,

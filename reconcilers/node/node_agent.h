@@ -7,9 +7,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "api/gpu_identity.h"
 #include "base/status.h"
 #include "controller/secure_metrics.h"
 #include "runtimes/bundle_confinement.h"
@@ -56,6 +58,9 @@ struct NodeAgentOptions {
   BundleRoots bundle_roots;
   // One entry per worker: empty = a CPU slot, else the GPU UUIDs it holds.
   std::vector<std::vector<std::string>> workers;
+  // What discovery (--gpus=auto) learned of each GPU, by UUID: the workers publish it and the
+  // checkpoints record it (api/gpu_identity.h). Empty for GPUs named by --gpus.
+  std::map<std::string, api::GpuIdentity> gpu_identities;
   // GPU actors' devices come from CDI specs in these directories (docs/gpu.md).
   std::vector<std::string> cdi_spec_dirs = {"/etc/cdi", "/var/run/cdi"};
   std::string gpu_cdi_kind = "nvidia.com/gpu";

@@ -13,14 +13,49 @@
 namespace stasis {
 
 NodeWorkers::NodeWorkers(KubeClient& client, std::string node,
-                         std::vector<std::vector<std::string>> devices, SnapshotMetrics* metrics)
-    : client_(client), node_(std::move(node)), devices_(std::move(devices)), metrics_(metrics) {}
+                         std::vector<std::vector<std::string>> devices, SnapshotMetrics* metrics,
+                         std::map<std::string, api::GpuIdentity> gpus)
+    : client_(client),
+      node_(std::move(node)),
+      devices_(std::move(devices)),
+      gpus_(std::move(gpus)),
+      metrics_(metrics) {}
 
 namespace {
 std::string WorkerName(const std::string& node, size_t i, bool gpu) {
   return node + (gpu ? "-gpu" : "-slot") + std::to_string(i);
 }
 }  // namespace
+
+api::GpuIdentity NodeWorkers::IdentityOf(const std::vector<std::string>& devices) const {
+  // A worker of several GPUs has one identity only when they all share it (a checkpoint of its
+  // actor needs every one of them again).
+  std::optional<api::GpuIdentity> common;
+  for (const auto& uuid : devices) {
+    auto it = gpus_.find(uuid);
+    const api::GpuIdentity g = it == gpus_.end() ? api::GpuIdentity{} : it->second;
+    if (common && *common != g) return {};
+    common = g;
+  }
+  return common.value_or(api::GpuIdentity{});
+}
+
+api::GpuIdentity NodeWorkers::GpuOf(const std::string& worker_name) const {
+  const std::vector<std::string>* devices = LocalDevices(worker_name);
+  return devices ? IdentityOf(*devices) : api::GpuIdentity{};
+}
+
+json NodeWorkers::SpecOf(const std::vector<std::string>& devices) const {
+  api::Worker w;
+  w.spec.node_name = node_;
+  w.spec.devices = devices;
+  w.spec.gpu = IdentityOf(devices);
+  json spec = api::WorkerTypedJson(w)["spec"];
+  // A merge patch keeps what it does not name: an identity no longer discovered is removed.
+  if (!spec.contains("gpu")) spec["gpu"] = nullptr;
+  if (!spec.contains("devices")) spec["devices"] = json::array();
+  return spec;
+}
 
 Status NodeWorkers::Register() {
   // One LIST, then creates only for the workers missing from it: an agent restarting on a node
@@ -41,7 +76,10 @@ Status NodeWorkers::Register() {
   for (size_t i = 0; i < devices_.size(); ++i) {
     const std::string name = WorkerName(node_, i, !devices_[i].empty());
     auto found = present.find(name);
-    if (found != present.end() && found->second.spec.devices == devices_[i]) continue;
+    if (found != present.end() && found->second.spec.devices == devices_[i] &&
+        found->second.spec.gpu == IdentityOf(devices_[i])) {
+      continue;
+    }
     changed_any = true;
     // Present with other devices (written by someone else), or named for this node but not
     // labelled or specced for it (AlreadyExists below): the node's own discovery wins.
@@ -70,14 +108,16 @@ Status NodeWorkers::CreateWorker(const std::string& name, const std::vector<std:
   json w = {{"apiVersion", api::kApiVersion},
             {"kind", api::kWorkerKind},
             {"metadata", {{"name", name}, {"labels", {{api::kNodeLabel, node_}}}}},
-            {"spec", {{"nodeName", node_}, {"devices", devices}}}};
+            {"spec", SpecOf(devices)}};
+  if (w["spec"]["gpu"].is_null()) w["spec"].erase("gpu");  // null means "remove" only in a patch
   auto created = client_.Create(kWorkerType, "", w);
   if (!created.ok()) return created.status();
   // A new worker starts Free; status is only writable through /status.
   json status = {{"status", {{"phase", "Free"}}}};
   auto patched = client_.Patch(kWorkerType, "", name, PatchType::kMerge, status, "status");
   if (!patched.ok()) return patched.status();
-  spdlog::info("worker registered worker={} node={} devices={}", name, node_, devices.size());
+  spdlog::info("worker registered worker={} node={} devices={} gpu=\"{}\"", name, node_, devices.size(),
+               api::Describe(IdentityOf(devices)));
   return OkStatus();
 }
 
@@ -86,7 +126,7 @@ Status NodeWorkers::Repair(const std::string& name) {
   if (!devices) return Status(Code::kInternal, "worker " + name + " is not in this node's table");
   // spec.nodeName is immutable (the CRD): one of another node's stays refused.
   json patch = {{"metadata", {{"labels", {{api::kNodeLabel, node_}}}}},
-                {"spec", {{"nodeName", node_}, {"devices", *devices}}}};
+                {"spec", SpecOf(*devices)}};
   auto r = client_.Patch(kWorkerType, "", name, PatchType::kMerge, patch);
   if (!r.ok()) return r.status();
   spdlog::warn("worker repaired to this node's discovery worker={} node={} devices={}", name, node_,

@@ -21,9 +21,10 @@ namespace stasis {
 class NodeWorkers {
  public:
   // One worker per entry of `devices` (an empty entry = a CPU slot). Worker names are
-  // "<node>-gpu<i>" when the entry lists devices, else "<node>-slot<i>".
+  // "<node>-gpu<i>" when the entry lists devices, else "<node>-slot<i>". `gpus`: the identity
+  // of each discovered GPU by UUID, published as the workers' spec.gpu (none: not published).
   NodeWorkers(KubeClient& client, std::string node, std::vector<std::vector<std::string>> devices,
-              SnapshotMetrics* metrics);
+              SnapshotMetrics* metrics, std::map<std::string, api::GpuIdentity> gpus = {});
 
   // Creates the Worker objects that do not exist; existing ones keep their status (claims
   // survive an agent restart). Labels them stasis.dev/node=<node>. An existing one whose
@@ -52,12 +53,18 @@ class NodeWorkers {
   // The devices of a worker of this node by name (GPU UUIDs), for the runtime spec: from this
   // node's own discovery (the constructor's table), never from the Worker in the API.
   std::vector<std::string> DevicesOf(const std::string& worker_name) const;
+  // The identity of that worker's GPUs from this node's discovery (empty: none known, or GPUs
+  // that differ): what a checkpoint records and a restore compares (api/gpu_identity.h).
+  api::GpuIdentity GpuOf(const std::string& worker_name) const;
   Result<std::vector<api::Worker>> List();
 
   const std::string& node() const { return node_; }
 
  private:
   Status CreateWorker(const std::string& name, const std::vector<std::string>& devices);
+  api::GpuIdentity IdentityOf(const std::vector<std::string>& devices) const;
+  // The spec this node's discovery gives a worker of these devices, as a merge patch's body.
+  nlohmann::json SpecOf(const std::vector<std::string>& devices) const;
   // Overwrites the Worker's spec and node label with this node's discovery.
   Status Repair(const std::string& name);
   // The devices of the local table's worker of that name; nullptr for a name not in it.
@@ -81,6 +88,7 @@ class NodeWorkers {
   KubeClient& client_;
   std::string node_;
   std::vector<std::vector<std::string>> devices_;
+  const std::map<std::string, api::GpuIdentity> gpus_;
   SnapshotMetrics* metrics_;
   // This node's workers as this agent last saw them: its last LIST, updated by its own
   // successful writes (their responses); invalid after a 409 until the next LIST.

@@ -307,16 +307,7 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
   spdlog::debug("snapshot checked for restore actor={} owner={} snapshot={} committed={} duration_ms={}", c.key,
                 owner, id, committed,
                 std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - check_start).count());
-  // The manifest, not the status every agent may write, says what the snapshot was taken on:
-  // runsc restores onto the same root filesystem or not at all (an image's digest, or a bundle).
-  const std::string running_on = c.image ? c.image->digest : "";
-  if (source->manifest.image_digest != running_on) {
-    auto what = [](const std::string& digest) { return digest.empty() ? std::string("a bundle") : "image " + digest; };
-    return Status(Code::kFailedPrecondition,
-                  "snapshot " + id + " was taken on " + what(source->manifest.image_digest) +
-                      "; this actor now runs on " + what(running_on),
-                  "snapshot_image_mismatch");
-  }
+  if (Status s = CheckSnapshotFits(c, source->manifest, worker); !s.ok()) return s;
   if (!c.clone && snap->location != source->dir) {
     spdlog::warn("snapshot location ignored actor={} snapshot={} location=\"{}\" restoring_from=\"{}\"", c.key,
                  snap->id, snap->location, source->dir);
@@ -326,6 +317,27 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
   ro.deadline = deadline;
   if (Status s = c.driver->Restore(c.ref, ro); !s.ok()) return s;
   return RunPostRestoreHook(c, id, c.clone ? "clone" : "resume");
+}
+
+Status ActorReconciler::CheckSnapshotFits(const Ctx& c, const SnapshotManifest& m, const api::Worker& worker) const {
+  // The manifest, not the status every agent may write, says what the snapshot was taken on:
+  // runsc restores onto the same root filesystem or not at all (an image's digest, or a bundle).
+  const std::string running_on = c.image ? c.image->digest : "";
+  if (m.image_digest != running_on) {
+    auto what = [](const std::string& digest) { return digest.empty() ? std::string("a bundle") : "image " + digest; };
+    return Status(Code::kFailedPrecondition,
+                  "snapshot " + m.id + " was taken on " + what(m.image_digest) + "; this actor now runs on " +
+                      what(running_on),
+                  "snapshot_image_mismatch");
+  }
+  // A CUDA context comes back only on a GPU of the model and driver it was taken on
+  // (api/gpu_identity.h). The binder places by the same rule; this holds for a pinned node.
+  if (!m.cuda_checkpointed) return OkStatus();
+  const api::GpuIdentity taken_on{m.gpu.model, m.gpu.driver_version, m.gpu.cuda_version};
+  const std::string why = api::GpuMismatch(taken_on, workers_.GpuOf(worker.metadata.name));
+  if (why.empty()) return OkStatus();
+  return Status(Code::kFailedPrecondition, "snapshot " + m.id + ": " + why + " (worker " + worker.metadata.name + ")",
+                "snapshot_gpu_mismatch");
 }
 
 Result<ReconcileOutcome> ActorReconciler::ResumeFailed(Ctx& c, ActorState resting, const Status& result) {

@@ -252,7 +252,9 @@ json GoodWorker(const std::string& name, bool with_status) {
       {"kind", "Worker"},
       {"metadata", {{"name", name}}},
       {"spec",
-       {{"nodeName", "node-a"}, {"devices", {"GPU-8f5c1a52-2b1e-4c3d-9a7e-0123456789ab"}}}}};
+       {{"nodeName", "node-a"},
+        {"devices", {"GPU-8f5c1a52-2b1e-4c3d-9a7e-0123456789ab"}},
+        {"gpu", {{"model", "NVIDIA H200"}, {"driverVersion", "580.95.05"}, {"cudaVersion", "13.0"}}}}}};
   if (with_status) {
     worker["status"] = {{"phase", "Held"},
                         {"actorRef", {{"namespace", kBadObjectNamespace}, {"name", "counter"}}}};
@@ -670,6 +672,9 @@ const std::vector<BadObject>& BadWorkers() {
         Worker("bad-worker-devices", "a device listed twice", kCreate,
                {{"spec", {{"devices", {"GPU-0", "GPU-0"}}}}},
                R"(spec.devices[1]: Duplicate value: "GPU-0")"),
+        Worker("bad-worker-driver-version", "a driver version past its bound", kCreate,
+               {{"spec", {{"gpu", {{"driverVersion", std::string(65, '5')}}}}}},
+               "spec.gpu.driverVersion: Too long: may not be more than 64 bytes"),
         Worker("bad-worker-phase", "phase outside the enum", kStatus,
                {{"status", {{"phase", "Busy"}}}},
                R"(status.phase: Unsupported value: "Busy": supported values: "Free", "Held")"),

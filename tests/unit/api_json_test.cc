@@ -60,6 +60,7 @@ Actor FullActor() {
   s.duration_seconds = 12.25;
   s.cuda_checkpointed = true;
   s.runsc_version = "release-20260622.0";
+  s.gpu = {"NVIDIA H200", "580.95.05", "13.0"};
   s.taken_at = At(1'700'000'050);
   a.status.latest_snapshot = s;
   a.status.conditions = {
@@ -99,6 +100,7 @@ TEST(ApiJsonTest, ActorRoundTripsEveryField) {
   EXPECT_EQ(ls["durationSeconds"], 12.25);
   EXPECT_EQ(ls["cudaCheckpointed"], true);
   EXPECT_EQ(ls["runscVersion"], "release-20260622.0");
+  EXPECT_EQ(ls["gpu"], json({{"model", "NVIDIA H200"}, {"driverVersion", "580.95.05"}, {"cudaVersion", "13.0"}}));
   EXPECT_EQ(ls["takenAt"], "2023-11-14T22:14:10Z");
   EXPECT_EQ(ls["nodeName"], "node-a");
   EXPECT_EQ(j["status"]["conditions"][0], json({{"type", "Ready"},
@@ -131,6 +133,7 @@ TEST(ApiJsonTest, JsonWithEveryFieldReadsAndWritesBackIdentically) {
   Result<Worker> w = WorkerFromJson(worker);
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   EXPECT_EQ(WorkerTypedJson(*w), worker);
+  EXPECT_EQ(w->spec.gpu, (GpuIdentity{"NVIDIA H200", "580.95.05", "13.0"}));
 }
 
 // An Actor from an image with every image field set.

@@ -297,16 +297,31 @@ TEST_F(GpuBundleTest, MissingPiecesAreNamed) {
   EXPECT_FALSE(fs::exists(request_.out_dir));
 }
 
-// The real output of `nvidia-smi -L` on the H200 machine (driver 580.159.04), plus the MIG
-// lines a MIG-enabled GPU adds under its GPU line.
-TEST(GpuDiscovery, ParsesNvidiaSmiList) {
-  EXPECT_EQ(ParseNvidiaSmiList("GPU 0: NVIDIA H200 (UUID: GPU-7870a581-3b26-8518-d074-18c3a0426f66)\n"),
-            std::vector<std::string>{"GPU-7870a581-3b26-8518-d074-18c3a0426f66"});
-  EXPECT_EQ(ParseNvidiaSmiList("GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-1111)\n"
-                               "  MIG 1g.5gb     Device  0: (UUID: MIG-2222)\n"
-                               "GPU 1: NVIDIA A100-SXM4-40GB (UUID: GPU-3333)\n"),
-            (std::vector<std::string>{"GPU-1111", "GPU-3333"}));
-  EXPECT_TRUE(ParseNvidiaSmiList("No devices were found\n").empty());
+// `nvidia-smi --query-gpu=uuid,name,driver_version --format=csv,noheader` as the H100 machine
+// printed it (driver 580.159.04), and two GPUs of another model.
+TEST(GpuDiscovery, ParsesNvidiaSmiQuery) {
+  auto one = ParseNvidiaSmiQuery("GPU-ed36abe3-d562-6bb5-0611-fc716964df23, NVIDIA H100 80GB HBM3, 580.159.04\n");
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  ASSERT_EQ(one->gpus.size(), 1u);
+  EXPECT_EQ(one->gpus[0].uuid, "GPU-ed36abe3-d562-6bb5-0611-fc716964df23");
+  EXPECT_EQ(one->gpus[0].model, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(one->driver_version, "580.159.04");
+  EXPECT_EQ(one->cuda_version, "");
+  EXPECT_EQ(one->source, "nvidia-smi");
+  auto two = ParseNvidiaSmiQuery("GPU-1111, NVIDIA A100-SXM4-40GB, 550.54.15\r\nGPU-3333, NVIDIA A100-SXM4-40GB, 550.54.15\n");
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ(two->gpus.size(), 2u);
+  EXPECT_EQ(two->gpus[1].uuid, "GPU-3333");
+  EXPECT_EQ(two->driver_version, "550.54.15");
+  EXPECT_EQ(ParseNvidiaSmiQuery("No devices were found\n").status().code(), Code::kUnavailable);
+  EXPECT_EQ(ParseNvidiaSmiQuery("GPU-1, A, 550.1\nGPU-2, A, 580.1\n").status().code(), Code::kUnavailable);
+}
+
+TEST(GpuDiscovery, CudaDriverVersionsAreMajorDotMinor) {
+  EXPECT_EQ(FormatCudaDriverVersion(13000), "13.0");
+  EXPECT_EQ(FormatCudaDriverVersion(12040), "12.4");
+  EXPECT_EQ(FormatCudaDriverVersion(12090), "12.9");
+  EXPECT_EQ(FormatCudaDriverVersion(0), "");
 }
 
 // `nvidia-smi --query-gpu=uuid,memory.used --format=csv,noheader,nounits`: MiB per GPU.
@@ -321,10 +336,56 @@ TEST(GpuDiscovery, SumsTheMemoryInUseOnTheActorsGpus) {
   EXPECT_EQ(GpuMemoryUsed({"GPU-1111"}, "/nonexistent/nvidia-smi").status().code(), Code::kNotFound);
 }
 
-TEST(GpuDiscovery, MissingToolIsNotFound) {
-  auto r = DiscoverGpus("/nonexistent/nvidia-smi");
+TEST(GpuDiscovery, NoSourceIsNotFound) {
+  GpuDiscoverySources none;
+  none.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+  none.proc_dir = "/nonexistent/proc";
+  none.nvidia_smi = "/nonexistent/nvidia-smi";
+  auto r = DiscoverGpus(none);
   EXPECT_EQ(r.status().code(), Code::kNotFound);
-  EXPECT_THAT(r.status().message(), HasSubstr("GPU discovery"));
+  EXPECT_THAT(r.status().message(), HasSubstr("cannot load /nonexistent/libnvidia-ml.so.1"));
+  EXPECT_THAT(r.status().message(), HasSubstr("no GPU under /nonexistent/proc/gpus"));
+  EXPECT_THAT(r.status().message(), HasSubstr("nvidia-smi"));
+}
+
+// /proc/driver/nvidia/gpus/<bus>/information and /proc/driver/nvidia/version as the H100
+// machine's open kernel module wrote them (tabs included), and a proprietary module's version.
+TEST(GpuDiscovery, ReadsTheKernelModulesProcFiles) {
+  auto gpu = ParseProcGpuInformation(
+      "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 41\nGPU UUID: \t GPU-ed36abe3-d562-6bb5-0611-fc716964df23\n"
+      "Video BIOS: \t 96.00.da.00.0c\nBus Type: \t PCIe\nDMA Size: \t 52 bits\nDMA Mask: \t 0xfffffffffffff\n"
+      "Bus Location: \t 0000:00:06.0\n");
+  ASSERT_TRUE(gpu.has_value());
+  EXPECT_EQ(gpu->model, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(gpu->uuid, "GPU-ed36abe3-d562-6bb5-0611-fc716964df23");
+  EXPECT_FALSE(ParseProcGpuInformation("Model: \t NVIDIA H200\n").has_value()) << "no UUID";
+  EXPECT_EQ(ParseProcDriverVersion("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Release Build  "
+                                   "(dvs-builder@U16-I3-B03-4-3)  Tue Sep 30 00:00:00 UTC 2025\nGCC version:  gcc 12\n"),
+            "580.95.05");
+  EXPECT_EQ(ParseProcDriverVersion("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release "
+                                   "Build  (nixbld@)  \nGCC version:  gcc version 15.3.0 (GCC) \n"),
+            "580.159.04");
+  EXPECT_EQ(ParseProcDriverVersion("GCC version:  gcc version 12.2.0\n"), "");
+
+  TempDir proc("stasis-proc-");
+  const std::vector<std::pair<std::string, std::string>> gpus = {{"0000:00:07.0", "GPU-2222"},
+                                                                  {"0000:00:06.0", "GPU-1111"}};
+  for (const auto& [bus, uuid] : gpus) {
+    fs::create_directories(proc.path() / "gpus" / bus);
+    std::ofstream(proc.path() / "gpus" / bus / "information") << "Model: \t\t NVIDIA H200\nGPU UUID: \t " << uuid << "\n";
+  }
+  EXPECT_EQ(DiscoverGpusFromProc(proc.path().string()).status().code(), Code::kUnavailable) << "no version file";
+  std::ofstream(proc.path() / "version") << "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Release Build\n";
+  GpuDiscoverySources sources;
+  sources.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+  sources.proc_dir = proc.path().string();
+  auto inv = DiscoverGpus(sources);
+  ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+  EXPECT_EQ(inv->source, "procfs");
+  ASSERT_EQ(inv->gpus.size(), 2u);
+  EXPECT_EQ(inv->gpus[0].uuid, "GPU-1111") << "in bus order";
+  EXPECT_EQ(inv->driver_version, "580.95.05");
+  EXPECT_EQ(inv->cuda_version, "");
 }
 
 }  // namespace

@@ -161,5 +161,57 @@ TEST(PlacementTest, AWarmPoolMemberNeverTakesTheLastFreeWorker) {
   EXPECT_EQ(Place(member, in).node, "");
 }
 
+// A suspended GPU actor whose snapshot holds a CUDA context goes only to a worker of the GPU
+// model and driver it was taken on; one taken before identities were recorded goes anywhere.
+TEST(PlacementTest, ACudaSnapshotGoesOnlyToAGpuOfItsModelAndDriver) {
+  const api::GpuIdentity h200{"NVIDIA H200", "580.95.05", "13.0"};
+  PlacementInput in;
+  in.workers = {W("h100", 0, true, 1), W("h100", 1, true, 1), W("old", 0, true, 1), W("h200", 0, true, 1),
+                W("bare", 0, true, 1)};
+  in.workers[0].spec.gpu = in.workers[1].spec.gpu = {"NVIDIA H100 80GB HBM3", "580.95.05", "13.0"};
+  in.workers[2].spec.gpu = {"NVIDIA H200", "570.86.15", "12.8"};
+  in.workers[3].spec.gpu = h200;
+  in.live_nodes = {"h100", "old", "h200", "bare"};
+  api::Actor a = A("a", 1);
+  a.status.latest_snapshot = api::Snapshot{};
+  a.status.latest_snapshot->id = "s1";
+  a.status.latest_snapshot->cuda_checkpointed = true;
+  a.status.latest_snapshot->gpu = h200;
+  EXPECT_FALSE(WorkerSuits(in.workers[0], a)) << "another model";
+  EXPECT_FALSE(WorkerSuits(in.workers[2], a)) << "another driver";
+  EXPECT_FALSE(WorkerSuits(in.workers[4], a)) << "a worker that publishes no identity";
+  EXPECT_TRUE(WorkerSuits(in.workers[3], a));
+  EXPECT_EQ(Place(a, in).node, "h200") << "not h100, though it has the most free workers";
+
+  in.workers[3] = W("h200", 0, false, 1);
+  in.workers[3].spec.gpu = h200;
+  Placement p = Place(a, in);
+  EXPECT_EQ(p.reason, api::kReasonNoFreeWorker);
+  in.live_nodes.erase("h200");
+  p = Place(a, in);
+  EXPECT_EQ(p.reason, api::kReasonUnschedulable);
+  EXPECT_EQ(p.message,
+            "0/3 live nodes have a worker with 1 GPU of NVIDIA H200, driver 580.95.05 (its snapshot s1 holds a "
+            "CUDA context taken there)");
+
+  // Without a CUDA context, or without a recorded identity, any GPU worker will do.
+  a.status.latest_snapshot->cuda_checkpointed = false;
+  EXPECT_EQ(Place(a, in).node, "h100");
+  a.status.latest_snapshot->cuda_checkpointed = true;
+  a.status.latest_snapshot->gpu = {};
+  EXPECT_EQ(Place(a, in).node, "h100");
+}
+
+TEST(PlacementTest, GpuMismatchSaysWhatDiffers) {
+  const api::GpuIdentity h200{"NVIDIA H200", "580.95.05", "13.0"};
+  EXPECT_EQ(api::GpuMismatch(h200, h200), "");
+  EXPECT_EQ(api::GpuMismatch(h200, {"NVIDIA H200", "580.95.05", "13.1"}), "") << "the CUDA version is not compared";
+  EXPECT_EQ(api::GpuMismatch({}, {}), "") << "no identity recorded: as before";
+  EXPECT_EQ(api::GpuMismatch(h200, {"NVIDIA H200", "570.86.15", "12.8"}),
+            "the snapshot was taken on NVIDIA H200, driver 580.95.05; this GPU is NVIDIA H200, driver 570.86.15");
+  EXPECT_EQ(api::GpuMismatch(h200, {}),
+            "the snapshot was taken on NVIDIA H200, driver 580.95.05; this GPU publishes no identity");
+}
+
 }  // namespace
 }  // namespace stasis

@@ -260,6 +260,26 @@ TEST_F(SnapshotStoreTest, ManifestRecordsTheImageDigest) {
   EXPECT_EQ(round->image_digest, digest);
 }
 
+// A CUDA checkpoint records the GPU it was taken on (model, driver, CUDA version, device UUIDs);
+// a manifest without one (a CPU actor, or written before) has no "gpu" key and reads as empty.
+TEST_F(SnapshotStoreTest, ManifestRecordsTheGpuItWasTakenOn) {
+  SnapshotManifest with = Manifest("s1");
+  with.cuda_checkpointed = true;
+  with.gpu = {"NVIDIA H200", "580.95.05", "13.0", {"GPU-7870a581-0000-0000-0000-000000000000"}};
+  auto j = nlohmann::json::parse(ManifestText(with));
+  EXPECT_EQ(j["gpu"]["model"], "NVIDIA H200");
+  EXPECT_EQ(j["gpu"]["devices"][0], "GPU-7870a581-0000-0000-0000-000000000000");
+  auto round = ParseManifest(ManifestText(with), "s1");
+  ASSERT_TRUE(round.ok()) << round.status().ToString();
+  EXPECT_EQ(round->gpu, with.gpu);
+
+  const std::string text = ManifestText(Manifest("s2"));
+  EXPECT_EQ(text.find("\"gpu\""), std::string::npos);
+  auto parsed = ParseManifest(text, "s2");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->gpu, SnapshotGpu{});
+}
+
 TEST_F(SnapshotStoreTest, ManifestPathsThatEscapeAreCorrupt) {
   MakeComplete("s1");
   const fs::path manifest =
