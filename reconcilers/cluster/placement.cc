@@ -10,22 +10,37 @@ namespace stasis {
 
 namespace {
 
-// The GPU the actor's CUDA context must come back on, if its next start restores one.
-const api::GpuIdentity* RestoresOnto(const api::Actor& a) {
-  const auto& snap = a.status.latest_snapshot;
+const api::GpuIdentity* CudaIdentity(const std::optional<api::Snapshot>& snap) {
   return snap && snap->cuda_checkpointed && snap->gpu.Known() ? &snap->gpu : nullptr;
 }
 
 }  // namespace
 
-bool WorkerSuits(const api::Worker& w, const api::Actor& a) {
+const api::GpuIdentity* RestoresOnto(const api::Actor& a, const std::vector<api::Actor>& actors) {
+  if (a.status.latest_snapshot) return CudaIdentity(a.status.latest_snapshot);
+  if (!a.spec.source) return nullptr;
+  for (const auto& source : actors) {
+    if (source.metadata.namespace_ != a.metadata.namespace_ || source.metadata.name != a.spec.source->actor_name) {
+      continue;
+    }
+    // A clone of an older snapshot than the source's latest: its identity is not in the cache
+    // (the node agent checks it from the manifest).
+    const auto& snap = source.status.latest_snapshot;
+    const std::string& wanted = a.spec.source->snapshot_id;
+    return snap && (wanted.empty() || wanted == snap->id) ? CudaIdentity(snap) : nullptr;
+  }
+  return nullptr;
+}
+
+bool WorkerSuits(const api::Worker& w, const api::Actor& a) { return WorkerSuits(w, a, RestoresOnto(a, {})); }
+
+bool WorkerSuits(const api::Worker& w, const api::Actor& a, const api::GpuIdentity* restores_onto) {
   // A GPU actor needs a worker with as many GPUs (one worker is one GPU with --gpus), and one
   // its CUDA checkpoint can be restored on; a CPU actor takes a CPU slot, never a GPU another
   // actor could use.
   if (a.spec.gpu.count > 0) {
     if (w.spec.devices.size() < static_cast<size_t>(a.spec.gpu.count)) return false;
-    const api::GpuIdentity* taken_on = RestoresOnto(a);
-    return taken_on == nullptr || api::GpuMismatch(*taken_on, w.spec.gpu).empty();
+    return restores_onto == nullptr || api::GpuMismatch(*restores_onto, w.spec.gpu).empty();
   }
   return w.spec.devices.empty();
 }
@@ -39,12 +54,11 @@ struct NodeCount {
   int Available() const { return std::max(0, free - promised); }
 };
 
-std::string WhatItNeeds(const api::Actor& a) {
+std::string WhatItNeeds(const api::Actor& a, const PlacementInput& in) {
   if (a.spec.gpu.count > 0) {
     std::string m = "a worker with " + std::to_string(a.spec.gpu.count) + " GPU" + (a.spec.gpu.count > 1 ? "s" : "");
-    if (const api::GpuIdentity* taken_on = RestoresOnto(a)) {
-      m += " of " + api::Describe(*taken_on) + " (its snapshot " + a.status.latest_snapshot->id +
-           " holds a CUDA context taken there)";
+    if (const api::GpuIdentity* taken_on = RestoresOnto(a, in.actors)) {
+      m += " of " + api::Describe(*taken_on) + " (the snapshot it restores holds a CUDA context taken there)";
     }
     return m;
   }
@@ -54,8 +68,10 @@ std::string WhatItNeeds(const api::Actor& a) {
 // Suitable workers per live node, and the actors already bound there that will claim one.
 std::map<std::string, NodeCount> CountLiveNodes(const api::Actor& a, const PlacementInput& in) {
   std::map<std::string, NodeCount> nodes;
+  const api::GpuIdentity* restores_onto = RestoresOnto(a, in.actors);
   for (const auto& w : in.workers) {
-    if (!in.live_nodes.count(w.spec.node_name) || in.closed_nodes.count(w.spec.node_name) || !WorkerSuits(w, a)) {
+    if (!in.live_nodes.count(w.spec.node_name) || in.closed_nodes.count(w.spec.node_name) ||
+        !WorkerSuits(w, a, restores_onto)) {
       continue;
     }
     NodeCount& n = nodes[w.spec.node_name];
@@ -139,7 +155,7 @@ Placement Place(const api::Actor& a, const PlacementInput& in) {
     p.message = "0/" + std::to_string(known.size()) + " nodes live: no node agent has renewed its heartbeat";
   } else if (nodes.empty()) {
     p.reason = api::kReasonUnschedulable;
-    p.message = "0/" + std::to_string(in.live_nodes.size()) + " live nodes have " + WhatItNeeds(a);
+    p.message = "0/" + std::to_string(in.live_nodes.size()) + " live nodes have " + WhatItNeeds(a, in);
     if (const int closed = ClosedLiveNodes(in); closed > 0) {
       p.message += " and take new actors (" + std::to_string(closed) + " cordoned or draining)";
     }

@@ -17,9 +17,16 @@
 
 namespace stasis {
 
+// The GPU a start of `a` must bring a CUDA context back on (api/gpu_identity.h): its own latest
+// snapshot's, or for a clone without one yet, its source's latest (the source found among
+// `actors`). nullptr when any GPU will do: no CUDA context, no identity recorded, or a clone of
+// an older snapshot of its source, which the node agent checks from the manifest instead.
+const api::GpuIdentity* RestoresOnto(const api::Actor& a, const std::vector<api::Actor>& actors);
+
 // Whether a worker can run this actor: GPU actors need that many GPUs on the worker, of the
-// model and driver their CUDA checkpoint was taken on (api/gpu_identity.h); CPU actors take CPU
-// slots only.
+// model and driver `restores_onto` names if it is not null; CPU actors take CPU slots only.
+bool WorkerSuits(const api::Worker& w, const api::Actor& a, const api::GpuIdentity* restores_onto);
+// The same for an actor's own latest snapshot (no clone source looked up).
 bool WorkerSuits(const api::Worker& w, const api::Actor& a);
 
 struct Placement {

@@ -191,8 +191,8 @@ TEST(PlacementTest, ACudaSnapshotGoesOnlyToAGpuOfItsModelAndDriver) {
   p = Place(a, in);
   EXPECT_EQ(p.reason, api::kReasonUnschedulable);
   EXPECT_EQ(p.message,
-            "0/3 live nodes have a worker with 1 GPU of NVIDIA H200, driver 580.95.05 (its snapshot s1 holds a "
-            "CUDA context taken there)");
+            "0/3 live nodes have a worker with 1 GPU of NVIDIA H200, driver 580.95.05 (the snapshot it restores "
+            "holds a CUDA context taken there)");
 
   // Without a CUDA context, or without a recorded identity, any GPU worker will do.
   a.status.latest_snapshot->cuda_checkpointed = false;
@@ -200,6 +200,34 @@ TEST(PlacementTest, ACudaSnapshotGoesOnlyToAGpuOfItsModelAndDriver) {
   a.status.latest_snapshot->cuda_checkpointed = true;
   a.status.latest_snapshot->gpu = {};
   EXPECT_EQ(Place(a, in).node, "h100");
+}
+
+// A clone without a snapshot of its own restores its source's: the source's latest snapshot
+// (found in the cache) places it, unless the clone names another of the source's snapshots.
+TEST(PlacementTest, ACloneOfACudaSnapshotGoesWhereItsSourcesSnapshotCanBeRestored) {
+  PlacementInput in;
+  in.workers = {W("h100", 0, true, 1), W("h100", 1, true, 1), W("h200", 0, true, 1)};
+  in.workers[0].spec.gpu = in.workers[1].spec.gpu = {"NVIDIA H100 80GB HBM3", "580.95.05", "13.0"};
+  in.workers[2].spec.gpu = {"NVIDIA H200", "580.95.05", "13.0"};
+  in.live_nodes = {"h100", "h200"};
+  api::Actor golden = A("golden", 1);
+  golden.status.latest_snapshot = api::Snapshot{};
+  golden.status.latest_snapshot->id = "g1";
+  golden.status.latest_snapshot->cuda_checkpointed = true;
+  golden.status.latest_snapshot->gpu = in.workers[2].spec.gpu;
+  api::Actor other_ns = golden;
+  other_ns.metadata.namespace_ = "other";
+  other_ns.status.latest_snapshot->gpu = in.workers[0].spec.gpu;
+  in.actors = {other_ns, golden};
+  api::Actor clone = A("clone", 1);
+  clone.spec.source = api::ActorSourceRef{"golden", ""};
+  EXPECT_EQ(RestoresOnto(clone, in.actors), &in.actors[1].status.latest_snapshot->gpu);
+  EXPECT_EQ(Place(clone, in).node, "h200");
+  clone.spec.source->snapshot_id = "g1";
+  EXPECT_EQ(Place(clone, in).node, "h200");
+  clone.spec.source->snapshot_id = "g0";  // an older snapshot: not in the cache, any GPU
+  EXPECT_EQ(RestoresOnto(clone, in.actors), nullptr);
+  EXPECT_EQ(Place(clone, in).node, "h100");
 }
 
 TEST(PlacementTest, GpuMismatchSaysWhatDiffers) {
