@@ -85,13 +85,22 @@ s3_curl() {
     --user "${AWS_ACCESS_KEY_ID}:${AWS_SECRET_ACCESS_KEY}" "$@"
 }
 
+# weed exited while starting. A port chosen free was taken before weed bound it (free_port's
+# ports come from the ephemeral range, which any process's outgoing connection may be given):
+# status 75, for `up` to choose others. Anything else dies with weed's last lines.
+weed_exited() {
+  grep -q "address already in use" "${dir}/weed.log" && return 75
+  tail -20 "${dir}/weed.log" >&2
+  die "weed exited"
+}
+
 # Retries the signed request "$@" until it answers one of the HTTP codes in $1 ("200|409"),
-# or dies after the deadline $2 (seconds since the script started).
+# or dies after the deadline $2 (seconds since the script started). 75: see weed_exited.
 s3_until() {
   local codes="$1" deadline="$2" code=""; shift 2
   until code="$(s3_curl -o "${dir}/ready.out" -w '%{http_code}' "$@" 2>/dev/null)" \
         && [[ "|${codes}|" == *"|${code}|"* ]]; do
-    pid_alive "${dir}/weed.pid" || { tail -20 "${dir}/weed.log" >&2; die "weed exited"; }
+    pid_alive "${dir}/weed.pid" || { weed_exited; return; }
     (( SECONDS < deadline )) || { tail -20 "${dir}/weed.log" >&2; cat "${dir}/ready.out" >&2 || true
                                   die "S3 gateway not ready after 90s (last HTTP ${code:-none} for $*)"; }
     sleep 0.3
@@ -103,7 +112,7 @@ s3_until() {
 # nodes"). An existing bucket answers 409 BucketAlreadyOwnedByYou, which is as good.
 wait_ready() {
   local url="http://127.0.0.1:$(port s3)/${bucket}" deadline=$((SECONDS + 90))
-  s3_until "200|409" "${deadline}" -X PUT "${url}"
+  s3_until "200|409" "${deadline}" -X PUT "${url}" || return
   echo ready > "${dir}/ready.in"
   # An upload from a file (-T) with the payload unsigned, as the client sends them: curl 7.88
   # signs a --data body as a form and the store refuses that signature.
@@ -129,11 +138,24 @@ up() {
   mkdir -p "${dir}"
   # A failed start leaves nothing running.
   trap 'rc=$?; if ((rc != 0)); then down >/dev/null 2>&1 || true; fi' EXIT
-  for p in "${ports[@]}"; do [[ -f "${dir}/${p}.port" ]] || free_port > "${dir}/${p}.port"; done
+  # Ports are kept across a restart of the same directory (a client keeps its endpoint); only
+  # freshly chosen ones are chosen again when one was taken before weed bound it.
+  local fresh=0 attempt rc
+  [[ -f "${dir}/s3.port" ]] || fresh=1
   make_credentials
   write_identities
-  start_weed "${weed}"
-  wait_ready
+  for attempt in 1 2 3; do
+    for p in "${ports[@]}"; do [[ -f "${dir}/${p}.port" ]] || free_port > "${dir}/${p}.port"; done
+    start_weed "${weed}"
+    rc=0
+    wait_ready || rc=$?
+    ((rc == 0)) && break
+    ((rc == 75 && fresh == 1 && attempt < 3)) || { tail -20 "${dir}/weed.log" >&2; die "weed could not bind its ports"; }
+    log "a port was taken before weed bound it; choosing others"
+    down >/dev/null 2>&1 || true
+    for p in "${ports[@]}"; do rm -f "${dir}/${p}.port"; done
+    mv "${dir}/weed.log" "${dir}/weed.log.${attempt}"
+  done
   trap - EXIT
   if [[ -n "${STASIS_OBJECT_STORE_OWNER_PID:-}" ]]; then
     # Tests pass their pid: if the test binary dies without `down`, the store follows it.

@@ -108,6 +108,7 @@ void DefineNodeFlags(stasis::Flags& f) {
   f.Define("gpus", "", "comma-separated GPU UUIDs, or \"auto\" (NVML, else the driver's /proc files, else nvidia-smi): one worker per GPU");
   f.Define("nvml-library", "libnvidia-ml.so.1", "NVML, the NVIDIA driver's library that --gpus=auto asks first (a name the loader finds, or a path)");
   f.Define("gpu-proc-dir", "/proc/driver/nvidia", "the NVIDIA kernel module's /proc directory, --gpus=auto's second source");
+  f.Define("gpus-per-worker", "1", "GPUs per worker: that many consecutive GPUs of --gpus form one worker, for actors of spec.gpu.count up to it");
   f.Define("cdi-spec-dirs", "/etc/cdi,/var/run/cdi", "CDI spec directories for GPU actors' devices (later wins)");
   f.Define("gpu-cdi-kind", "nvidia.com/gpu", "CDI kind of this node's GPUs; devices are named by UUID");
   DefineMetricsFlags(f);
@@ -169,6 +170,7 @@ stasis::Status ApiRate(const stasis::Flags& f, double& qps, int& burst) {
 // One worker per GPU (--gpus), else --workers CPU slots. --gpus=auto also learns each GPU's
 // model and the driver's version, which the workers publish (api/gpu_identity.h).
 stasis::Status WorkersFrom(const stasis::Flags& f, stasis::NodeAgentOptions& o) {
+  std::vector<std::string> gpus;
   if (f.Get("gpus") == "auto") {
     stasis::GpuDiscoverySources sources;
     sources.nvml_library = f.Get("nvml-library");
@@ -176,18 +178,24 @@ stasis::Status WorkersFrom(const stasis::Flags& f, stasis::NodeAgentOptions& o) 
     auto inv = stasis::DiscoverGpus(sources);
     if (!inv.ok()) return inv.status();
     for (const auto& gpu : inv->gpus) {
-      o.workers.push_back({gpu.uuid});
+      gpus.push_back(gpu.uuid);
       o.gpu_identities[gpu.uuid] = {gpu.model, inv->driver_version, inv->cuda_version};
       spdlog::info("gpu discovered uuid={} model=\"{}\" driver={} cuda={} source={}", gpu.uuid, gpu.model,
                    inv->driver_version, inv->cuda_version, inv->source);
     }
   } else if (!f.Get("gpus").empty()) {
-    for (const auto& uuid : Split(f.Get("gpus"), ',')) o.workers.push_back({uuid});
+    gpus = Split(f.Get("gpus"), ',');
   } else {
     auto n = f.GetInt("workers", 1, 1024);
     if (!n.ok()) return n.status();
     o.workers.assign(static_cast<size_t>(*n), {});
+    return stasis::OkStatus();
   }
+  auto per_worker = f.GetInt("gpus-per-worker", 1, 16);
+  if (!per_worker.ok()) return per_worker.status();
+  auto grouped = stasis::GroupGpus(gpus, static_cast<int>(*per_worker));
+  if (!grouped.ok()) return grouped.status();
+  o.workers = std::move(*grouped);
   return stasis::OkStatus();
 }
 

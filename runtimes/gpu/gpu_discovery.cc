@@ -138,6 +138,18 @@ Result<GpuInventory> DiscoverGpusFromProc(const std::string& proc_dir) {
   return inv;
 }
 
+Result<std::vector<std::vector<std::string>>> GroupGpus(const std::vector<std::string>& uuids, int per_worker) {
+  if (per_worker < 1) return Status(Code::kInvalidArgument, "--gpus-per-worker must be at least 1");
+  const size_t n = static_cast<size_t>(per_worker);
+  if (uuids.empty() || uuids.size() % n != 0) {
+    return Status(Code::kInvalidArgument, std::to_string(uuids.size()) + " GPU(s) do not make workers of " +
+                                              std::to_string(per_worker) + " (--gpus-per-worker)");
+  }
+  std::vector<std::vector<std::string>> workers;
+  for (size_t i = 0; i < uuids.size(); i += n) workers.emplace_back(uuids.begin() + i, uuids.begin() + i + n);
+  return workers;
+}
+
 Result<GpuInventory> DiscoverGpus(const GpuDiscoverySources& sources) {
   auto nvml = DiscoverGpusWithNvml(sources.nvml_library, sources.deadline);
   if (nvml.ok() || nvml.status().code() != Code::kNotFound) return nvml;

@@ -31,6 +31,11 @@ std::string ParseProcDriverVersion(const std::string& text);
 // file cannot be read or parsed.
 Result<GpuInventory> DiscoverGpusFromProc(const std::string& proc_dir);
 
+// The GPUs of each worker when `per_worker` consecutive GPUs (discovery's order, or the --gpus
+// list's) form one: a multi-GPU actor is claimed, given and checkpointed with all of them.
+// kInvalidArgument when the GPUs do not divide into such groups, or per_worker < 1. Pure.
+Result<std::vector<std::vector<std::string>>> GroupGpus(const std::vector<std::string>& uuids, int per_worker);
+
 // Where --gpus=auto looks, in order; the first that exists answers.
 struct GpuDiscoverySources {
   std::string nvml_library = kDefaultNvmlLibrary;

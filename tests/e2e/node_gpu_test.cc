@@ -1,7 +1,7 @@
 // `stasis node` end to end, GPU actors on a machine without a GPU: GPU workers and their devices
 // come from CDI specs written by the test (each GPU device only sets an environment variable
 // naming it), the cuda-checkpoint helper from the project's own spec. The preflight of the helper,
-// the CDI edits, and the wait for specs that are not there yet. The fixture is
+// the CDI edits, multi-GPU workers, and the wait for specs that are not there yet. The fixture is
 // tests/support/node_agent_fixture.h; the real GPU run is hack/gpu-e2e.sh.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -187,6 +187,53 @@ TEST_F(NodeAgentTest, GpuActorWaitsForCdiSpecsWithBackoff) {
            fs::copy_options::recursive | fs::copy_options::overwrite_existing);
   ASSERT_TRUE(WaitStatus("gpu", "STATUS_RUNNING", 40s, &actor));
   ExpectHeldBy(a->node, "gpu", actor);
+}
+
+// 6e. Multi-GPU actors: `--gpus-per-worker 2` makes one worker of two GPUs, an actor of
+// spec.gpu.count 2 claims it whole and gets both GPUs' CDI edits, and is paused and resumed on
+// both; while it holds them, a one-GPU actor finds no free worker.
+TEST_F(NodeAgentTest, ATwoGpuActorHoldsBothGpusOfItsWorker) {
+  const std::string cdi = WriteCdiSpecs(/*with_private_dir=*/true);
+  Agent* a = StartAgent(Node("a"), kInjectWrapper, InjectEnv("pass"), 0, "",
+                        {"--gpus", "GPU-e2e-0,GPU-e2e-1", "--gpus-per-worker", "2", "--cdi-spec-dirs", cdi});
+  ASSERT_NE(a, nullptr);
+  const auto workers = Workers(a->node);
+  ASSERT_EQ(workers.size(), 1u);
+  EXPECT_EQ(workers[0]["spec"]["devices"], json({"GPU-e2e-0", "GPU-e2e-1"}));
+
+  json spec = CounterSpec(a->node);
+  spec["gpu"] = {{"count", 2}, {"cudaCheckpointPath", "/opt/cuda/cuda-checkpoint"}};
+  CreateActor("two", spec);
+  json actor;
+  ASSERT_TRUE(WaitStatus("two", "STATUS_RUNNING", 30s, &actor));
+  ExpectHeldBy(a->node, "two", actor);
+  const std::string both = "echo $STASIS_E2E_HAS_GPU_0 $STASIS_E2E_HAS_GPU_1";
+  EXPECT_EQ(InSandbox(*a, "two", {"/bin/sh", "-c", both}), "yes yes") << "the actor did not get both GPUs";
+
+  // Its only worker is held: a one-GPU actor waits for it.
+  json one = CounterSpec(a->node);
+  one["gpu"] = {{"count", 1}};
+  CreateActor("one", one);
+  ASSERT_TRUE(WaitActor("one", [](const json& x) { return CondReason(x, "Ready") == "NoFreeWorker"; }, 30s,
+                        "Ready=False NoFreeWorker"));
+
+  Patch("two", {{"desiredState", "Paused"}});
+  ASSERT_TRUE(WaitStatus("two", "STATUS_PAUSED", 60s, &actor));
+  EXPECT_TRUE(StatusField(actor, "latestSnapshot").value("cudaCheckpointed", false)) << actor["status"].dump(2);
+  auto checkpoints = InjectCalls("checkpoint", "two");
+  ASSERT_EQ(checkpoints.size(), 1u);
+  EXPECT_THAT(checkpoints[0], HasSubstr("-cuda-checkpoint-path /opt/cuda/cuda-checkpoint "));
+  // Paused, it gave the worker back: the one-GPU actor runs on it, then pauses to give it back.
+  ASSERT_TRUE(WaitStatus("one", "STATUS_RUNNING", 30s));
+  Patch("one", {{"desiredState", "Paused"}});
+  ASSERT_TRUE(WaitStatus("one", "STATUS_PAUSED", 60s));
+
+  Patch("two", {{"desiredState", "Running"}});
+  ASSERT_TRUE(WaitStatus("two", "STATUS_RUNNING", 60s, &actor));
+  EXPECT_EQ(InjectCalls("restore", "two").size(), 1u);
+  EXPECT_EQ(InSandbox(*a, "two", {"/bin/sh", "-c", both}), "yes yes") << "restored without both GPUs";
+  const long c = WaitCounter(*a, "two", 1);
+  WaitCounter(*a, "two", c + 3);
 }
 
 }  // namespace

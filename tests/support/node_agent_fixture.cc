@@ -510,8 +510,12 @@ std::string NodeAgentTest::WriteCdiSpecs(bool with_private_dir) {
   fs::create_directories(dir);
   std::string gpu = "cdiVersion: 0.6.0\nkind: nvidia.com/gpu\n";
   gpu += "devices:\n";
-  for (const char* uuid : {"GPU-e2e-0", "GPU-e2e-1"}) {
-    gpu += std::string("  - name: ") + uuid + "\n    containerEdits:\n      env: [STASIS_E2E_GPU=" + uuid + "]\n";
+  // Each GPU's edits: the variable a one-GPU actor reads to see which it got, and one of its
+  // own, so that a multi-GPU actor shows it got every GPU of its worker.
+  for (const std::string index : {"0", "1"}) {
+    const std::string uuid = "GPU-e2e-" + index;
+    gpu += "  - name: " + uuid + "\n    containerEdits:\n      env: [STASIS_E2E_GPU=" + uuid +
+           ", STASIS_E2E_HAS_GPU_" + index + "=yes]\n";
   }
   std::ofstream(dir / "gpu.yaml") << gpu;
   const std::string helper = HelperSpecForThisBuild(with_private_dir);

@@ -336,6 +336,17 @@ TEST(GpuDiscovery, SumsTheMemoryInUseOnTheActorsGpus) {
   EXPECT_EQ(GpuMemoryUsed({"GPU-1111"}, "/nonexistent/nvidia-smi").status().code(), Code::kNotFound);
 }
 
+TEST(GpuDiscovery, ConsecutiveGpusFormMultiGpuWorkers) {
+  using Workers = std::vector<std::vector<std::string>>;
+  EXPECT_EQ(GroupGpus({"GPU-a", "GPU-b", "GPU-c", "GPU-d"}, 2).value(), (Workers{{"GPU-a", "GPU-b"}, {"GPU-c", "GPU-d"}}));
+  EXPECT_EQ(GroupGpus({"GPU-a", "GPU-b"}, 1).value(), (Workers{{"GPU-a"}, {"GPU-b"}}));
+  auto odd = GroupGpus({"GPU-a", "GPU-b", "GPU-c"}, 2);
+  EXPECT_EQ(odd.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(odd.status().message(), HasSubstr("3 GPU(s) do not make workers of 2"));
+  EXPECT_EQ(GroupGpus({}, 1).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(GroupGpus({"GPU-a"}, 0).status().code(), Code::kInvalidArgument);
+}
+
 TEST(GpuDiscovery, NoSourceIsNotFound) {
   GpuDiscoverySources none;
   none.nvml_library = "/nonexistent/libnvidia-ml.so.1";
