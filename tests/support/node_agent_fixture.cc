@@ -453,9 +453,12 @@ void NodeAgentTest::ExpectAllWorkersFree(const std::string& node) {
       return w.value("status", json::object()).value("phase", "") == "Free";
     });
   };
-  // Up to 30 s: a resume from the store holds its worker while it downloads, so while the store
-  // is down each retried attempt holds it a few seconds (its S3 retries) before giving it back.
-  for (int i = 0; i < 300 && !all_free(); ++i) std::this_thread::sleep_for(100ms);
+  // Up to 90 s: a resume from the store holds its worker while it downloads, so while the store
+  // is down each retried attempt holds it a few seconds (its S3 retries) before giving it back;
+  // the gaps between attempts grow with the resume's backoff (1 s doubling), and under a full
+  // parallel run the first ones were too short for 30 s of polling to see the worker free.
+  const auto deadline = Clock::now() + 90s;
+  while (Clock::now() < deadline && !all_free()) std::this_thread::sleep_for(100ms);
   auto workers = Workers(node);
   EXPECT_FALSE(workers.empty()) << "node " << node << " registered no workers";
   for (const auto& w : workers) {
