@@ -71,4 +71,10 @@ inline void WarnIfFailed(const Status& s, const char* event, const std::string& 
   if (!s.ok()) spdlog::warn("{} actor={} error=\"{}\"", event, key, s.ToString());
 }
 
+// The GPU identity a manifest records (its model, driver and CUDA version; the device UUIDs
+// stay in the manifest), as status and the placement rule compare it (api/gpu_identity.h).
+inline api::GpuIdentity GpuTakenOn(const SnapshotManifest& m) {
+  return {m.gpu.model, m.gpu.driver_version, m.gpu.cuda_version};
+}
+
 }  // namespace stasis

@@ -333,8 +333,7 @@ Status ActorReconciler::CheckSnapshotFits(const Ctx& c, const SnapshotManifest& 
   // A CUDA context comes back only on a GPU of the model and driver it was taken on
   // (api/gpu_identity.h). The binder places by the same rule; this holds for a pinned node.
   if (!m.cuda_checkpointed) return OkStatus();
-  const api::GpuIdentity taken_on{m.gpu.model, m.gpu.driver_version, m.gpu.cuda_version};
-  const std::string why = api::GpuMismatch(taken_on, workers_.GpuOf(worker.metadata.name));
+  const std::string why = api::GpuMismatch(GpuTakenOn(m), workers_.GpuOf(worker.metadata.name));
   if (why.empty()) return OkStatus();
   return Status(Code::kFailedPrecondition, "snapshot " + m.id + ": " + why + " (worker " + worker.metadata.name + ")",
                 "snapshot_gpu_mismatch");

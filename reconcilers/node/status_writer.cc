@@ -109,7 +109,7 @@ api::Snapshot ActorReconciler::ToSnapshot(const SnapshotManifest& m, const std::
   s.cuda_checkpointed = m.cuda_checkpointed;
   s.runsc_version = m.runtime_version;
   s.image_digest = m.image_digest;
-  s.gpu = {m.gpu.model, m.gpu.driver_version, m.gpu.cuda_version};
+  s.gpu = GpuTakenOn(m);
   if (auto t = ParseTime(m.taken_at); t.ok()) s.taken_at = *t;
   return s;
 }
