@@ -49,25 +49,21 @@ LABEL org.opencontainers.image.title="stasis" \
       org.opencontainers.image.version="0.1.0" \
       org.opencontainers.image.revision="${STASIS_REVISION}" \
       org.opencontainers.image.licenses="Apache-2.0"
+# The packages and stasis's own files come from the same two files as hack/image.sh (the image
+# built without a container engine): hack/image-packages.txt and hack/image-install.sh, which
+# also fails the build when a shared library of stasis is missing or the GPU helper does not
+# run on its own loader.
+COPY hack/image-packages.txt hack/image-install.sh /tmp/stasis-image/
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      tini ca-certificates \
-      libcpprest2.10 libssl3 libprometheus-cpp-core1.0 libspdlog1.10 libfmt9 libyaml-cpp0.7 libarchive13 \
-      libcurl4 libexpat1 libzstd1 \
+ && sed -e 's/#.*//' -e '/^[[:space:]]*$/d' /tmp/stasis-image/image-packages.txt \
+      | DEBIAN_FRONTEND=noninteractive xargs apt-get install -y --no-install-recommends \
  && rm -rf /var/lib/apt/lists/*
-COPY --from=runsc /out/runsc /usr/local/bin/runsc
-COPY --from=build /src/build/stasis /usr/local/bin/stasis
-# The host path of manifests/cdi/'s spec: the gpu overlay installs it from here, and runsc
-# started by the node agent (in this container) finds it here too.
-# The self-contained helper: build/cuda-checkpoint/ (the helper and lib/, its own glibc loader
-# and libraries), mounted at /opt/stasis/cuda-checkpoint in GPU containers (docs/gpu.md).
-COPY --from=build /src/build/cuda-checkpoint /usr/lib/stasis/cuda-checkpoint
-# A missing shared library fails the build here, not the pod at start. The helper's interpreter
-# is where CDI mounts its directory, so it is run through that directory's loader here.
-RUN if ldd /usr/local/bin/stasis | grep 'not found'; then echo "missing shared libraries for stasis" >&2; exit 1; fi \
- && h=/usr/lib/stasis/cuda-checkpoint \
- && "$h"/lib/ld-linux-*.so.* --library-path "$h/lib" "$h/stasis-cuda-checkpoint" --help >/dev/null \
- && stasis --version && runsc --version
+COPY --from=runsc /out/runsc /tmp/stasis-image/runsc
+COPY --from=build /src/build/stasis /tmp/stasis-image/stasis
+COPY --from=build /src/build/cuda-checkpoint /tmp/stasis-image/cuda-checkpoint
+RUN /tmp/stasis-image/image-install.sh / /tmp/stasis-image/stasis /tmp/stasis-image/cuda-checkpoint \
+      /tmp/stasis-image/runsc \
+ && rm -rf /tmp/stasis-image
 # tini is PID 1: `stasis node` spawns runsc sandboxes, which are reparented to PID 1 when
 # runsc exits and must be reaped. The manifests give the role as args: ["stasis", "node"].
 ENTRYPOINT ["/usr/bin/tini", "--"]

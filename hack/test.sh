@@ -33,6 +33,12 @@ build_dir="${STASIS_TEST_BUILD_DIR:-${REPO_ROOT}/build-test}"
 cmake -S "${REPO_ROOT}" -B "${build_dir}" -G Ninja -DSTASIS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build "${build_dir}"
 log "built after $((SECONDS - start))s"
+# The image (a Release build of its own, build-image/), for integration_image_test; unit tests
+# alone do not need it.
+if [[ "$*" != "-L unit" ]]; then
+  "${HACK_DIR}/image.sh" >/dev/null
+  log "image built after $((SECONDS - start))s"
+fi
 
 # detect_leaks stays on; cpprest's process-lifetime singletons are suppressed by name only.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"

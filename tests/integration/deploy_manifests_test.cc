@@ -314,7 +314,7 @@ void CheckHealthProbes(const json& container, const std::map<std::string, json>&
 // One node agent's DaemonSet (an overlay may hold several: stasis-node-cpu, stasis-node-gpu): its
 // flags, its node from the downward API, privileged, its probes, the runsc the image installs.
 void CheckNodeAgent(const json& ds, const std::set<std::string>& flags,
-                    const std::string& dockerfile) {
+                    const std::string& image_install) {
   SCOPED_TRACE(Field(ds, "/metadata/name"));
   const json pod = At(ds, "/spec/template/spec");
   ASSERT_EQ(At(pod, "/containers").size(), 1u) << ds.dump();
@@ -338,10 +338,11 @@ void CheckNodeAgent(const json& ds, const std::set<std::string>& flags,
       args.size() == 3 && args[0] == "sh" && args[1] == "-c" &&
       std::regex_search(args[2].get<std::string>(), std::regex(R"(exec stasis node\s*$)"));
   EXPECT_TRUE(plain || wrapped) << args.dump();
-  // The runsc the agent is told to run is the one the image installs.
+  // The runsc the agent is told to run is the one the image installs (both image builds install
+  // stasis's files with hack/image-install.sh).
   const std::string runsc = Field(env["STASIS_RUNSC"], "/value");
-  EXPECT_NE(dockerfile.find(" " + runsc + "\n"), std::string::npos)
-      << "the Dockerfile does not install runsc at '" << runsc << "'";
+  EXPECT_NE(image_install.find("\"${root}" + runsc + "\""), std::string::npos)
+      << "hack/image-install.sh does not install runsc at '" << runsc << "'";
 }
 
 // Whether a label selector (matchLabels or a Service's selector) picks pods labelled `labels`.
@@ -356,7 +357,7 @@ bool Selects(const json& selector, const json& labels) {
 TEST_F(DeployManifestsTest, WorkloadsUseTheRealFlagsProbesAndOneImage) {
   const std::set<std::string> node_env = FlagEnvNames("node");
   const std::set<std::string> controller_env = FlagEnvNames("controller");
-  const std::string dockerfile = ReadFile(kSource + "/Dockerfile");
+  const std::string image_install = ReadFile(kSource + "/hack/image-install.sh");
   for (const Overlay& o : Overlays()) {
     SCOPED_TRACE(o.dir);
     ASSERT_TRUE(o.objects.is_object());
@@ -369,7 +370,7 @@ TEST_F(DeployManifestsTest, WorkloadsUseTheRealFlagsProbesAndOneImage) {
       if (item.value("kind", "") == "DaemonSet") daemonsets.push_back(item);
     }
     ASSERT_FALSE(daemonsets.empty());
-    for (const json& ds : daemonsets) CheckNodeAgent(ds, node_env, dockerfile);
+    for (const json& ds : daemonsets) CheckNodeAgent(ds, node_env, image_install);
 
     // The controller: its flags, leader election, two replicas, its probes.
     auto cenv = EnvOf(ctl);
