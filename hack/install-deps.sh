@@ -39,6 +39,9 @@ packages=(
   # the GPU helper's tests run it in roots of every C library: Debian 11 and 12 roots built
   # from the archive (hack/debian-rootfs.sh) and a musl root with a program built by musl-gcc
   mmdebstrap gpg musl-tools
+  # the one-node cluster (hack/cluster.sh): the OCI runtime under containerd, the pods' network
+  # (bridge, host-local, portmap), kube-proxy's iptables
+  runc containernetworking-plugins iptables
 )
 
 missing=()

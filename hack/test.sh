@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs dependencies, builds (with AddressSanitizer and UBSan),
-# and runs every test — unit, integration (real kube-apiserver + etcd) and end-to-end (real
-# runsc sandboxes) — through ctest. Exits non-zero on any failure. Run as root (runsc).
+# and runs every test — unit, integration (real kube-apiserver + etcd), end-to-end (real
+# runsc sandboxes) and cluster (the image on the one-node cluster of hack/cluster.sh) — through
+# ctest. Exits non-zero on any failure. Run as root (runsc).
 #
 #   hack/test.sh            everything, then the integration and end-to-end tests again against
 #                           the oldest supported Kubernetes (KUBERNETES_OLDEST_VERSION)
@@ -26,6 +27,7 @@ fi
 "${HACK_DIR}/build-token-server.sh" >/dev/null
 "${HACK_DIR}/debian-rootfs.sh" bullseye >/dev/null
 "${HACK_DIR}/debian-rootfs.sh" bookworm >/dev/null
+"${HACK_DIR}/build-cluster.sh"
 export PATH="${PATH}:${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}"
 log "external binaries ready after $((SECONDS - start))s"
 
@@ -59,10 +61,10 @@ fi
 # name their stasis-microvm-* or stasis-e2e-* directories on their command lines). (A control plane's owner
 # watcher needs a second to see its test binary gone.)
 sleep 2
-leaked="$(pgrep -a -f 'stasis-test-cp-|stasis-runsc-root-|stasis-e2e-|stasis-cc-|stasis-microvm-' | grep -v control-plane-owner || true)"
+leaked="$(pgrep -a -f 'stasis-test-cp-|stasis-runsc-root-|stasis-e2e-|stasis-cc-|stasis-microvm-|stasis-test-cluster-' | grep -v control-plane-owner || true)"
 if [[ -n "${leaked}" ]]; then
   log "ERROR: tests leaked processes:"; echo "${leaked}" >&2
-  pkill -9 -f 'stasis-test-cp-|stasis-runsc-root-|stasis-e2e-|stasis-cc-|stasis-microvm-' || true
+  pkill -9 -f 'stasis-test-cp-|stasis-runsc-root-|stasis-e2e-|stasis-cc-|stasis-microvm-|stasis-test-cluster-' || true
   rc=1
 fi
 # The object-store tests' SeaweedFS (its -dir names the test's stasis-test-s3-* directory).

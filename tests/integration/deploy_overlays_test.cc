@@ -41,6 +41,7 @@ const std::map<std::string, std::map<std::string, std::string>> kAgents = {
     {"default", {{"stasis-node-cpu", "cpu"}}},
     {"gpu", {{"stasis-node-gpu", "gpu"}}},
     {"cpu-and-gpu", {{"stasis-node-cpu", "cpu"}, {"stasis-node-gpu", "gpu"}}},
+    {"local", {{"stasis-node-cpu", "cpu"}}},  // default, with the image never pulled
 };
 
 CommandResult Kubectl(const std::vector<std::string>& args) {
