@@ -115,38 +115,74 @@ Result<OutputFile> OpenOutputFile(const CommandOptions& options) {
   return file;
 }
 
+// options.join_cgroups opened for writing in the parent (a path that cannot be opened is an
+// error here, with its name); the child writes to them. Closed with it.
+struct CgroupFiles {
+  std::vector<int> fds;
+  CgroupFiles() = default;
+  CgroupFiles(CgroupFiles&& o) noexcept : fds(std::move(o.fds)) { o.fds.clear(); }
+  CgroupFiles(const CgroupFiles&) = delete;
+  ~CgroupFiles() {
+    for (int& fd : fds) CloseIfOpen(fd);
+  }
+};
+
+Result<CgroupFiles> OpenCgroupFiles(const CommandOptions& options) {
+  CgroupFiles files;
+  for (const auto& path : options.join_cgroups) {
+    const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return Status(Code::kFailedPrecondition, "joining cgroup " + path + ": " + std::strerror(errno));
+    files.fds.push_back(fd);
+  }
+  return files;
+}
+
+// What the child sends back when it cannot exec: at which step (0: the exec itself; k > 0:
+// joining the k-th cgroup) and the errno.
+struct ChildFailure {
+  int step = 0;
+  int error = 0;
+};
+
 // The forked child: only async-signal-safe calls from here on.
 [[noreturn]] void ExecChild(const Pipes& p, int out_file, const CommandOptions& options,
-                            ExecArgs& exec_args) {
+                            const CgroupFiles& cgroups, ExecArgs& exec_args) {
   setpgid(0, 0);  // its own process group, so a timeout kills everything it started
   dup2(p.in[0], 0);
   dup2(out_file >= 0 ? out_file : p.out[1], 1);
   dup2(out_file >= 0 ? out_file : p.err[1], 2);
   signal(SIGPIPE, SIG_DFL);
-  if (!options.cwd || chdir(options.cwd->c_str()) == 0) {
+  ChildFailure failure;
+  for (size_t i = 0; i < cgroups.fds.size() && failure.step == 0; ++i) {
+    // "0": the writing process itself.
+    if (write(cgroups.fds[i], "0\n", 2) != 2) failure = {static_cast<int>(i) + 1, errno};
+  }
+  if (failure.step == 0 && (!options.cwd || chdir(options.cwd->c_str()) == 0)) {
     execvpe(exec_args.args()[0], exec_args.args(), exec_args.envp());
   }
-  int e = errno;
-  (void)!write(p.exec[1], &e, sizeof e);
+  if (failure.step == 0) failure.error = errno;
+  (void)!write(p.exec[1], &failure, sizeof failure);
   _exit(127);
 }
 
 // In the parent: closes the child's ends and waits for its exec. An exec that failed is
 // reaped and returned as a Status.
-Status AwaitExec(pid_t pid, Pipes& p, const std::string& program) {
+Status AwaitExec(pid_t pid, Pipes& p, const std::string& program, const CommandOptions& options) {
   CloseIfOpen(p.in[0]);
   CloseIfOpen(p.out[1]);
   CloseIfOpen(p.err[1]);
   CloseIfOpen(p.exec[1]);
-  int exec_errno = 0;
-  const bool failed = read(p.exec[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
+  ChildFailure f;
+  const bool failed = read(p.exec[0], &f, sizeof f) == sizeof f;
   CloseIfOpen(p.exec[0]);
-  if (failed) {
-    waitpid(pid, nullptr, 0);
-    return Status(exec_errno == ENOENT || exec_errno == EACCES ? Code::kNotFound : Code::kInternal,
-                  program + ": " + std::strerror(exec_errno));
+  if (!failed) return OkStatus();
+  waitpid(pid, nullptr, 0);
+  if (f.step > 0) {
+    return Status(Code::kFailedPrecondition,
+                  "joining cgroup " + options.join_cgroups[f.step - 1] + ": " + std::strerror(f.error));
   }
-  return OkStatus();
+  return Status(f.error == ENOENT || f.error == EACCES ? Code::kNotFound : Code::kInternal,
+                program + ": " + std::strerror(f.error));
 }
 
 // The parent's ends of the child's stdio; -1 once closed.
@@ -272,15 +308,17 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
   ExecArgs exec_args(argv, options.extra_env);
   auto out_file = OpenOutputFile(options);
   if (!out_file.ok()) return out_file.status();
+  auto cgroups = OpenCgroupFiles(options);
+  if (!cgroups.ok()) return cgroups.status();
 
   const auto start = Clock::now();
   pid_t pid = fork();
   if (pid < 0) return Status(Code::kUnavailable, "fork: " + std::string(std::strerror(errno)));
-  if (pid == 0) ExecChild(pipes, out_file->fd, options, exec_args);
+  if (pid == 0) ExecChild(pipes, out_file->fd, options, *cgroups, exec_args);
   // Parent. Also set the group here: whichever of parent and child runs first wins the race,
   // and the kill below must never hit our own group.
   setpgid(pid, pid);
-  if (Status s = AwaitExec(pid, pipes, argv[0]); !s.ok()) return s;
+  if (Status s = AwaitExec(pid, pipes, argv[0], options); !s.ok()) return s;
 
   ChildIo io{std::exchange(pipes.in[1], -1), std::exchange(pipes.out[0], -1),
              std::exchange(pipes.err[0], -1)};

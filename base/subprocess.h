@@ -23,6 +23,10 @@ struct CommandOptions {
   std::optional<std::string> output_path;
   // Where stdout/stderr stop being kept (the tail is kept): a runaway child cannot eat memory.
   size_t max_output_bytes = 4 << 20;
+  // cgroup.procs files the child moves itself into before it execs, so that it and everything
+  // it starts live in those cgroups, not in ours. A file that cannot be opened or written fails
+  // the command before the program runs (kFailedPrecondition, naming the file).
+  std::vector<std::string> join_cgroups;
 };
 
 struct CommandResult {

@@ -239,6 +239,7 @@ Status RunscDriver::Run(const SandboxRef& ref, std::chrono::milliseconds deadlin
   if (status.ok()) {
     CommandOptions options;
     options.output_path = log_path;  // the sandbox keeps the container's stdio
+    options.join_cgroups = sandbox_cgroups_;
     auto r = Call("run", ref.id,
                   Argv(ref.root, WithRootOverlay(ref, {"run", "-detach", "-bundle", ref.bundle, ref.id})),
                   deadline, options);
@@ -308,6 +309,7 @@ Status RunscDriver::Restore(const SandboxRef& ref, const RestoreOptions& options
   if (status.ok()) {
     CommandOptions command_options;
     command_options.output_path = log_path;  // the sandbox keeps the container's stdio
+    command_options.join_cgroups = sandbox_cgroups_;
     auto r = Call("restore", ref.id,
                   Argv(ref.root, WithRootOverlay(ref, {"restore", "-detach", "-image-path", options.image_dir,
                                                        "-bundle", ref.bundle, ref.id})),

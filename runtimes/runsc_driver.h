@@ -37,6 +37,10 @@ class RunscDriver : public RuntimeDriver, public CudaCheckpointCapability {
                        std::vector<std::string> global_flags = {"-network=none"},
                        RunscDeadlines deadlines = {});
 
+  // Sandboxes started from now on (run, restore) start in these cgroups: cgroup.procs files
+  // that runsc joins before it execs (runtimes/sandbox_cgroup.h). Empty: the agent's own.
+  void JoinCgroups(std::vector<std::string> procs_files) { sandbox_cgroups_ = std::move(procs_files); }
+
   Status Run(const SandboxRef& ref, std::chrono::milliseconds deadline) override;
   // Reports runsc's view, except that a created/running/paused sandbox whose host process is a
   // zombie is reported kStopped: runsc checks liveness with kill(pid, 0), which a zombie passes,
@@ -85,6 +89,7 @@ class RunscDriver : public RuntimeDriver, public CudaCheckpointCapability {
   std::string runsc_path_;
   std::vector<std::string> global_flags_;
   RunscDeadlines deadlines_;
+  std::vector<std::string> sandbox_cgroups_;
   std::mutex cache_mu_;
   std::optional<std::string> version_;
   std::optional<bool> supports_cuda_;

@@ -97,6 +97,9 @@ void DefineNodeFlags(stasis::Flags& f) {
   f.Define("node-name", "", "this node's name (required; in a DaemonSet, from spec.nodeName)");
   f.Define("runsc", "runsc", "the runsc binary");
   f.Define("runsc-flags", "-network=none", "global runsc flags, space-separated, before every subcommand");
+  f.Define("sandbox-cgroup-root", "",
+           "the host's cgroup filesystem (e.g. /host/sys/fs/cgroup): sandboxes start in its stasis-sandboxes cgroups, "
+           "outside the agent's, and outlive its container; default: the agent's own cgroup");
   f.Define("qemu", "qemu-system-x86_64", "the QEMU binary for runtime: microvm actors (docs/microvm.md)");
   f.Define("microvm-accel", "kvm", "QEMU accelerator for micro-VMs: kvm, or tcg (software emulation, no /dev/kvm)");
   f.Define("root", "/var/lib/stasis", "state, sandboxes' runtime roots, logs and node-local snapshots");
@@ -205,6 +208,7 @@ stasis::Result<stasis::NodeAgentOptions> NodeOptions(const stasis::Flags& f) {
   o.node = f.Get("node-name");
   o.runsc = f.Get("runsc");
   o.runsc_flags = Split(f.Get("runsc-flags"), ' ');
+  o.sandbox_cgroup_root = f.Get("sandbox-cgroup-root");
   o.qemu = f.Get("qemu");
   o.microvm_accel = f.Get("microvm-accel");
   if (o.microvm_accel != "kvm" && o.microvm_accel != "tcg") {

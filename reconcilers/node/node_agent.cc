@@ -18,6 +18,7 @@
 #include "reconcilers/node/snapshot_metrics.h"
 #include "runtimes/qemu_microvm_driver.h"
 #include "runtimes/runsc_driver.h"
+#include "runtimes/sandbox_cgroup.h"
 #include "snapshots/filesystem_backend.h"
 #include "snapshots/object_store_backend.h"
 #include "snapshots/snapshot_reasons.h"
@@ -128,6 +129,7 @@ Result<BundleRoots> BundleRootsFor(const NodeAgentOptions& o, const std::string&
     own.private_dirs.push_back(token);
   }
   if (Status s = ValidateBundleRoots(roots, own); !s.ok()) return s;
+  for (const auto& r : roots.roots) spdlog::info("bundle root root={} per_namespace={}", r, roots.per_namespace);
   return roots;
 }
 
@@ -231,6 +233,18 @@ ActorReconcilerOptions ReconcilerOptionsFor(const NodeAgentOptions& o) {
   return ro;
 }
 
+// With --sandbox-cgroup-root, runsc starts the sandboxes in the host's stasis-sandboxes cgroups,
+// so that they outlive the agent's container (docs/node-agent.md).
+Status StartSandboxesOutsideTheAgent(const NodeAgentOptions& o, RunscDriver& runsc) {
+  if (o.sandbox_cgroup_root.empty()) return OkStatus();
+  auto cgroups = PrepareSandboxCgroups(o.sandbox_cgroup_root);
+  if (!cgroups.ok()) return cgroups.status();
+  spdlog::info("sandboxes start outside the agent's cgroup root={} cgroup={} hierarchies={}", o.sandbox_cgroup_root,
+               kSandboxCgroupName, cgroups->size());
+  runsc.JoinCgroups(std::move(*cgroups));
+  return OkStatus();
+}
+
 }  // namespace
 
 Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
@@ -248,9 +262,6 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
   if (Status s = MakeDirectories(o, &store_root); !s.ok()) return s;
   auto bundle_roots = BundleRootsFor(o, store_root);
   if (!bundle_roots.ok()) return bundle_roots.status();
-  for (const auto& r : bundle_roots->roots) {
-    spdlog::info("bundle root root={} per_namespace={}", r, bundle_roots->per_namespace);
-  }
   auto backend = CommittedBackendFor(o, store_root, std::move(*codec), &snapshot_metrics);
   if (!backend.ok()) return backend.status();
   SnapshotStore snapshots(o.root + "/snapshots", std::move(*backend));
@@ -260,6 +271,7 @@ Status RunNodeAgent(const NodeAgentOptions& o, const std::atomic<bool>* stop) {
     spdlog::warn("snapshot store not writable store={} error=\"{}\"", store_root, s.message());
   }
   RunscDriver runsc_driver(o.runsc, o.runsc_flags);
+  if (Status s = StartSandboxesOutsideTheAgent(o, runsc_driver); !s.ok()) return s;
   RuntimeDriver& driver = o.driver ? *o.driver : runsc_driver;
   QemuMicrovmDriver microvm(QemuMicrovmOptions{.qemu = o.qemu, .accel = o.microvm_accel});
   if (Status s = CheckRuntimes(o, driver, microvm, store_root); !s.ok()) return s;

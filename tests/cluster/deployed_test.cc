@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -52,9 +53,7 @@ class ClusterTest : public ::testing::Test {
     ASSERT_TRUE(apply.success()) << apply.err;
     auto r = Kubectl({"-n", "stasis-system", "rollout", "status", "deployment/stasis-controller", "--timeout=240s"}, 300s);
     ASSERT_TRUE(r.success()) << r.out << r.err;
-    // (A DaemonSet updated OnDelete has no rollout status.)
-    ASSERT_TRUE(Eventually([] { return Get("daemonset/stasis-node-cpu", "{.status.numberReady}", "stasis-system") == "1"; },
-                           240s));
+    ASSERT_TRUE(AgentReady(240s));
     ASSERT_TRUE(Hack({"make-bundle.sh", kBundle.string()}, 120s).success());
     ASSERT_TRUE(Kubectl({"create", "namespace", kNamespace}).success());
   }
@@ -142,6 +141,45 @@ class ClusterTest : public ::testing::Test {
     return Eventually([&] { return StatusOf(actor) == status; }, deadline);
   }
 
+  // The agent's DaemonSet rolled out, its one pod Ready.
+  static bool AgentReady(std::chrono::seconds deadline) {
+    auto r = Kubectl({"-n", "stasis-system", "rollout", "status", "daemonset/stasis-node-cpu",
+                      "--timeout=" + std::to_string(deadline.count()) + "s"},
+                     deadline + 30s);
+    return r.success() && Eventually([] { return Get("daemonset/stasis-node-cpu", "{.status.numberReady}",
+                                                     "stasis-system") == "1"; }, 60s);
+  }
+  // The agent's pod that is not being deleted.
+  static std::string AgentPod() {
+    auto r = Kubectl({"-n", "stasis-system", "get", "pods", "-l", "app.kubernetes.io/component=node", "-o", "json"});
+    if (!r.success()) return "";
+    for (const auto& pod : json::parse(r.out, nullptr, false).value("items", json::array())) {
+      if (!pod["metadata"].contains("deletionTimestamp")) return pod["metadata"].value("name", "");
+    }
+    return "";
+  }
+
+  // Every actor of the test's namespace at rest (Suspended), so that the node's one worker is free.
+  static void SuspendAll() {
+    auto r = Kubectl({"-n", kNamespace, "get", "actors", "-o", "jsonpath={.items[*].metadata.name}"});
+    ASSERT_TRUE(r.success()) << r.err;
+    std::istringstream names(r.out);
+    for (std::string n; names >> n;) SetActor(n, "Suspended");
+    names.clear();
+    names.str(r.out);
+    for (std::string n; names >> n;) ASSERT_TRUE(Reaches(n, "STATUS_SUSPENDED")) << n << ": " << StatusOf(n);
+  }
+
+  // The host PID of the actor's sandbox (runsc state, through the agent's pod), or -1.
+  static long SandboxPid(const std::string& actor) {
+    const std::string id = Get("actor/" + actor, "{.status.sandboxID}");
+    if (id.empty()) return -1;
+    auto r = Kubectl({"-n", "stasis-system", "exec", "daemonset/stasis-node-cpu", "--", "runsc", "-root",
+                      "/var/lib/stasis/run/" + id, "state", id});
+    if (!r.success()) return -1;
+    return json::parse(r.out, nullptr, false).value("pid", -1L);
+  }
+
   // The actor's counter, read inside its sandbox through the agent's pod, or -1.
   static long Counter(const std::string& actor) {
     const std::string id = Get("actor/" + actor, "{.status.sandboxID}");
@@ -181,6 +219,52 @@ TEST_F(ClusterTest, DemoStoryThroughTheDeployedPods) {
   EXPECT_GE(after, before) << "A's counter restarted";
 }
 
+// A running actor outlives its agent: the agent's process killed (its container restarted), its
+// pod deleted, the DaemonSet rolled out. After each, the new agent adopts the sandbox: the same
+// process, the counter continued, the actor RUNNING on its worker.
+TEST_F(ClusterTest, RunningActorsOutliveTheirAgent) {
+  SuspendAll();
+  SetActor("survivor", "Running");
+  ASSERT_TRUE(Reaches("survivor", "STATUS_RUNNING")) << StatusOf("survivor");
+  const long pid = SandboxPid("survivor");
+  ASSERT_GT(pid, 0);
+  long counter = -1;
+  ASSERT_TRUE(Eventually([&] { return (counter = Counter("survivor")) > 0; }, 30s));
+
+  const std::vector<std::pair<std::string, std::function<void()>>> ends = {
+      {"the agent's process killed (kill -9)",
+       [] {
+         // The container's process is exactly `stasis node` (its flags come from the
+         // environment); agents other tests start on this host carry theirs on the command line.
+         auto r = RunCommand({"pkill", "-9", "-x", "-f", "stasis node"}, 30s);
+         ASSERT_TRUE(r.ok() && r->success()) << "no agent process to kill";
+       }},
+      {"the agent's pod deleted",
+       [] { ASSERT_TRUE(Kubectl({"-n", "stasis-system", "delete", "pod", AgentPod()}, 120s).success()); }},
+      {"the DaemonSet rolled out",
+       [] {
+         ASSERT_TRUE(Kubectl({"-n", "stasis-system", "rollout", "restart", "daemonset/stasis-node-cpu"}).success());
+       }},
+  };
+  for (const auto& [what, end] : ends) {
+    SCOPED_TRACE(what);
+    const std::string pod = AgentPod();
+    end();
+    // The old agent gone (a new pod, or the same pod's container restarted), the new one Ready.
+    ASSERT_TRUE(Eventually([&] { return AgentPod() != pod || Get("pod/" + pod, "{.status.containerStatuses[0].restartCount}",
+                                                                  "stasis-system") != "0"; }, 60s));
+    ASSERT_TRUE(AgentReady(180s));
+    EXPECT_EQ(StatusOf("survivor"), "STATUS_RUNNING");
+    EXPECT_EQ(SandboxPid("survivor"), pid) << "the sandbox was restarted";
+    long now = -1;
+    ASSERT_TRUE(Eventually([&] { return (now = Counter("survivor")) > counter; }, 30s)) << now << " after " << counter;
+    counter = now;
+  }
+  EXPECT_EQ(Get("actor/survivor", "{.status.workerName}"), kWorker);
+  SetActor("survivor", "Suspended");
+  ASSERT_TRUE(Reaches("survivor", "STATUS_SUSPENDED")) << "the adopted sandbox could not be checkpointed";
+}
+
 // The roles use the projected service-account token and the cluster's CA (no kubeconfig), the
 // controller as the image's non-root user, the agent as root.
 TEST_F(ClusterTest, TheRolesUseInClusterCredentialsAsTheirUsers) {
@@ -217,8 +301,7 @@ TEST_F(ClusterTest, TheOtherReplicaLeadsWhenTheLeadersPodIsDeleted) {
             << std::chrono::duration<double>(std::chrono::steady_clock::now() - deleted).count()
             << " s (lease 15 s)\n";
 
-  for (const auto& [name, state] : {std::pair{"a", "Suspended"}, {"b", "Suspended"}}) SetActor(name, state);
-  ASSERT_TRUE(Reaches("a", "STATUS_SUSPENDED") && Reaches("b", "STATUS_SUSPENDED"));
+  SuspendAll();
   SetActor("c", "Running");
   SetActor("d", "Running");
   ASSERT_TRUE(Eventually([] { return StatusOf("c") == "STATUS_RUNNING" || StatusOf("d") == "STATUS_RUNNING"; }, 120s));

@@ -177,5 +177,44 @@ TEST(RunCommandTest, PipesMadeBeforeAFailureAreClosed) {
   EXPECT_EQ(rc, 0) << "11: could not set the fault up; 12: ran anyway; 14: leaked";
 }
 
+// The child writes "0" (itself) into each file before it execs: into a plain file here, so the
+// file's content shows the write came first.
+TEST(RunCommandTest, TheChildJoinsEachCgroupBeforeItExecs) {
+  const auto dir = std::filesystem::temp_directory_path() / ("stasis-join-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  for (const char* f : {"a.procs", "b.procs"}) std::ofstream(dir / f).flush();
+  CommandOptions o;
+  o.join_cgroups = {(dir / "a.procs").string(), (dir / "b.procs").string()};
+  auto r = RunCommand({"/bin/cat", (dir / "a.procs").string(), (dir / "b.procs").string()}, 10s, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->out, "0\n0\n");
+
+  o.join_cgroups = {(dir / "missing" / "cgroup.procs").string()};
+  auto missing = RunCommand({"/bin/true"}, 10s, o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(missing.status().message().find("joining cgroup " + o.join_cgroups[0]), std::string::npos)
+      << missing.status().ToString();
+  std::filesystem::remove_all(dir);
+}
+
+// A real cgroup (under the pids hierarchy of cgroup v1, or the unified v2 root): the program
+// runs in it, and leaves it when it exits.
+TEST(RunCommandTest, TheChildRunsInTheCgroupItJoined) {
+  namespace fs = std::filesystem;
+  const fs::path parent = fs::exists("/sys/fs/cgroup/cgroup.controllers") ? fs::path("/sys/fs/cgroup")
+                                                                          : fs::path("/sys/fs/cgroup/pids");
+  ASSERT_TRUE(fs::exists(parent / "cgroup.procs")) << "no cgroup filesystem at " << parent;
+  const fs::path cg = parent / ("stasis-subprocess-test-" + std::to_string(getpid()));
+  fs::create_directory(cg);
+  CommandOptions o;
+  o.join_cgroups = {(cg / "cgroup.procs").string()};
+  auto r = RunCommand({"/bin/cat", "/proc/self/cgroup"}, 10s, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NE(r->out.find(":/" + cg.filename().string() + "\n"), std::string::npos) << r->out;
+  rmdir(cg.c_str());  // empty again: cat has exited
+  EXPECT_FALSE(fs::exists(cg)) << "the cgroup still holds a process";
+}
+
 }  // namespace
 }  // namespace stasis
