@@ -19,6 +19,8 @@ cmd="${1:-}"; shift || true
 dir="${STASIS_CLUSTER_DIR:-/var/lib/stasis-cluster}"
 node="${STASIS_CLUSTER_NODE:-stasis-node}"
 readonly node_ip=172.31.255.1
+# The node agent DaemonSet's state directory (its hostPath, manifests/node-agent/base).
+readonly agent_state=/var/lib/stasis
 k8s_dir="${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}"
 etcd_dir="${STASIS_CACHE}/bin/etcd-${ETCD_VERSION}"
 containerd_dir="${STASIS_CACHE}/bin/containerd-${CONTAINERD_VERSION}"
@@ -177,6 +179,9 @@ down() {
     for id in $("${ctr[@]}" tasks ls -q 2>/dev/null); do "${ctr[@]}" tasks kill -s SIGKILL "${id}" >/dev/null 2>&1 || true; done
   fi
   pkill -9 -f "containerd-shim-runc-v2 .*-address ${dir}/containerd/containerd.sock" 2>/dev/null || true
+  # The node agent's sandboxes outlive its pod (docs/node-agent.md); they end with the cluster.
+  # Their runsc roots are under the DaemonSet's state directory.
+  pkill -9 -f -- "--root=${agent_state}/run/" 2>/dev/null || true
   for name in kube-proxy containerd kube-scheduler kube-controller-manager kube-apiserver etcd; do
     stop_pid "${dir}/${name}.pid" 20
   done

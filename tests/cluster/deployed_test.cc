@@ -69,7 +69,8 @@ class ClusterTest : public ::testing::Test {
     delete dir_;
   }
 
-  // What `down` must not leave: a process or mount of the cluster's directory, the pods' bridge,
+  // What `down` must not leave: a process or mount of the cluster's directory, a sandbox of the
+  // cluster's agent (under its hostPath state, /var/lib/stasis), the pods' bridge,
   // the node's address, a chain of the kubelet, kube-proxy or the CNI plugins.
   static std::vector<std::string> Leftovers() {
     std::vector<std::string> out;
@@ -80,6 +81,7 @@ class ClusterTest : public ::testing::Test {
     };
     for (const auto& [what, text, needle] :
          {std::tuple{"process", lines({"pgrep", "-a", "-f", dir}), dir},
+          {"sandbox", lines({"pgrep", "-a", "-f", "--", "--root=/var/lib/stasis/run/"}), std::string("--root=")},
           {"mount", lines({"cat", "/proc/mounts"}), dir},
           {"network device", lines({"ip", "-o", "link"}), std::string("stasis-cni0")},
           {"address", lines({"ip", "-o", "addr", "show", "dev", "lo"}), std::string("172.31.255.1")},
