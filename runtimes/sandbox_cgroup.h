@@ -16,7 +16,7 @@ namespace stasis {
 inline constexpr char kSandboxCgroupName[] = "stasis-sandboxes";
 
 // Makes <hierarchy>/stasis-sandboxes under `cgroup_root` (the host's /sys/fs/cgroup, mounted
-// into the agent's container) and returns the cgroup.procs files a sandbox's runsc joins:
+// over the agent container's own) and returns the cgroup.procs files a sandbox's runsc joins:
 //  - cgroup v2 (cgroup.controllers at the root): the one unified hierarchy;
 //  - cgroup v1: every hierarchy mounted under the root (each directory with a cgroup.procs;
 //    links such as cpu -> cpu,cpuacct are skipped), cpuset's new cgroup given its parent's

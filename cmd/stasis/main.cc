@@ -98,8 +98,9 @@ void DefineNodeFlags(stasis::Flags& f) {
   f.Define("runsc", "runsc", "the runsc binary");
   f.Define("runsc-flags", "-network=none", "global runsc flags, space-separated, before every subcommand");
   f.Define("sandbox-cgroup-root", "",
-           "the host's cgroup filesystem (e.g. /host/sys/fs/cgroup): sandboxes start in its stasis-sandboxes cgroups, "
-           "outside the agent's, and outlive its container; default: the agent's own cgroup");
+           "the host's cgroup filesystem (in a container: the host's /sys/fs/cgroup mounted over its own): sandboxes "
+           "start in its stasis-sandboxes cgroups, outside the agent's, and outlive its container; default: the "
+           "agent's own cgroup");
   f.Define("qemu", "qemu-system-x86_64", "the QEMU binary for runtime: microvm actors (docs/microvm.md)");
   f.Define("microvm-accel", "kvm", "QEMU accelerator for micro-VMs: kvm, or tcg (software emulation, no /dev/kvm)");
   f.Define("root", "/var/lib/stasis", "state, sandboxes' runtime roots, logs and node-local snapshots");

@@ -25,8 +25,8 @@ struct NodeAgentOptions {
   std::string node;
   std::string runsc = "runsc";
   std::vector<std::string> runsc_flags = {"-network=none"};
-  // The host's cgroup filesystem as the agent sees it (e.g. /host/sys/fs/cgroup in its
-  // container): sandboxes start in cgroups of their own there (runtimes/sandbox_cgroup.h), so
+  // The host's cgroup filesystem as the agent sees it (in a container: the host's
+  // /sys/fs/cgroup mounted over the container's own): sandboxes start in cgroups of their own there (runtimes/sandbox_cgroup.h), so
   // that they outlive the agent's container. Empty: in the agent's own cgroup.
   std::string sandbox_cgroup_root;
   // runtime: microvm actors (docs/microvm.md): the QEMU binary and its accelerator (kvm|tcg).
