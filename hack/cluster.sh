@@ -182,6 +182,8 @@ down() {
   # The node agent's sandboxes outlive its pod (docs/node-agent.md); they end with the cluster.
   # Their runsc roots are under the DaemonSet's state directory.
   pkill -9 -f -- "--root=${agent_state}/run/" 2>/dev/null || true
+  for _ in $(seq 100); do pgrep -f -- "--root=${agent_state}/run/" >/dev/null || break; sleep 0.1; done
+  remove_sandbox_cgroups
   for name in kube-proxy containerd kube-scheduler kube-controller-manager kube-apiserver etcd; do
     stop_pid "${dir}/${name}.pid" 20
   done
@@ -207,6 +209,18 @@ down() {
     remove_chains "${tool}" CNI-
   done
   log "cluster down (${dir} kept for its logs)"
+}
+
+# The cgroups the sandboxes of the cluster's agent were in: the agent's stasis-sandboxes and
+# runsc's own, named after each sandbox, in every hierarchy. Only empty ones go (rmdir).
+remove_sandbox_cgroups() {
+  local names=(stasis-sandboxes) d
+  for d in "${agent_state}"/run/*/; do [[ -d "${d}" ]] && names+=("$(basename "${d}")"); done
+  for d in "${names[@]}"; do
+    for cg in /sys/fs/cgroup/*/"${d}" /sys/fs/cgroup/"${d}"; do
+      [[ -d "${cg}" && ! -L "${cg}" ]] && rmdir "${cg}" 2>/dev/null || true
+    done
+  done
 }
 
 # remove_chains TOOL PREFIX: in every table, the rules that jump to a chain named PREFIX*, then

@@ -70,8 +70,8 @@ class ClusterTest : public ::testing::Test {
   }
 
   // What `down` must not leave: a process or mount of the cluster's directory, a sandbox of the
-  // cluster's agent (under its hostPath state, /var/lib/stasis), the pods' bridge,
-  // the node's address, a chain of the kubelet, kube-proxy or the CNI plugins.
+  // cluster's agent (under its hostPath state, /var/lib/stasis) or its stasis-sandboxes cgroup,
+  // the pods' bridge, the node's address, a chain of the kubelet, kube-proxy or the CNI plugins.
   static std::vector<std::string> Leftovers() {
     std::vector<std::string> out;
     const std::string dir = dir_->path().string();
@@ -88,6 +88,10 @@ class ClusterTest : public ::testing::Test {
           {"iptables chain", lines({"iptables-save"}), std::string(":KUBE-")},
           {"iptables chain", lines({"iptables-save"}), std::string(":CNI-")}}) {
       if (text.find(needle) != std::string::npos) out.push_back(std::string(what) + ": " + text);
+    }
+    std::error_code ec;
+    for (const auto& h : fs::directory_iterator("/sys/fs/cgroup", ec)) {
+      if (fs::exists(h.path() / "stasis-sandboxes")) out.push_back("cgroup: " + (h.path() / "stasis-sandboxes").string());
     }
     return out;
   }
