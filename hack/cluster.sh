@@ -24,6 +24,8 @@ readonly agent_state=/var/lib/stasis
 k8s_dir="${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}"
 etcd_dir="${STASIS_CACHE}/bin/etcd-${ETCD_VERSION}"
 containerd_dir="${STASIS_CACHE}/bin/containerd-${CONTAINERD_VERSION}"
+# kubectl: the machine's, else the one hack/build-control-plane.sh builds there.
+export PATH="${PATH}:${k8s_dir}"
 source "${HACK_DIR}/cluster-config.sh"
 
 [[ "$(id -u)" == 0 ]] || die "run as root: the kubelet and containerd manage cgroups, mounts and networks"
@@ -148,6 +150,11 @@ up() {
   "${HACK_DIR}/build-cluster.sh"
   [[ -f "${dir}/kube-apiserver.pid" ]] && pid_alive "${dir}/kube-apiserver.pid" && die "already up (${dir}); run down first"
   local began=${SECONDS}
+  # A new cluster each time: the previous one's state goes, but only a directory this script
+  # made (its CA) or an empty one is removed.
+  if [[ -d "${dir}" && -n "$(ls -A "${dir}")" && ! -f "${dir}/pki/ca.crt" ]]; then
+    die "${dir} is not empty and holds no cluster made by this script; set STASIS_CLUSTER_DIR"
+  fi
   rm -rf "${dir}"
   mkdir -p "${dir}"
   make_pki
