@@ -261,7 +261,10 @@ TEST_F(ClusterTest, RunningActorsOutliveTheirAgent) {
                                                                   "stasis-system") != "0"; }, 60s));
     ASSERT_TRUE(AgentReady(180s));
     EXPECT_EQ(StatusOf("survivor"), "STATUS_RUNNING");
-    EXPECT_EQ(SandboxPid("survivor"), pid) << "the sandbox was restarted";
+    // (Read through the new agent's container, which may still be starting.)
+    long now_pid = -1;
+    EXPECT_TRUE(Eventually([&] { return (now_pid = SandboxPid("survivor")) > 0; }, 30s));
+    EXPECT_EQ(now_pid, pid) << "the sandbox was restarted";
     long now = -1;
     ASSERT_TRUE(Eventually([&] { return (now = Counter("survivor")) > counter; }, 30s)) << now << " after " << counter;
     counter = now;
