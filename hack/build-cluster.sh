@@ -8,34 +8,24 @@
 #   - the pause image's binary, compiled from the pause.c that the same Kubernetes module
 #     carries (build/pause/linux), statically, as upstream builds it.
 # runc and the CNI plugins are Debian's (hack/install-deps.sh). Prints nothing; the binaries are
-# at the paths hack/cluster.sh reads (cluster_bin, below).
+# where hack/cluster.sh looks (its k8s_dir and containerd_dir).
 source "$(dirname "$0")/lib.sh"
 
 "${HACK_DIR}/build-control-plane.sh" >/dev/null
 
 k8s_dir="${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}"
 containerd_dir="${STASIS_CACHE}/bin/containerd-${CONTAINERD_VERSION}"
-staging_version="v0${KUBERNETES_VERSION#v1}"
-minor="$(cut -d. -f2 <<<"${KUBERNETES_VERSION}")"
-
-staging_replaces() {
-  local k8s_mod
-  k8s_mod="$(curl -fsS "${GO_PROXY_BASE}/k8s.io/kubernetes/@v/${KUBERNETES_VERSION}.mod")" \
-    || die "cannot read k8s.io/kubernetes ${KUBERNETES_VERSION} go.mod from ${GO_PROXY_BASE}"
-  awk '/=> .\/staging\//{print "replace " $1 " => " $1 " '"${staging_version}"'"}' <<<"${k8s_mod}" \
-    | grep -v -E 'sample-(cli-plugin|controller) '
-}
 
 replaces=""
 for component in kubelet kube-scheduler kube-controller-manager kube-proxy; do
   [[ -x "${k8s_dir}/${component}" ]] && continue
-  [[ -n "${replaces}" ]] || replaces="$(staging_replaces)"
+  [[ -n "${replaces}" ]] || replaces="$(k8s_staging_replaces)"
   GO_MODULE_FILE="module stasis.dev/build/${component}
 go 1.26
 require k8s.io/kubernetes ${KUBERNETES_VERSION}
 ${replaces}"
   go_build_cached "${k8s_dir}/${component}" "k8s.io/kubernetes/cmd/${component}" \
-    "-X k8s.io/component-base/version.gitVersion=${KUBERNETES_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor}"
+    "$(k8s_version_ldflags)"
 done
 
 for component in containerd containerd-shim-runc-v2 ctr; do

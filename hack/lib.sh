@@ -35,6 +35,22 @@ go_build_cached() {
   log "built ${pkg} in $((SECONDS - start))s"
 }
 
+# The `replace` lines a module file needs to build a k8s.io/kubernetes command at
+# KUBERNETES_VERSION: every staging module at its matching v0.X.Y (the published module's go.mod
+# points them at ./staging). Shared by hack/build-control-plane.sh and hack/build-cluster.sh.
+k8s_staging_replaces() {
+  local staging_version="v0${KUBERNETES_VERSION#v1}" k8s_mod
+  k8s_mod="$(curl -fsS "${GO_PROXY_BASE}/k8s.io/kubernetes/@v/${KUBERNETES_VERSION}.mod")" \
+    || die "cannot read k8s.io/kubernetes ${KUBERNETES_VERSION} go.mod from ${GO_PROXY_BASE}"
+  awk '/=> .\/staging\//{print "replace " $1 " => " $1 " '"${staging_version}"'"}' <<<"${k8s_mod}" \
+    | grep -v -E 'sample-(cli-plugin|controller) '
+}
+
+# The -ldflags that stamp a Kubernetes component with KUBERNETES_VERSION.
+k8s_version_ldflags() {
+  echo "-X k8s.io/component-base/version.gitVersion=${KUBERNETES_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<<"${KUBERNETES_VERSION}")"
+}
+
 # Process helpers for the scripts that run local servers (hack/control-plane.sh,
 # hack/object-store.sh).
 free_port() {
