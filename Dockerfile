@@ -37,16 +37,19 @@ COPY cmd cmd
 # The git revision (the build context holds no .git): docker build --build-arg
 # STASIS_REVISION=$(git rev-parse --short=12 HEAD) …
 ARG STASIS_REVISION=unknown
+# The version stamped into the binary and the label: the project's (CMakeLists.txt) by default.
+ARG STASIS_VERSION=0.1.0
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTASIS_BUILD_TESTS=OFF \
-      -DSTASIS_REVISION="${STASIS_REVISION}" \
+      -DSTASIS_REVISION="${STASIS_REVISION}" -DSTASIS_VERSION="${STASIS_VERSION}" \
  && cmake --build build --target stasis stasis-cuda-checkpoint-private
 
 # ---- runtime -----------------------------------------------------------------------------
 FROM debian:bookworm-slim
 ARG STASIS_REVISION=unknown
+ARG STASIS_VERSION=0.1.0
 LABEL org.opencontainers.image.title="stasis" \
       org.opencontainers.image.description="Suspend and resume GPU actors in gVisor sandboxes on Kubernetes" \
-      org.opencontainers.image.version="0.1.0" \
+      org.opencontainers.image.version="${STASIS_VERSION}" \
       org.opencontainers.image.revision="${STASIS_REVISION}" \
       org.opencontainers.image.licenses="Apache-2.0"
 # The packages and stasis's own files come from the same two files as hack/image.sh (the image

@@ -5,13 +5,15 @@
 # image by umoci. Prints the OCI layout's path; beside it, the same image as one tar archive for
 # `ctr images import` or `skopeo copy oci-archive:…`.
 #
-#   hack/image.sh [--build-dir DIR] [--out DIR]
+#   hack/image.sh [--build-dir DIR] [--out DIR] [--version V]
 #
 # --build-dir: a CMake build of stasis to take `stasis` and `cuda-checkpoint/` from (a Release
 #   build without sanitizers: the image has no libasan). Default: <repo>/build-image, configured
 #   and built here (Release, no tests).
 # --out: where the layout (DIR/oci, tag VERSION) and archive (DIR/stasis-VERSION.oci.tar) go.
 #   Default: <repo>/build-image/image.
+# --version: the version stamped into stasis (--version, stasis_build_info), the image's label and
+#   its tag. Default: the project's (CMakeLists.txt). Only with the default --build-dir.
 #
 # The root filesystem without stasis's files is cached outside the repo, keyed by the package
 # list's hash: a new list builds a new one.
@@ -19,11 +21,13 @@ source "$(dirname "$0")/lib.sh"
 
 build_dir="${REPO_ROOT}/build-image"
 out=""
+version=""
 while (($#)); do
   case "$1" in
     --build-dir) build_dir="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    *) die "usage: $0 [--build-dir DIR] [--out DIR]" ;;
+    --version) version="$2"; shift 2 ;;
+    *) die "usage: $0 [--build-dir DIR] [--out DIR] [--version V]" ;;
   esac
 done
 out="${out:-${REPO_ROOT}/build-image/image}"
@@ -32,8 +36,14 @@ for tool in mmdebstrap umoci; do
   command -v "${tool}" >/dev/null || die "${tool} is not installed: run hack/install-deps.sh"
 done
 
-version="$(sed -n 's/^project(stasis VERSION \([0-9.]*\).*/\1/p' "${REPO_ROOT}/CMakeLists.txt")"
-[[ -n "${version}" ]] || die "no project version in CMakeLists.txt"
+project_version="$(sed -n 's/^project(stasis VERSION \([0-9.]*\).*/\1/p' "${REPO_ROOT}/CMakeLists.txt")"
+[[ -n "${project_version}" ]] || die "no project version in CMakeLists.txt"
+if [[ -n "${version}" && "${build_dir}" != "${REPO_ROOT}/build-image" ]]; then
+  die "--version stamps the build this script makes; it cannot restamp --build-dir ${build_dir}"
+fi
+version="${version:-${project_version}}"
+# A tag and a label value: OCI's tag grammar.
+[[ "${version}" =~ ^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$ ]] || die "--version ${version} is not a valid image tag"
 revision="$(git -C "${REPO_ROOT}" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
 
 # Packages: the list's names, without comments and blank lines.
@@ -71,7 +81,7 @@ base_rootfs() {
 build_stasis() {
   if [[ "${build_dir}" == "${REPO_ROOT}/build-image" ]]; then
     cmake -S "${REPO_ROOT}" -B "${build_dir}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTASIS_BUILD_TESTS=OFF \
-      -DSTASIS_REVISION="${revision}" >/dev/null
+      -DSTASIS_REVISION="${revision}" -DSTASIS_VERSION="${version}" >/dev/null
     # The compiler's output goes to a log (an optimised build warns where a Debug one does not).
     cmake --build "${build_dir}" --target stasis stasis-cuda-checkpoint-private >"${build_dir}/image-build.log" 2>&1 \
       || { tail -40 "${build_dir}/image-build.log" >&2; die "building stasis for the image failed"; }
@@ -81,10 +91,10 @@ build_stasis() {
 }
 
 # The Dockerfile's org.opencontainers.image.* labels, as `--config.label` arguments: one place
-# says what they are. The revision is this checkout's.
+# says what they are. The revision is this checkout's, the version the one stamped.
 label_args() {
   sed -n 's/.*\(org\.opencontainers\.image\.[a-z]*\)="\([^"]*\)".*/\1=\2/p' "${REPO_ROOT}/Dockerfile" \
-    | sed "s/\${STASIS_REVISION}/${revision}/" \
+    | sed -e "s/\${STASIS_REVISION}/${revision}/" -e "s/\${STASIS_VERSION}/${version}/" \
     | while IFS= read -r label; do printf -- '--config.label=%s\n' "${label}"; done
 }
 

@@ -11,9 +11,10 @@ log() { printf '%s %s\n' "[$(basename "$0")]" "$*" >&2; }
 die() { printf '%s ERROR: %s\n' "[$(basename "$0")]" "$*" >&2; exit 1; }
 
 # Builds with the go command into a throwaway module; the result is cached by version.
-# Args: dest-binary go-package-path, with GO_MODULE_FILE holding the go.mod text.
+# Args: dest-binary go-package-path [ldflags] [build-tags], with GO_MODULE_FILE holding the
+# go.mod text.
 go_build_cached() {
-  local dest="$1" pkg="$2" ldflags="${3:-}"
+  local dest="$1" pkg="$2" ldflags="${3:-}" tags="${4:-}"
   [[ -x "${dest}" ]] && return 0
   command -v go >/dev/null || die "go is not installed; it is needed once to build ${pkg}"
   local work; work="$(mktemp -d)"
@@ -29,7 +30,7 @@ go_build_cached() {
     || { cat "${work}/get.err" >&2; die "go get ${pkg} failed"; }
   mkdir -p "$(dirname "${dest}")"
   (cd "${work}" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
-      -ldflags "-s -w ${ldflags}" -o "${dest}.tmp" "${pkg}") \
+      -tags "${tags}" -ldflags "-s -w ${ldflags}" -o "${dest}.tmp" "${pkg}") \
     || die "go build ${pkg} failed"
   mv "${dest}.tmp" "${dest}"
   log "built ${pkg} in $((SECONDS - start))s"

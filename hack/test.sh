@@ -28,6 +28,7 @@ fi
 "${HACK_DIR}/debian-rootfs.sh" bullseye >/dev/null
 "${HACK_DIR}/debian-rootfs.sh" bookworm >/dev/null
 "${HACK_DIR}/build-cluster.sh"
+"${HACK_DIR}/build-prometheus.sh" >/dev/null
 export PATH="${PATH}:${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}"
 log "external binaries ready after $((SECONDS - start))s"
 
@@ -35,11 +36,15 @@ build_dir="${STASIS_TEST_BUILD_DIR:-${REPO_ROOT}/build-test}"
 cmake -S "${REPO_ROOT}" -B "${build_dir}" -G Ninja -DSTASIS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build "${build_dir}"
 log "built after $((SECONDS - start))s"
-# The image (a Release build of its own, build-image/), for integration_image_test; unit tests
-# alone do not need it.
+# The image (a Release build of its own, build-image/), for integration_image_test and the
+# cluster tests; unit tests alone do not need it. The cluster's upgrade test rolls out a second
+# image, another version of the same tree (build-image/image-upgrade), built first so that
+# build-image/ ends at the project's version.
 if [[ "$*" != "-L unit" ]]; then
+  project_version="$(sed -n 's/^project(stasis VERSION \([0-9.]*\).*/\1/p' "${REPO_ROOT}/CMakeLists.txt")"
+  "${HACK_DIR}/image.sh" --version "${project_version}-next" --out "${REPO_ROOT}/build-image/image-upgrade" >/dev/null
   "${HACK_DIR}/image.sh" >/dev/null
-  log "image built after $((SECONDS - start))s"
+  log "images built after $((SECONDS - start))s"
 fi
 
 # detect_leaks stays on; cpprest's process-lifetime singletons are suppressed by name only.

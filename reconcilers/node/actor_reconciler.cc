@@ -345,10 +345,17 @@ Result<ReconcileOutcome> ActorReconciler::RemoveOrphan(const Request& request) {
   return ReconcileOutcome{};
 }
 
-void ActorReconciler::RemoveSandboxFiles(const SandboxRef& ref) {
+void ActorReconciler::RemoveSandboxRoot(const SandboxRef& ref) {
+  // Left behind, the root would make the next pass ask runsc about a sandbox that is gone, and
+  // the owner file would name an actor that has no sandbox until the agent's next start.
   std::error_code ec;
   fs::remove_all(ref.root, ec);
   fs::remove(ref.root + kOwnerSuffix, ec);
+}
+
+void ActorReconciler::RemoveSandboxFiles(const SandboxRef& ref) {
+  RemoveSandboxRoot(ref);
+  std::error_code ec;
   fs::remove_all(GpuBundleDir(ref), ec);
   fs::remove_all(ImageBundleDir(ref), ec);
 }

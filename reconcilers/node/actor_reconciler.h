@@ -187,6 +187,8 @@ class ActorReconciler : public Reconciler {
   SandboxRef SandboxWithId(const std::string& id) const;
   // Removes the sandbox's runsc root, its owner file and its GPU bundle directory.
   void RemoveSandboxFiles(const SandboxRef& ref);
+  // The sandbox's runsc root and the owner file beside it, once runsc has deleted the sandbox.
+  static void RemoveSandboxRoot(const SandboxRef& ref);
   // Deletes ref's sandbox with every driver (for a sandbox whose actor, and runtime, is gone).
   [[nodiscard]] Status DeleteAnyRuntime(const SandboxRef& ref);
   Result<ReconcileOutcome> Delete(Ctx& c);

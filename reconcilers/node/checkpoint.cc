@@ -435,11 +435,7 @@ Result<ReconcileOutcome> ActorReconciler::CompleteCheckpoint(Ctx& c, const Check
 
   // Off the pause's path: nothing below decides anything a crash could lose.
   DeleteSandboxIfAt(c, DeleteAt::kAfterRelease, ck.delete_at, &deleted);
-  if (deleted) {
-    // Left behind, the root would make the next reconcile ask runsc about a sandbox that is gone.
-    std::error_code ec;
-    fs::remove_all(c.ref.root, ec);
-  }
+  if (deleted) RemoveSandboxRoot(c.ref);
   // The local copy of a committed snapshot, and older node-local snapshots, are superseded.
   if (final_state == ActorState::kSuspended) {
     WarnIfFailed(snapshots_.RemoveLocal(m.ns, m.name, m.id), "committed snapshot's local copy not removed", c.key);

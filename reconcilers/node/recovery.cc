@@ -79,7 +79,9 @@ Result<ReconcileOutcome> ActorReconciler::RecoverCheckpointInterrupted(Ctx& c) {
 
 Status ActorReconciler::AdoptSnapshot(Ctx& c, api::Snapshot snapshot, ActorState resting) {
   // The sandbox is gone and its snapshot is complete: the actor rests on it, nothing is lost.
-  WarnIfFailed(c.driver->Delete(c.ref), "sandbox of an adopted snapshot not deleted", c.key);
+  const Status deleted = c.driver->Delete(c.ref);
+  WarnIfFailed(deleted, "sandbox of an adopted snapshot not deleted", c.key);
+  if (deleted.ok()) RemoveSandboxRoot(c.ref);
   if (Status s = workers_.Free(c.actor_ref); !s.ok()) return s;
   c.a.status.latest_snapshot = std::move(snapshot);
   c.a.status.status = resting;
@@ -153,8 +155,7 @@ Status ActorReconciler::RemoveLeftoverSandbox(Ctx& c) {
                  api::ToString(c.a.status.status), ToString(*state));
     if (Status s = c.driver->Delete(c.ref); !s.ok()) return s;
   }
-  std::error_code ec;
-  fs::remove_all(c.ref.root, ec);
+  RemoveSandboxRoot(c.ref);
   return OkStatus();
 }
 
@@ -162,8 +163,7 @@ Result<ReconcileOutcome> ActorReconciler::ForceClean(Ctx& c, const std::string& 
                                                      const std::string& message) {
   const std::string reason = api::MetricReason(condition_reason);
   if (Status s = c.driver->Delete(c.ref); !s.ok()) return s;
-  std::error_code ec;
-  fs::remove_all(c.ref.root, ec);
+  RemoveSandboxRoot(c.ref);
   if (Status s = workers_.Free(c.actor_ref); !s.ok()) return s;
   metrics_.CountForcedCleanup(reason);
   const ActorState was = c.a.status.status;

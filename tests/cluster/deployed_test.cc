@@ -1,203 +1,30 @@
-// stasis deployed on a real one-node Kubernetes cluster (hack/cluster.sh: kubelet, containerd,
-// runc, kube-proxy, the scheduler and the controller manager), from the image hack/image.sh
-// built (hack/test.sh builds it before the tests), by `kubectl apply -k manifests/overlays/local`.
-// Everything is driven with kubectl; nothing runs on the host but the cluster.
+// stasis deployed on a real one-node Kubernetes cluster (tests/support/cluster_fixture.h): the
+// README's demo story through the deployed pods, actors that outlive their agent in every status
+// the agent can be lost in, in-cluster credentials, and the controller's leader failover.
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <filesystem>
+#include <algorithm>
 #include <functional>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "base/subprocess.h"
-#include "tests/support/sandbox.h"
+#include "tests/support/cluster_fixture.h"
 
 namespace stasis::testing {
 namespace {
 
-namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-const fs::path kSource = STASIS_SOURCE_DIR;
-const std::string kNode = "stasis-node";
-const std::string kWorker = "stasis-node-slot0";
-const std::string kNamespace = "stasis-cluster-test";
-// Under the DaemonSet's bundle root (its hostPath), where the agent may read bundles from.
-const fs::path kBundle = "/var/lib/stasis/bundles/stasis-cluster-test-counter";
-
-bool Eventually(const std::function<bool()>& pred, std::chrono::seconds deadline) {
-  const auto end = std::chrono::steady_clock::now() + deadline;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(500ms);
-  }
-  return pred();
-}
-
-class ClusterTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir("stasis-test-cluster-");
-    auto up = Hack({"cluster.sh", "up"}, 900s);
-    ASSERT_TRUE(up.success()) << up.Summary() << "\n" << up.err;
-    ASSERT_TRUE(Hack({"cluster.sh", "import", ImageArchive().string(), "docker.io/library/stasis:0.1.0"}, 300s)
-                    .success());
-    ASSERT_TRUE(Kubectl({"label", "node", kNode, "stasis.dev/agent=cpu"}).success());
-    auto apply = Kubectl({"apply", "-k", (kSource / "manifests/overlays/local").string()});
-    ASSERT_TRUE(apply.success()) << apply.err;
-    auto r = Kubectl({"-n", "stasis-system", "rollout", "status", "deployment/stasis-controller", "--timeout=240s"}, 300s);
-    ASSERT_TRUE(r.success()) << r.out << r.err;
-    ASSERT_TRUE(AgentReady(240s));
-    ASSERT_TRUE(Hack({"make-bundle.sh", kBundle.string()}, 120s).success());
-    ASSERT_TRUE(Kubectl({"create", "namespace", kNamespace}).success());
-  }
-
-  static void TearDownTestSuite() {
-    // Actors first, while their agent still runs to release them; then the cluster.
-    (void)Kubectl({"-n", kNamespace, "delete", "actors", "--all", "--timeout=120s"}, 150s);
-    auto down = Hack({"cluster.sh", "down"}, 300s);
-    EXPECT_TRUE(down.success()) << down.Summary() << "\n" << down.err;
-    for (const auto& left : Leftovers()) ADD_FAILURE() << "left after hack/cluster.sh down: " << left;
-    std::error_code ec;
-    fs::remove_all(kBundle, ec);
-    delete dir_;
-  }
-
-  // What `down` must not leave: a process or mount of the cluster's directory, a sandbox of the
-  // cluster's agent (under its hostPath state, /var/lib/stasis) or its stasis-sandboxes cgroup,
-  // the pods' bridge, the node's address, a chain of the kubelet, kube-proxy or the CNI plugins.
-  static std::vector<std::string> Leftovers() {
-    std::vector<std::string> out;
-    const std::string dir = dir_->path().string();
-    auto lines = [](const std::vector<std::string>& argv) {
-      auto r = RunCommand(argv, 30s);
-      return r.ok() ? r->out : std::string("(" + argv[0] + " failed)");
-    };
-    for (const auto& [what, text, needle] :
-         {std::tuple{"process", lines({"pgrep", "-a", "-f", dir}), dir},
-          {"sandbox", lines({"pgrep", "-a", "-f", "--", "--root=/var/lib/stasis/run/"}), std::string("--root=")},
-          {"mount", lines({"cat", "/proc/mounts"}), dir},
-          {"network device", lines({"ip", "-o", "link"}), std::string("stasis-cni0")},
-          {"address", lines({"ip", "-o", "addr", "show", "dev", "lo"}), std::string("172.31.255.1")},
-          {"iptables chain", lines({"iptables-save"}), std::string(":KUBE-")},
-          {"iptables chain", lines({"iptables-save"}), std::string(":CNI-")}}) {
-      if (text.find(needle) != std::string::npos) out.push_back(std::string(what) + ": " + text);
-    }
-    std::error_code ec;
-    for (const auto& h : fs::directory_iterator("/sys/fs/cgroup", ec)) {
-      if (fs::exists(h.path() / "stasis-sandboxes")) out.push_back("cgroup: " + (h.path() / "stasis-sandboxes").string());
-    }
-    return out;
-  }
-
-  static fs::path ImageArchive() {
-    for (const auto& e : fs::directory_iterator(kSource / "build-image" / "image")) {
-      if (e.path().filename().string().ends_with(".oci.tar")) return e.path();
-    }
-    ADD_FAILURE() << "no image archive in build-image/image: build it with hack/image.sh";
-    return {};
-  }
-
-  static CommandResult Run(const std::vector<std::string>& argv, std::chrono::seconds deadline) {
-    CommandOptions o;
-    o.extra_env = {"STASIS_CLUSTER_DIR=" + dir_->path().string()};
-    auto r = RunCommand(argv, deadline, o);
-    if (r.ok()) return *r;
-    CommandResult failed;
-    failed.err = r.status().ToString();
-    return failed;
-  }
-  static CommandResult Hack(std::vector<std::string> argv, std::chrono::seconds deadline) {
-    argv[0] = (kSource / "hack" / argv[0]).string();
-    return Run(argv, deadline);
-  }
-  static CommandResult Kubectl(std::vector<std::string> args, std::chrono::seconds deadline = 60s) {
-    args.insert(args.begin(), {"kubectl", "--kubeconfig", (dir_->path() / "admin.kubeconfig").string()});
-    return Run(args, deadline);
-  }
-
-  static std::string Get(const std::string& what, const std::string& jsonpath, const std::string& ns = kNamespace) {
-    auto r = Kubectl({"-n", ns, "get", what, "-o", "jsonpath=" + jsonpath});
-    return r.success() ? r.out : "";
-  }
-  static std::string StatusOf(const std::string& actor) { return Get("actor/" + actor, "{.status.status}"); }
-
-  static void SetActor(const std::string& name, const std::string& desired) {
-    const json actor = {{"apiVersion", "stasis.dev/v1alpha1"},
-                        {"kind", "Actor"},
-                        {"metadata", {{"name", name}, {"namespace", kNamespace}}},
-                        {"spec",
-                         {{"runtime", "gvisor"},
-                          {"bundle", kBundle.string()},
-                          {"desiredState", desired},
-                          {"snapshots", {{"onPause", "Full"}, {"onCommit", "Full"}}}}}};
-    CommandOptions o;
-    o.stdin_data = actor.dump();
-    auto r = RunCommand({"kubectl", "--kubeconfig", (dir_->path() / "admin.kubeconfig").string(), "apply", "-f", "-"},
-                        60s, o);
-    ASSERT_TRUE(r.ok() && r->success()) << (r.ok() ? r->err : r.status().ToString());
-  }
-  static bool Reaches(const std::string& actor, const std::string& status, std::chrono::seconds deadline = 120s) {
-    return Eventually([&] { return StatusOf(actor) == status; }, deadline);
-  }
-
-  // The agent's DaemonSet rolled out, its one pod Ready.
-  static bool AgentReady(std::chrono::seconds deadline) {
-    auto r = Kubectl({"-n", "stasis-system", "rollout", "status", "daemonset/stasis-node-cpu",
-                      "--timeout=" + std::to_string(deadline.count()) + "s"},
-                     deadline + 30s);
-    return r.success() && Eventually([] { return Get("daemonset/stasis-node-cpu", "{.status.numberReady}",
-                                                     "stasis-system") == "1"; }, 60s);
-  }
-  // The agent's pod that is not being deleted.
-  static std::string AgentPod() {
-    auto r = Kubectl({"-n", "stasis-system", "get", "pods", "-l", "app.kubernetes.io/component=node", "-o", "json"});
-    if (!r.success()) return "";
-    for (const auto& pod : json::parse(r.out, nullptr, false).value("items", json::array())) {
-      if (!pod["metadata"].contains("deletionTimestamp")) return pod["metadata"].value("name", "");
-    }
-    return "";
-  }
-
-  // Every actor of the test's namespace at rest (Suspended), so that the node's one worker is free.
-  static void SuspendAll() {
-    auto r = Kubectl({"-n", kNamespace, "get", "actors", "-o", "jsonpath={.items[*].metadata.name}"});
-    ASSERT_TRUE(r.success()) << r.err;
-    std::istringstream names(r.out);
-    for (std::string n; names >> n;) SetActor(n, "Suspended");
-    names.clear();
-    names.str(r.out);
-    for (std::string n; names >> n;) ASSERT_TRUE(Reaches(n, "STATUS_SUSPENDED")) << n << ": " << StatusOf(n);
-  }
-
-  // The host PID of the actor's sandbox (runsc state, through the agent's pod), or -1.
-  static long SandboxPid(const std::string& actor) {
-    const std::string id = Get("actor/" + actor, "{.status.sandboxID}");
-    if (id.empty()) return -1;
-    auto r = Kubectl({"-n", "stasis-system", "exec", "daemonset/stasis-node-cpu", "--", "runsc", "-root",
-                      "/var/lib/stasis/run/" + id, "state", id});
-    if (!r.success()) return -1;
-    return json::parse(r.out, nullptr, false).value("pid", -1L);
-  }
-
-  // The actor's counter, read inside its sandbox through the agent's pod, or -1.
-  static long Counter(const std::string& actor) {
-    const std::string id = Get("actor/" + actor, "{.status.sandboxID}");
-    if (id.empty()) return -1;
-    auto r = Kubectl({"-n", "stasis-system", "exec", "daemonset/stasis-node-cpu", "--", "runsc", "-root",
-                      "/var/lib/stasis/run/" + id, "exec", id, "cat", "/tmp/counter"});
-    if (!r.success() || r.out.empty()) return -1;
-    return std::stol(r.out);
-  }
-
-  static inline TempDir* dir_ = nullptr;
-};
+const std::string kNode = kClusterNode;
+const std::string kWorker = kClusterWorker;
+const std::string kNamespace = kClusterNamespace;
 
 // The README's demo story through the deployed pods: A runs, suspends (its worker freed), B takes
 // the worker, B pauses, A resumes with its counter continued.
@@ -272,6 +99,93 @@ TEST_F(ClusterTest, RunningActorsOutliveTheirAgent) {
   EXPECT_EQ(Get("actor/survivor", "{.status.workerName}"), kWorker);
   SetActor("survivor", "Suspended");
   ASSERT_TRUE(Reaches("survivor", "STATUS_SUSPENDED")) << "the adopted sandbox could not be checkpointed";
+}
+
+// What the agent's directory holds that no actor accounts for: an unfinished snapshot
+// (`*.partial`) anywhere under it, and a sandbox root of a sandbox runsc does not know.
+std::vector<std::string> AgentLeftovers(const std::vector<std::string>& live_sandboxes) {
+  std::vector<std::string> out;
+  auto partial = ClusterTest::InAgent({"find", "/var/lib/stasis", "-name", "*.partial"});
+  if (!partial.success()) out.push_back("find failed: " + partial.err);
+  if (!partial.out.empty()) out.push_back("unfinished snapshots: " + partial.out);
+  auto roots = ClusterTest::InAgent({"ls", "/var/lib/stasis/run"});
+  std::istringstream ids(roots.out);
+  for (std::string id; ids >> id;) {
+    if (std::find(live_sandboxes.begin(), live_sandboxes.end(), id) == live_sandboxes.end()) {
+      const std::string root = "/var/lib/stasis/run/" + id;
+      auto held = ClusterTest::InAgent({"sh", "-c", "find " + root + "; grep " + root + " /proc/mounts"});
+      out.push_back("sandbox root of " + id + ":\n" + held.out);
+    }
+  }
+  return out;
+}
+
+// A paused actor and a checkpoint in flight when the agent's pod goes. PAUSED stays PAUSED on
+// its snapshot and resumes with its counter continued. A suspend whose agent pod is deleted
+// mid-checkpoint finishes within the pod's grace period; one whose agent is killed outright
+// mid-checkpoint is recovered by the next agent: either way the actor ends SUSPENDED on a
+// snapshot it resumes from, and nothing unfinished is left in the agent's directory.
+TEST_F(ClusterTest, PausedAndCheckpointingActorsOutliveTheirAgent) {
+  SuspendAll();
+  SetActor("napper", "Running");
+  ASSERT_TRUE(Reaches("napper", "STATUS_RUNNING")) << StatusOf("napper");
+  SetActor("napper", "Paused");
+  ASSERT_TRUE(Reaches("napper", "STATUS_PAUSED")) << StatusOf("napper");
+  const std::string paused_on = Get("actor/napper", "{.status.latestSnapshot.id}");
+  ASSERT_FALSE(paused_on.empty());
+  const std::string pod = AgentPod();
+  ASSERT_TRUE(Kubectl({"-n", "stasis-system", "delete", "pod", pod}, 120s).success());
+  ASSERT_TRUE(AgentReady(180s));
+  EXPECT_EQ(StatusOf("napper"), "STATUS_PAUSED");
+  EXPECT_EQ(Get("actor/napper", "{.status.latestSnapshot.id}"), paused_on);
+  EXPECT_EQ(AgentLeftovers({Get("actor/napper", "{.status.sandboxID}")}), std::vector<std::string>{});
+
+  // Two suspends, each with a second's worth of checkpoint (1 GiB of random bytes in the
+  // sandbox's memory) so that the agent can be lost while it runs.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> ends = {
+      {"the agent's pod deleted", {"delete", "pod", "--wait=false"}},
+      {"the agent's pod deleted without grace", {"delete", "pod", "--wait=false", "--grace-period=1"}},
+  };
+  for (const auto& [what, verb] : ends) {
+    SCOPED_TRACE(what);
+    SetActor("napper", "Running");
+    ASSERT_TRUE(Reaches("napper", "STATUS_RUNNING")) << StatusOf("napper");
+    long before = -1;
+    ASSERT_TRUE(Eventually([&] { return (before = Counter("napper")) > 0; }, 30s));
+    const std::string id = Get("actor/napper", "{.status.sandboxID}");
+    auto fill = InAgent({"runsc", "-root", "/var/lib/stasis/run/" + id, "exec", id, "/bin/busybox", "dd",
+                         "if=/dev/urandom", "of=/tmp/ballast", "bs=1048576", "count=1024"},
+                        300s);
+    ASSERT_TRUE(fill.success()) << fill.err;
+    const std::string agent = AgentPod();
+    SetActor("napper", "Suspended");
+    ASSERT_TRUE(Reaches("napper", "STATUS_SUSPENDING", 30s)) << StatusOf("napper");
+    std::vector<std::string> args = {"-n", "stasis-system"};
+    args.insert(args.end(), verb.begin(), verb.end());
+    args.push_back(agent);
+    const auto lost = std::chrono::steady_clock::now();
+    ASSERT_TRUE(Kubectl(args).success());
+    ASSERT_TRUE(Eventually([&] { return AgentPod() != agent; }, 120s));
+    ASSERT_TRUE(AgentReady(180s));
+    ASSERT_TRUE(Reaches("napper", "STATUS_SUSPENDED", 180s)) << StatusOf("napper");
+    std::cout << "[ measure  ] " << what << " mid-checkpoint → SUSPENDED: "
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - lost).count() << " s\n";
+    EXPECT_FALSE(Get("actor/napper", "{.status.latestSnapshot.id}").empty());
+    EXPECT_TRUE(Eventually([] { return Get("worker/" + kWorker, "{.status.phase}", "") == "Free"; }, 30s));
+    EXPECT_TRUE(Eventually([] { return AgentLeftovers({}).empty(); }, 30s))
+        << ::testing::PrintToString(AgentLeftovers({}));
+    SetActor("napper", "Running");
+    ASSERT_TRUE(Reaches("napper", "STATUS_RUNNING")) << StatusOf("napper");
+    long after = -1;
+    ASSERT_TRUE(Eventually([&] { return (after = Counter("napper")) > 0; }, 30s));
+    EXPECT_GE(after, before) << "the resumed actor's counter went back before the suspend began";
+    auto ballast = InAgent({"runsc", "-root", "/var/lib/stasis/run/" + Get("actor/napper", "{.status.sandboxID}"),
+                            "exec", Get("actor/napper", "{.status.sandboxID}"), "/bin/busybox", "rm", "-f",
+                            "/tmp/ballast"});
+    EXPECT_TRUE(ballast.success()) << ballast.err;
+  }
+  SetActor("napper", "Suspended");
+  ASSERT_TRUE(Reaches("napper", "STATUS_SUSPENDED"));
 }
 
 // The roles use the projected service-account token and the cluster's CA (no kubeconfig), the

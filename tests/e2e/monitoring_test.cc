@@ -34,6 +34,7 @@
 #include "reconcilers/node/sandbox_id.h"
 #include "tests/support/background_process.h"
 #include "tests/support/control_plane.h"
+#include "tests/support/dashboard_checks.h"
 #include "tests/support/grafana_dashboard.h"
 #include "tests/support/metrics_reference.h"
 #include "tests/support/prometheus_server.h"
@@ -54,48 +55,14 @@ const std::string kRules = kSource + "/manifests/monitoring/rules/stasis.rules.y
 const std::string kDashboard = kSource + "/manifests/monitoring/dashboards/stasis-snapshot-health.json";
 
 // Queries that may legitimately have no data in this run, and why. Everything else must.
-constexpr char kNoObjectStore[] =
-    "the run commits to a directory store: no object-store transfer, and a quantile of no observations is NaN";
-constexpr char kNoImage[] =
-    "the run's actors start from bundles: no image is pulled or looked up, and a quantile or ratio of nothing is NaN "
-    "(tests/e2e/node_images_test.cc covers the image metrics)";
-constexpr char kNoTemplate[] =
-    "the run has no ActorTemplate: no pool exists to report (tests/e2e/node_templates_test.cc checks the pool "
-    "series against a real pool)";
-const std::map<std::string, std::string> kMayBeEmpty = {
-    {"StasisActorStuck",
-     "the controller cleans a stuck actor on its next look (within 5 s) and samples "
-     "stasis_actors_stuck every 5 s; whether a sample falls in that window is chance, and the "
-     "alert needs it above 0"},
-    {"StasisCheckpointLatencyRegression",
-     "compares the last 10 minutes with the previous day, ending 10 minutes ago: a run of "
-     "minutes has no such history (promtool's unit test shows it firing)"},
-    {"StasisControllerDown", "the controller stays up for the whole run (promtool's unit test shows it firing)"},
-    {"StasisControllerNoLeader",
-     "the one replica leads for the whole run (promtool's unit test shows it firing)"},
-    {"StasisReconcileErrors",
-     "fewer than 10% of reconciles fail in this run (promtool's unit test shows it firing)"},
-    {"StasisTargetsAbsent", "both jobs are scraped for the whole run (promtool's unit test shows it firing)"},
-    {"panel \"Snapshot transfer p50 / p99\" A node=.*", kNoObjectStore},
-    {"panel \"Snapshot transfer p50 / p99\" A node=mon-a", kNoObjectStore},
-    {"panel \"Snapshot transfer p50 / p99\" B node=.*", kNoObjectStore},
-    {"panel \"Snapshot transfer p50 / p99\" B node=mon-a", kNoObjectStore},
-    {"StasisCommitsFailing", "no commit fails in this run (promtool's unit test shows it firing)"},
-    {"panel \"Store compression ratio\" A node=.*", kNoObjectStore},
-    {"panel \"Store compression ratio\" A node=mon-a", kNoObjectStore},
-    {"panel \"Image pull p50 / p99\" A node=.*", kNoImage},
-    {"panel \"Image pull p50 / p99\" A node=mon-a", kNoImage},
-    {"panel \"Image pull p50 / p99\" B node=.*", kNoImage},
-    {"panel \"Image pull p50 / p99\" B node=mon-a", kNoImage},
-    {"panel \"Image pull p50 / p99\" C node=.*", kNoImage},
-    {"panel \"Image pull p50 / p99\" C node=mon-a", kNoImage},
-    {"panel \"Image cache hit ratio\" A node=.*", kNoImage},
-    {"panel \"Image cache hit ratio\" A node=mon-a", kNoImage},
-    {"panel \"Warm pool ready\" A node=.*", kNoTemplate},
-    {"panel \"Warm pool ready\" A node=mon-a", kNoTemplate},
-    {"panel \"Warm pool claims / s by result\" A node=.*", kNoTemplate},
-    {"panel \"Warm pool claims / s by result\" A node=mon-a", kNoTemplate},
-};
+const std::map<std::string, std::string> kMayBeEmpty = [] {
+  auto m = MayBeEmptyInABundleRun("mon-a");
+  m["StasisActorStuck"] =
+      "the controller cleans a stuck actor on its next look (within 5 s) and samples "
+      "stasis_actors_stuck every 5 s; whether a sample falls in that window is chance, and the "
+      "alert needs it above 0";
+  return m;
+}();
 
 // Families whose series are per template: a run without an ActorTemplate has none (kNoTemplate).
 const std::set<std::string> kPerTemplateFamilies = {"stasis_warm_pool_ready", "stasis_warm_pool_claims_total"};
@@ -320,40 +287,10 @@ std::set<std::string> FamiliesOf(const PrometheusServer& prom, const std::string
   return out;
 }
 
-struct Check {
-  std::string name, expr;
-  bool instant;
-};
-
 // Every panel query (for all nodes and, where it has $node, for mon-a) and every rule
-// expression, expanded as Grafana would for a run of `run_s` seconds at a 1 s step and a 1 s
-// scrape interval: $__rate_interval = max($__interval + scrape, 4 × scrape).
-std::vector<Check> ChecksFor(const Dashboard& dashboard, double run_s) {
-  const std::map<std::string, std::string> all_nodes = {
-      {"node", ".*"}, {"__interval", "1s"}, {"__rate_interval", "4s"},
-      {"__range", std::to_string(static_cast<int>(run_s)) + "s"}};
-  const std::map<std::string, std::string> one_node = [&] {
-    auto m = all_nodes;
-    m["node"] = "mon-a";  // `.*` would also match series without a node label
-    return m;
-  }();
-  std::vector<Check> checks;
-  for (const auto& q : dashboard.queries) {
-    for (const std::map<std::string, std::string>* values : {&all_nodes, &one_node}) {
-      if (values == &one_node && q.expr.find("$node") == std::string::npos) continue;
-      auto e = ExpandVariables(q.expr, *values);
-      EXPECT_TRUE(e.ok()) << e.status().message();
-      if (!e.ok()) continue;
-      checks.push_back({"panel \"" + q.panel + "\" " + q.ref_id + " node=" + values->at("node"), *e, q.instant});
-    }
-  }
-  for (const auto& g : YAML::LoadFile(kRules)["groups"]) {
-    for (const auto& r : g["rules"]) {
-      const std::string name = r["record"] ? r["record"].as<std::string>() : r["alert"].as<std::string>();
-      checks.push_back({name, r["expr"].as<std::string>(), false});
-    }
-  }
-  return checks;
+// expression, at a 1 s scrape interval.
+std::vector<QueryCheck> ChecksFor(const Dashboard& dashboard, double run_s) {
+  return DashboardAndRuleChecks(dashboard, kRules, "mon-a", run_s, 1);
 }
 
 // The alerts (pending or firing) Prometheus had between start and end.
@@ -467,16 +404,7 @@ TEST_F(MonitoringTest, EveryPanelQueryAndRuleHasDataFromARealRun) {
   std::cout << "[ measure  ] scenario " << run_s << " s\n";
 
   // --- every rule loaded and evaluating without error ------------------------------------
-  auto rules = prom->Api("rules", {});
-  ASSERT_TRUE(rules.ok()) << rules.status().message();
-  int rule_count = 0;
-  for (const auto& g : (*rules)["groups"]) {
-    for (const auto& r : g["rules"]) {
-      ++rule_count;
-      EXPECT_EQ(r.value("health", ""), "ok") << r.value("name", "") << ": " << r.value("lastError", "");
-    }
-  }
-  EXPECT_EQ(rule_count, 14);
+  EXPECT_EQ(ExpectEveryRuleHealthy(*prom), 14);
 
   // --- the node variable lists both nodes ------------------------------------------------
   for (const auto& v : dashboard->variables) {
@@ -490,7 +418,7 @@ TEST_F(MonitoringTest, EveryPanelQueryAndRuleHasDataFromARealRun) {
   }
 
   // --- every panel query and rule expression has data ------------------------------------
-  const std::vector<Check> checks = ChecksFor(*dashboard, run_s);
+  const std::vector<QueryCheck> checks = ChecksFor(*dashboard, run_s);
   ASSERT_FALSE(checks.empty());
   int with_data = 0;
   std::vector<std::string> empty;

@@ -199,6 +199,7 @@ TEST_F(ActorReconcilerTest, RunsPausesResumesAndSuspendsThroughTheDriver) {
   EXPECT_EQ(driver_.CountCalls("Checkpoint"), 1);
   EXPECT_EQ(Get().status.latest_snapshot->node_name, node_);
   EXPECT_EQ(Get().status.worker_name, "");
+  EXPECT_TRUE(fs::is_empty(root_ / "run")) << "the checkpointed sandbox's root or owner file was left";
   Desire("Running");
   ASSERT_TRUE(Settle("STATUS_RUNNING"));
   EXPECT_EQ(driver_.CountCalls("Restore"), 1);
@@ -535,6 +536,8 @@ TEST_F(ActorReconcilerTest, AnInterruptedPauseThatCompletedItsSnapshotAdoptsIt) 
   EXPECT_EQ(Message(api::kConditionProgressing), "adopted complete snapshot " + id);
   EXPECT_FALSE(HoldsWorker());
   EXPECT_EQ(driver_.CountCalls("Checkpoint"), 0) << "adopted, not taken again";
+  EXPECT_FALSE(fs::exists(root_ / "run" / SandboxId())) << "the stopped sandbox's root was left";
+  EXPECT_FALSE(fs::exists(root_ / "run" / (SandboxId() + ".actor"))) << "its owner file was left";
 }
 
 TEST_F(ActorReconcilerTest, AnInterruptedSuspendAdoptsItsCommittedSnapshot) {
@@ -557,6 +560,8 @@ TEST_F(ActorReconcilerTest, AnInterruptedSuspendAdoptsItsCommittedSnapshot) {
   EXPECT_EQ(Reason(api::kConditionProgressing), api::kReasonRecovered);
   EXPECT_EQ(Message(api::kConditionProgressing), "adopted committed snapshot " + id);
   EXPECT_FALSE(HoldsWorker());
+  EXPECT_FALSE(fs::exists(root_ / "run" / SandboxId())) << "the stopped sandbox's root was left";
+  EXPECT_FALSE(fs::exists(root_ / "run" / (SandboxId() + ".actor"))) << "its owner file was left";
 }
 
 TEST_F(ActorReconcilerTest, ACommitRetriedOnceTheStoreIsBackClearsCommitFailed) {

@@ -55,6 +55,13 @@ std::map<std::string, std::string> DockerfileLabels() {
   return out;
 }
 
+// The project's version (CMakeLists.txt), which hack/image.sh stamps by default.
+std::string ProjectVersion() {
+  std::smatch m;
+  const std::string text = ReadFile(kSource / "CMakeLists.txt");
+  return std::regex_search(text, m, std::regex(R"(project\(stasis VERSION ([0-9.]+))")) ? m[1].str() : "";
+}
+
 // The package names of hack/image-packages.txt.
 std::vector<std::string> ListedPackages() {
   std::vector<std::string> out;
@@ -127,6 +134,8 @@ TEST_F(ImageTest, CarriesTheDockerfilesLabelsAndEntrypoint) {
     if (name == "org.opencontainers.image.revision") {
       EXPECT_TRUE(std::regex_match(labels[name].get<std::string>(), std::regex("[0-9a-f]{12}")))
           << "the revision label is not the checkout's commit: " << labels[name];
+    } else if (name == "org.opencontainers.image.version") {
+      EXPECT_EQ(labels[name], ProjectVersion()) << name;
     } else {
       EXPECT_EQ(labels[name], value) << name;
     }

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "base/subprocess.h"
@@ -56,6 +57,8 @@ std::string Config(const PrometheusOptions& o) {
       }
     }
   }
+  std::istringstream extra(o.extra_scrape_configs);
+  for (std::string line; std::getline(extra, line);) y += "  " + line + "\n";
   return y;
 }
 
@@ -106,7 +109,7 @@ std::unique_ptr<PrometheusServer> PrometheusServer::Start(const PrometheusOption
     std::unique_ptr<PrometheusServer> s(new PrometheusServer());
     s->url_ = "http://127.0.0.1:" + std::to_string(port);
     s->process_ = std::make_unique<BackgroundProcess>(
-        std::vector<std::string>{Binary(), "--config.file=" + config.string(),
+        std::vector<std::string>{o.binary.empty() ? Binary() : o.binary, "--config.file=" + config.string(),
                                  "--storage.tsdb.path=" + (o.dir / "tsdb").string(),
                                  "--web.listen-address=127.0.0.1:" + std::to_string(port),
                                  "--log.level=info"},

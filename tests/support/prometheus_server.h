@@ -32,6 +32,10 @@ struct ScrapeTarget {
 struct PrometheusOptions {
   std::filesystem::path dir;  // config, TSDB and log live here
   std::vector<ScrapeTarget> targets;
+  // More `scrape_configs` entries, as a YAML block sequence (ScrapeConfigsFor's output).
+  std::string extra_scrape_configs;
+  // The binary; empty: Binary().
+  std::string binary;
   std::vector<std::string> rule_files;  // absolute paths
   std::string scrape_interval = "1s";
   std::string evaluation_interval = "1s";
