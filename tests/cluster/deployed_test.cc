@@ -37,6 +37,15 @@ TEST_F(ClusterTest, DemoStoryThroughTheDeployedPods) {
   SetActor("a", "Suspended");
   ASSERT_TRUE(Reaches("a", "STATUS_SUSPENDED")) << StatusOf("a");
   EXPECT_FALSE(Get("actor/a", "{.status.latestSnapshot.id}").empty());
+  // The store shares the agent's one hostPath mount with the node's snapshots, so the commit
+  // hard-links the image (across two mounts it would be copied).
+  auto logs = Kubectl({"-n", "stasis-system", "logs", "daemonset/stasis-node-cpu"});
+  const std::string commit = "op=commit actor=" + kNamespace + "/a snapshot=" +
+                             Get("actor/a", "{.status.latestSnapshot.id}") + " result=ok";
+  const auto line = logs.out.find(commit);
+  ASSERT_NE(line, std::string::npos) << "no commit of a's snapshot in the agent's log";
+  EXPECT_NE(logs.out.substr(line, logs.out.find('\n', line) - line).find("how=linked"), std::string::npos)
+      << logs.out.substr(line, logs.out.find('\n', line) - line);
   EXPECT_TRUE(Eventually([] { return Get("worker/" + kWorker, "{.status.phase}", "") == "Free"; }, 30s));
 
   SetActor("b", "Running");
