@@ -38,6 +38,9 @@ struct ActorReconciler::Ctx {
   std::optional<images::LocalImage> image;
   // A clone without a snapshot of its own: the source's snapshot it restores (clone_source.h).
   std::optional<CloneSnapshot> clone;
+  // The committed snapshot FetchBeforeClaim fetched and checked, its cached copy held from
+  // eviction until the restore has opened it.
+  std::optional<SnapshotStore::RestoreSource> restore_source;
   std::string start_kind = "boot";  // StartKind, for stasis_actor_start_seconds
   std::vector<std::string> pull_secret_problems;
 };

@@ -259,6 +259,12 @@ class ActorReconciler : public Reconciler {
   [[nodiscard]] Status RunPostRestoreHook(Ctx& c, const std::string& snapshot_id, const char* restore);
   // After an agent restart that found a restored sandbox running: the hook again, if it has one.
   [[nodiscard]] Status RerunPostRestoreHook(Ctx& c);
+  // A committed snapshot (the store's copy) that the start restores is fetched into the cache
+  // and checked before a worker is claimed; a failure fails the resume with nothing claimed.
+  std::optional<Result<ReconcileOutcome>> FetchBeforeClaim(Ctx& c, api::ActorState resting);
+  // The image directory the start restores, from the actor's names (or its clone source's),
+  // checked (snapshot_store.h: CheckForRestore); a failure as UnrestorableOrRetry says.
+  Result<SnapshotStore::RestoreSource> CheckRestoreSource(const Ctx& c) const;
   // Restores or boots the claimed sandbox (the status says RESUMING).
   [[nodiscard]] Status StartSandbox(Ctx& c, const api::Worker& worker);
   Result<ReconcileOutcome> ResumeFailed(Ctx& c, api::ActorState resting, const Status& result);

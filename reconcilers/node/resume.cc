@@ -209,6 +209,7 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   if (auto refused = ResolveClone(c)) return std::move(*refused);
   if (auto refused = PrepareImage(c)) return std::move(*refused);
   const ActorState resting = c.a.status.status;
+  if (auto failed = FetchBeforeClaim(c, resting)) return std::move(*failed);
   const auto& snap = c.a.status.latest_snapshot;
   const bool from_snapshot = FromFullSnapshot(c.a) || c.clone, from_data = FromDataSnapshot(c.a);
   auto worker = workers_.Claim(c.actor_ref, static_cast<size_t>(c.a.spec.gpu.count));
@@ -291,22 +292,13 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
     if (Status s = RestoreData(c, *snap, deadline); !s.ok()) return s;
   }
   if (!from_snapshot) return c.driver->Run(c.ref, deadline);
-  // The image directory comes from the actor's names and the snapshot's id, under this agent's
-  // own roots — never from status.latestSnapshot.location, which every node agent may write. A
-  // committed image is verified against its checksums first; a node-local one whose fsyncs were
-  // deferred only if a reboot came between. `source` holds a cached copy from eviction until
-  // the restore below has returned (runsc has its files open by then).
-  // A clone's source snapshot is the source's, under its name and of its life.
-  const std::string& owner = c.clone ? c.clone->source_name : c.a.metadata.name;
-  const std::string& owner_uid = c.clone ? c.clone->source_uid : c.a.metadata.uid;
+  // `source` holds a cached copy from eviction until the restore below has returned (runsc has
+  // its files open by then).
+  auto source = c.restore_source ? Result<SnapshotStore::RestoreSource>(std::move(*c.restore_source))
+                                 : CheckRestoreSource(c);
+  c.restore_source.reset();
+  if (!source.ok()) return source.status();
   const std::string& id = c.clone ? c.clone->snapshot_id : snap->id;
-  const bool committed = c.clone ? !c.clone->local : snap->node_name.empty();
-  const auto check_start = clock_.Now();
-  auto source = snapshots_.CheckForRestore(c.a.metadata.namespace_, owner, id, committed, owner_uid);
-  if (!source.ok()) return UnrestorableOrRetry(source.status());
-  spdlog::debug("snapshot checked for restore actor={} owner={} snapshot={} committed={} duration_ms={}", c.key,
-                owner, id, committed,
-                std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - check_start).count());
   if (Status s = CheckSnapshotFits(c, source->manifest, worker); !s.ok()) return s;
   if (!c.clone && snap->location != source->dir) {
     spdlog::warn("snapshot location ignored actor={} snapshot={} location=\"{}\" restoring_from=\"{}\"", c.key,
@@ -317,6 +309,46 @@ Status ActorReconciler::StartSandbox(Ctx& c, const api::Worker& worker) {
   ro.deadline = deadline;
   if (Status s = c.driver->Restore(c.ref, ro); !s.ok()) return s;
   return RunPostRestoreHook(c, id, c.clone ? "clone" : "resume");
+}
+
+std::optional<Result<ReconcileOutcome>> ActorReconciler::FetchBeforeClaim(Ctx& c, ActorState resting) {
+  // From an object store this is the download; from a directory store, reading every byte to
+  // verify it. Either can take seconds per GiB, and a worker claimed first (a GPU) would sit
+  // idle through it; a snapshot that cannot be had would claim and free it for nothing.
+  const bool committed =
+      c.clone ? !c.clone->local : FromFullSnapshot(c.a) && c.a.status.latest_snapshot->node_name.empty();
+  if (!committed) return std::nullopt;
+  const auto start = clock_.Now();
+  auto source = CheckRestoreSource(c);
+  if (source.ok()) {
+    c.restore_source = std::move(*source);
+    return std::nullopt;
+  }
+  // Counted as the restore it is the first step of, as when it followed the claim.
+  const std::string trigger = c.clone ? c.clone->trigger : api::ToString(c.a.status.latest_snapshot->trigger);
+  metrics_.ObserveDuration("restore", trigger, c.a.spec.gpu.count > 0, "error", Seconds(clock_.Now() - start));
+  metrics_.CountOperation("restore", "error", api::MetricReason(FailureReason(source.status())));
+  return ResumeFailed(c, resting, source.status());
+}
+
+Result<SnapshotStore::RestoreSource> ActorReconciler::CheckRestoreSource(const Ctx& c) const {
+  // The image directory comes from the actor's names and the snapshot's id, under this agent's
+  // own roots — never from status.latestSnapshot.location, which every node agent may write. A
+  // committed image is verified against its checksums first; a node-local one whose fsyncs were
+  // deferred only if a reboot came between. A clone's source snapshot is the source's, under
+  // its name and of its life.
+  const auto& snap = c.a.status.latest_snapshot;
+  const std::string& owner = c.clone ? c.clone->source_name : c.a.metadata.name;
+  const std::string& owner_uid = c.clone ? c.clone->source_uid : c.a.metadata.uid;
+  const std::string& id = c.clone ? c.clone->snapshot_id : snap->id;
+  const bool committed = c.clone ? !c.clone->local : snap->node_name.empty();
+  const auto check_start = clock_.Now();
+  auto source = snapshots_.CheckForRestore(c.a.metadata.namespace_, owner, id, committed, owner_uid);
+  if (!source.ok()) return UnrestorableOrRetry(source.status());
+  spdlog::debug("snapshot checked for restore actor={} owner={} snapshot={} committed={} duration_ms={}", c.key,
+                owner, id, committed,
+                std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - check_start).count());
+  return source;
 }
 
 Status ActorReconciler::CheckSnapshotFits(const Ctx& c, const SnapshotManifest& m, const api::Worker& worker) const {

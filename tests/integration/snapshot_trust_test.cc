@@ -266,12 +266,17 @@ TEST_F(SnapshotTrustTest, ACorruptCommittedSnapshotIsRefused) {
     f.seekp(2);
     f.put('#');
   }
+  // The committed copy is checked before a worker is claimed: the Worker is never written.
+  auto worker = [&] { return client_->Get(kWorkerType, "", ns_ + "-slot0"); };
+  ASSERT_TRUE(worker().ok());
+  const std::string version = (*worker())["metadata"].value("resourceVersion", "");
   Desire("Running");
   (void)Reconcile();
   EXPECT_EQ(StatusName(), "STATUS_FAILED");
   EXPECT_EQ(Reason(api::kConditionReady), api::kReasonSnapshotCorrupt);
   EXPECT_TRUE(driver_.RestoredFrom().empty());
   EXPECT_TRUE(fs::exists(image)) << "kept for inspection";
+  EXPECT_EQ((*worker())["metadata"].value("resourceVersion", ""), version) << "the worker was claimed and freed";
 }
 
 // The snapshot's file system has less room than the sandbox's memory plus the margin: no
