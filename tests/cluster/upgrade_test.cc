@@ -23,10 +23,11 @@ using json = nlohmann::json;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-// The version of an image archive named stasis-VERSION.oci.tar.
+// The version of an image archive named stasis-VERSION.oci.tar (hack/image.sh), or "".
 std::string VersionOf(const fs::path& archive) {
-  const std::string name = archive.filename().string();
-  return name.substr(7, name.size() - 7 - 8);
+  const std::string name = archive.filename().string(), prefix = "stasis-", suffix = ".oci.tar";
+  if (!name.starts_with(prefix) || !name.ends_with(suffix) || name.size() <= prefix.size() + suffix.size()) return "";
+  return name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
 }
 
 // The longest stretch of [start, end], in seconds, in which `expr` (queried every step) has no
@@ -54,6 +55,7 @@ TEST_F(ClusterTest, AnUpgradeKeepsActorsSnapshotsAndMetrics) {
   const fs::path archive = ImageArchive("image-upgrade");
   ASSERT_FALSE(archive.empty());
   const std::string version = VersionOf(archive), image = "docker.io/library/stasis:" + version;
+  ASSERT_FALSE(version.empty()) << archive << " is not named stasis-VERSION.oci.tar";
   ASSERT_NE(version, "0.1.0") << "the upgrade image must be another version";
   auto prom = StartPrometheus();
   ASSERT_NE(prom, nullptr);
