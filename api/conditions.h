@@ -33,6 +33,14 @@ inline constexpr char kConditionReadinessGate[] = "ReadinessGate";
 inline constexpr char kReasonReadinessGatePassed[] = "ReadinessGatePassed";
 inline constexpr char kReasonReadinessGatePending[] = "ReadinessGatePending";
 inline constexpr char kReasonReadinessGateTimedOut[] = "ReadinessGateTimedOut";
+// A restore's last part runs after `runsc restore` has returned: a CUDA snapshot's device memory
+// is copied back and its processes unlocked inside the sandbox. Restored is False with
+// Restoring (and Ready False with Restoring) from the RUNNING write until that part has
+// finished, True with RestoreComplete after; a restore without that part writes it True at once.
+// A booted sandbox has no Restored condition.
+inline constexpr char kConditionRestored[] = "Restored";
+inline constexpr char kReasonRestoring[] = "Restoring";
+inline constexpr char kReasonRestoreComplete[] = "RestoreComplete";
 // spec.templateRef: the controller has not filled the spec from the template yet (it waits for
 // the template's golden snapshot).
 inline constexpr char kReasonTemplatePending[] = "TemplatePending";

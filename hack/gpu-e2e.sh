@@ -124,7 +124,7 @@ finish() {
     echo "Wall times from \`kubectl patch\` to the status (the API as a user sees it); the parts from"
     echo "stasis's own histograms (\`stasis_snapshot_duration_seconds\`) and the sentry's log."
     echo
-    echo "| GiB | suspend: patch → SUSPENDED s | runsc checkpoint s | of which CUDA toggle s | commit to store s | image bytes | GPU MiB used before → after | resume: patch → RUNNING s | runsc restore s | verify |"
+    echo "| GiB | suspend: patch → SUSPENDED s | runsc checkpoint s | of which CUDA toggle s | commit to store s | image bytes | GPU MiB used before → after | resume: patch → RUNNING s | patch → Ready s (CUDA state back) | runsc restore s | verify |"
     echo "|---|---|---|---|---|---|---|---|---|---|"
     printf '%s\n' "${SIZE_ROWS[@]}"
     echo
@@ -368,6 +368,14 @@ wait_status() {  # wait_status ACTOR STATUS SECONDS
   done
   return 1
 }
+wait_ready() {  # wait_ready ACTOR SECONDS
+  local deadline=$((SECONDS + $2))
+  while ((SECONDS < deadline)); do
+    [[ "$(jp "$1" '{.status.conditions[?(@.type=="Ready")].status}')" == True ]] && return 0
+    sleep 0.2
+  done
+  return 1
+}
 create_actor() {  # create_actor NAME GIB
   make_bundle "$2"
   kubectl apply -f - >/dev/null <<EOF
@@ -524,6 +532,7 @@ for gib in ${SIZES}; do
   PAUSE_ROWS+=("| ${gib} | ${pause_s} | ${pk_s} | ${worker_at_paused} | ${used_paused} | ${sums_s} | ${presume_s} | ${p_first} → ${p_later} |")
 
   ck_before=$(op_sum checkpoint); cm_before=$(op_sum commit); rs_before=$(op_sum restore)
+  ru_before=$(op_sum restore_usable)
 
   t0=$(now); patch_desired "${a}" Suspended
   if ! wait_status "${a}" STATUS_SUSPENDED 400; then
@@ -551,6 +560,15 @@ for gib in ${SIZES}; do
   fi
   t1=$(now); resume_s=$(secs "${t0}" "${t1}")
   rs_s=$(delta "${rs_before}" "$(op_sum restore)")
+  # RUNNING comes when runsc restore returns; Ready only once the CUDA toggle back has finished.
+  ready_at_running=$(jp "${a}" '{.status.conditions[?(@.type=="Ready")].reason}')
+  wait_ready "${a}" 120; t2=$(now); usable_s=$(secs "${t0}" "${t2}")
+  ru_s=$(delta "${ru_before}" "$(op_sum restore_usable)")
+  waited=$(grep "restore finished actor=${NS}/${a} " "${WORK}/node-agent.log" | tail -1 | sed -n 's/.*waited_s=\([0-9.]*\).*/\1/p')
+  check "${gib} GiB: resumed — Ready only once the CUDA state is back (runsc wait -restore)" \
+    "$([[ "$(jp "${a}" '{.status.conditions[?(@.type=="Restored")].reason}')" == RestoreComplete && -n "${waited}" ]] \
+       && awk -v u="${ru_s}" -v r="${rs_s}" 'BEGIN { exit !(u >= r) }'; echo $?)" \
+    "Ready at RUNNING: ${ready_at_running:-?}; patch → RUNNING ${resume_s} s, → Ready ${usable_s} s; runsc restore ${rs_s} s, until usable ${ru_s} s (wait -restore ${waited:-?} s)"
   t_first=$(last_tick "${a}")
   t_later=$(tick_after "${a}" "${t_first}" 30)
   timeout 30 "${RUNSC}" -root "$(sb_root "${a}")" kill "$(sb_id "${a}")" USR1 >/dev/null 2>&1
@@ -560,7 +578,7 @@ for gib in ${SIZES}; do
   check "${gib} GiB: resumed — the ticks continue with no gap" \
     "$([[ -n "${t_first}" && -n "${t_later}" ]] && ((t_later > t_first)) && ticks_consecutive "${a}"; echo $?)" \
     "last tick right after RUNNING ${t_first}, then ${t_later} (waited up to 30 s); every tick 1…${t_later} present once"
-  SIZE_ROWS+=("| ${gib} | ${suspend_s} | ${ck_s} | ${toggle_s:-?} | ${cm_s} | ${size} | ${used_running} → ${used_suspended} | ${resume_s} | ${rs_s} | ${verify} |")
+  SIZE_ROWS+=("| ${gib} | ${suspend_s} | ${ck_s} | ${toggle_s:-?} | ${cm_s} | ${size} | ${used_running} → ${used_suspended} | ${resume_s} | ${usable_s} | ${rs_s} | ${verify} |")
 
   kubectl delete actor "${a}" -n "${NS}" --timeout=120s >/dev/null 2>&1
   check "${gib} GiB: kubectl delete completes, the worker is free" \

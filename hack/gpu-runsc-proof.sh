@@ -37,7 +37,8 @@
 # the same), STASIS_GPU_RUNSC_BUDGET_S=420 (the optional step 6 is skipped
 # after this many seconds), STASIS_GPU_RUNSC_HARD_S=540 (a step that could run past this is
 # skipped and the skip recorded), STASIS_RUNSC_XZ (default .gpu-carry/runsc.xz), STASIS_RUNSC
-# (an unpacked runsc instead).
+# (an unpacked runsc instead), STASIS_GPU_RUNSC_MODE=deadline (instead of steps 2-6, what a
+# checkpoint killed at its deadline leaves: hack/gpu-runsc-deadline.sh).
 set -uo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WORK="${REPO_ROOT}/build/gpu-runsc"
@@ -432,6 +433,9 @@ start gpu2 "${BUNDLE_MAIN}" && ok2=0 || ok2=1
 check "workload runs and ticks in sandbox gpu2 (nvproxy)" "${ok2}" "$(wlog gpu2 | head -1); last tick $(last_tick gpu2)"
 FIGURES+=("- GPU memory used with both sandboxes running: $(gpu_used) MiB; compute apps (host PIDs are the sandboxes): $(gpu_apps)")
 FIGURES+=("- workload log head in gpu1: \`$(wlog gpu1 | head -3 | one_line)\`")
+# What a checkpoint deadline leaves (hack/gpu-runsc-deadline.sh) instead of the steps below.
+# shellcheck source=gpu-runsc-deadline.sh
+[[ "${STASIS_GPU_RUNSC_MODE:-}" == deadline ]] && source "${REPO_ROOT}/hack/gpu-runsc-deadline.sh"
 
 # ---- step 3b: checkpoint with -cuda-checkpoint-path (the real path) ------------------------------
 if [[ ${ok2} == 0 ]] && fits 120 3b; then

@@ -323,6 +323,22 @@ Status RunscDriver::Restore(const SandboxRef& ref, const RestoreOptions& options
   return status;
 }
 
+Status RunscDriver::WaitRestored(const SandboxRef& ref, std::chrono::milliseconds deadline) {
+  const auto start = Clock::now();
+  Status status = RequireId("wait", ref);
+  if (status.ok()) {
+    // Returns once the CUDA toggle back and the background page loading are done, with the
+    // restore's error (`post restore work failed: …`, after which runsc has killed the sandbox).
+    auto r = Call("wait", ref.id, Argv(ref.root, {"wait", "-restore", ref.id}), deadline);
+    if (!r.ok())
+      status = r.status();
+    else if (!r->success())
+      status = ClassifyRunscFailure("wait -restore", *r);
+  }
+  LogCall("wait-restore", ref.id, status, Millis(start));
+  return status;
+}
+
 Status RunscDriver::Simple(const char* op, const SandboxRef& ref) {
   const auto start = Clock::now();
   Status status = RequireId(op, ref);

@@ -68,6 +68,8 @@ class RunscDriver : public RuntimeDriver, public CudaCheckpointCapability {
   Result<std::string> Version() override;
   Result<int64_t> MemoryUsage(const SandboxRef& ref) override;
   Result<bool> SupportsCudaCheckpoint() override;
+  // `runsc wait -restore <id>`, classified as above.
+  Status WaitRestored(const SandboxRef& ref, std::chrono::milliseconds deadline) override;
 
   const std::string& runsc_path() const { return runsc_path_; }
 

@@ -77,6 +77,11 @@ class CudaCheckpointCapability {
   // Runs argv inside the running sandbox (the preflight runs the helper there).
   virtual Result<ExecResult> Exec(const SandboxRef& ref, const std::vector<std::string>& argv,
                                   std::chrono::milliseconds deadline) = 0;
+  // Blocks until the restore of a CUDA snapshot into ref has finished: its device memory copied
+  // back and its processes unlocked, which the runtime does after Restore has returned (runsc:
+  // `wait -restore`). An error when that part failed (runsc then kills the sandbox) or outlived
+  // the deadline; the workload is not usable until this returns OK.
+  virtual Status WaitRestored(const SandboxRef& ref, std::chrono::milliseconds deadline) = 0;
 };
 
 class RuntimeDriver {

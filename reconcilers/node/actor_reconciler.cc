@@ -13,6 +13,7 @@
 #include "reconcilers/api_resources.h"
 #include "reconcilers/node/actor_context.h"
 #include "reconcilers/node/readiness_gate.h"
+#include "reconcilers/node/restore_readiness.h"
 #include "reconcilers/node/sandbox_id.h"
 #include "reconcilers/node/stray_state.h"
 
@@ -102,6 +103,7 @@ ActorReconciler::Ctx ActorReconciler::NewCtx(const api::Actor& a, const Request&
   o.has_finalizer = a.metadata.HasFinalizer(api::kActorFinalizer);
   o.generation_observed = a.status.observed_generation == a.metadata.generation;
   o.transition_start_known = a.status.transition_start_time.has_value();
+  o.restore_pending = a.status.status == ActorState::kRunning && AwaitsRestore(a);
   o.driver_available = c.driver != nullptr;
   std::error_code ec;
   o.sandbox_root_exists = fs::exists(c.ref.root, ec);
@@ -257,6 +259,7 @@ Result<ReconcileOutcome> ActorReconciler::Act(Ctx& c, const Decision& d) {
     case Step::kNothing: return ReconcileOutcome{};
     case Step::kWriteObservedGeneration: return WriteObservedGeneration(c);
     case Step::kWatchLiveness: return WatchLiveness(c);
+    case Step::kFinishRestore: return FinishRestore(c, std::nullopt);
     case Step::kDelete: return Delete(c);
     case Step::kFailInvalidSpec:
       return FailActor(c, api::kReasonInvalidSpec, JoinErrors(c.spec_errors));

@@ -275,6 +275,15 @@ class ActorReconciler : public Reconciler {
   Result<std::string> PrepareGpuBundle(const Ctx& c, const api::Worker& worker);
   std::string GpuBundleDir(const SandboxRef& ref) const;
 
+  // finish_restore.cc: a CUDA snapshot's restore, after `runsc restore` returned and RUNNING
+  // was written with Restored=False (restore_readiness.h): waits for the runtime to finish it,
+  // then writes Restored=True and Ready=True; a restore that fails there is a failed resume.
+  struct RestoreStarted {  // when this agent ran the restore itself (not after a restart)
+    Clock::TimePoint at;
+    std::string trigger;  // of the snapshot restored: the restore_usable histogram's label
+  };
+  Result<ReconcileOutcome> FinishRestore(Ctx& c, const std::optional<RestoreStarted>& started);
+
   // actor_image.cc: an actor from an image — the image made present and its bundle written
   // before a worker is claimed; nullopt when the resume may go ahead (or there is no image).
   std::optional<Result<ReconcileOutcome>> PrepareImage(Ctx& c);

@@ -11,6 +11,7 @@
 #include "reconcilers/api_resources.h"
 #include "reconcilers/node/actor_context.h"
 #include "reconcilers/node/actor_reconciler.h"
+#include "reconcilers/node/restore_readiness.h"
 
 namespace stasis {
 namespace {
@@ -44,6 +45,15 @@ Result<ReconcileOutcome> ActorReconciler::RecoverResumed(Ctx& c) {
   }
   c.a.status.status = ActorState::kRunning;
   SetCondition(c, api::kConditionProgressing, false, api::kReasonResumed, kAfterRestart);
+  // A GPU actor's restore may still be toggling its CUDA state back: asked, never assumed.
+  const auto& snap = c.a.status.latest_snapshot;
+  const bool restored = snap ? snap->scope == api::SnapshotScope::kFull : c.a.status.cloned_from.has_value();
+  if (restored && c.a.spec.gpu.count > 0) {
+    SetCondition(c, api::kConditionRestored, false, api::kReasonRestoring, kAfterRestart);
+    SetCondition(c, api::kConditionReady, false, api::kReasonRestoring, kAfterRestart);
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    return FinishRestore(c, std::nullopt);
+  }
   SetCondition(c, api::kConditionReady, true, api::kReasonRunning, kAfterRestart);
   if (Status s = WriteStatus(c); !s.ok()) return s;
   return ReconcileOutcome{options_.liveness_period};
@@ -173,6 +183,7 @@ Result<ReconcileOutcome> ActorReconciler::ForceClean(Ctx& c, const std::string& 
   c.a.status.sandbox_id.clear();
   SetCondition(c, api::kConditionCheckpointFailed, was != ActorState::kRunning, condition_reason, message);
   SetCondition(c, api::kConditionProgressing, false, condition_reason, "cleaned up");
+  if (AwaitsRestore(c.a)) SetCondition(c, api::kConditionRestored, false, condition_reason, message);
   SetCondition(c, api::kConditionReady, false, condition_reason,
                message + (c.a.status.latest_snapshot
                               ? "; kept snapshot " + c.a.status.latest_snapshot->id

@@ -32,6 +32,13 @@ Status UnrestorableOrRetry(const Status& check) {
   return Status(gone ? Code::kFailedPrecondition : Code::kUnavailable, check.message(), check.reason());
 }
 
+// Whether a start from a snapshot restores a CUDA context: the runtime then toggles it back
+// after its restore has returned.
+bool RestoresCudaState(const api::Actor& a, const std::optional<CloneSnapshot>& clone) {
+  if (clone) return clone->cuda_checkpointed;
+  return a.status.latest_snapshot && a.status.latest_snapshot->cuda_checkpointed;
+}
+
 // What a start restores: the actor's own Full snapshot, or a clone's source snapshot.
 std::string RestoreWhat(const api::Actor& a, const std::optional<CloneSnapshot>& clone) {
   if (clone) return "snapshot " + clone->snapshot_id + " of actor " + clone->source_name;
@@ -231,22 +238,39 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   const auto start = clock_.Now();
   Status result = StartSandbox(c, *worker);
   const double took = Seconds(clock_.Now() - start);
+  // A CUDA snapshot's restore is not over when runsc returns (restore_readiness.h).
+  const bool finishes_later = from_snapshot && result.ok() && RestoresCudaState(c.a, c.clone);
+  const std::string trigger = from_snapshot || from_data ? (c.clone ? c.clone->trigger : api::ToString(snap->trigger)) : "";
   if (from_snapshot || from_data) {
     const bool gpu = c.a.spec.gpu.count > 0;
-    const std::string trigger = c.clone ? c.clone->trigger : api::ToString(snap->trigger);
     metrics_.ObserveDuration("restore", trigger, gpu, result.ok() ? "success" : "error", took);
-    metrics_.CountOperation("restore", result.ok() ? "success" : "error",
-                            result.ok() ? "" : api::MetricReason(FailureReason(result)));
+    // One that finishes later is counted when it has (FinishRestore).
+    if (!finishes_later) {
+      metrics_.CountOperation("restore", result.ok() ? "success" : "error",
+                              result.ok() ? "" : api::MetricReason(FailureReason(result)));
+    }
   }
   if (!result.ok()) return ResumeFailed(c, resting, result);
   retries_.Clear(c.key, RetryOp::kResume);
   c.a.status.status = ActorState::kRunning;
   if (c.image) c.a.status.image_digest = c.image->digest;
   SetCondition(c, api::kConditionProgressing, false, api::kReasonResumed, "");
-  SetCondition(c, api::kConditionReady, true, c.clone ? api::kReasonRestoredFromSource : api::kReasonRunning,
-               from_snapshot ? "restored " + RestoreWhat(c.a, c.clone)
-               : from_data   ? "booted from the bundle with the data of snapshot " + snap->id
-                             : "booted from the bundle");
+  const std::string started = from_snapshot ? "restored " + RestoreWhat(c.a, c.clone)
+                              : from_data   ? "booted from the bundle with the data of snapshot " + snap->id
+                                            : "booted from the bundle";
+  if (finishes_later) {
+    SetCondition(c, api::kConditionRestored, false, api::kReasonRestoring,
+                 "the sandbox runs; its CUDA state and device memory are still being restored");
+    SetCondition(c, api::kConditionReady, false, api::kReasonRestoring,
+                 started + "; usable once its CUDA state is restored");
+  } else {
+    SetCondition(c, api::kConditionReady, true, c.clone ? api::kReasonRestoredFromSource : api::kReasonRunning, started);
+    if (from_snapshot) {
+      SetCondition(c, api::kConditionRestored, true, api::kReasonRestoreComplete, started);
+    } else {
+      api::RemoveCondition(c.a.status.conditions, api::kConditionRestored);  // nothing restored in this run
+    }
+  }
   SetCondition(c, api::kConditionCheckpointFailed, false, api::kReasonClearedOnResume, "");
   if (c.a.spec.readiness_gate) {
     // Each run passes its gate anew (readiness_gate.h), from this RUNNING write on.
@@ -262,6 +286,7 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   spdlog::info("actor resumed actor={} worker={} from_snapshot={} duration_s={:.3f}", c.key,
                c.a.status.worker_name, from_snapshot, took);
   if (resting == ActorState::kUnspecified) metrics_.ObserveStart(c.start_kind, Seconds(clock_.Now() - decided));
+  if (finishes_later) return FinishRestore(c, RestoreStarted{start, trigger});
   if (c.a.spec.readiness_gate) return ReconcileOutcome{std::chrono::seconds(c.a.spec.readiness_gate->period_seconds)};
   return ReconcileOutcome{options_.liveness_period};
 }

@@ -170,7 +170,7 @@ void SnapshotMetrics::AddSuccessSeries() {
         size_.Add({{"trigger", trigger}, {"scope", scope}, {"gpu", Bool(gpu)}}, SizeBuckets());
       }
       throughput_.Add({{"trigger", trigger}, {"gpu", Bool(gpu)}}, ThroughputBuckets());
-      for (const char* op : {"checkpoint", "restore"}) {
+      for (const char* op : {"checkpoint", "restore", "restore_usable"}) {
         duration_.Add({{"operation", op}, {"trigger", trigger}, {"gpu", Bool(gpu)}, {"result", "success"}},
                       DurationBuckets());
       }

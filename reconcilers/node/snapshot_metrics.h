@@ -44,7 +44,7 @@ class SnapshotMetrics final : public TransferObserver {
   // trigger: "Pause"|"Suspend"; scope: "Full"|"Data"; gpu: true → "true".
   void ObserveSnapshot(const std::string& trigger, const std::string& scope, bool gpu, double bytes,
                        double checkpoint_seconds);
-  // operation: "checkpoint"|"restore"|"commit"; result: "success"|"error".
+  // operation: "checkpoint"|"restore"|"restore_usable"|"commit"; result: "success"|"error".
   void ObserveDuration(const std::string& operation, const std::string& trigger, bool gpu,
                        const std::string& result, double seconds);
   // reason: "" on success, else api::MetricReason of the condition reason the failure gets

@@ -40,6 +40,8 @@ Decision DecideFromCache(const Observation& o) {
   if (o.unsettled_worker || !o.owned_here || o.being_deleted || !o.has_finalizer) {
     return Do(Step::kReadQuorum);
   }
+  // A restore still finishing is decided on a read: the cache may not have its end yet.
+  if (o.status == ActorState::kRunning && o.restore_pending) return Do(Step::kReadQuorum);
   if (o.generation_observed && o.status == ActorState::kRunning && o.desired == DesiredState::kRunning) {
     if (!o.driver_available) return Do(Step::kReadQuorum);
     if (!o.sandbox) return Do(Step::kProbeSandbox);
@@ -92,6 +94,11 @@ Decision DecideTransition(const Observation& o) {
   const DesiredState desired = o.desired;
   switch (o.status) {
     case ActorState::kRunning:
+      // A checkpoint waits until the restore has finished: the CUDA state is toggled back first.
+      if (o.restore_pending) {
+        if (!o.sandbox) return Do(Step::kProbeSandbox);
+        return Do(*o.sandbox == SandboxState::kRunning ? Step::kFinishRestore : Step::kForceCleanDeadSandbox);
+      }
       if (desired == DesiredState::kRunning) {
         if (!o.sandbox) return Do(Step::kProbeSandbox);
         return Do(*o.sandbox == SandboxState::kRunning ? Step::kWatchLiveness : Step::kForceCleanDeadSandbox);
@@ -154,6 +161,7 @@ const char* ToString(Step step) {
     case Step::kNothing: return "nothing";
     case Step::kWriteObservedGeneration: return "write_observed_generation";
     case Step::kWatchLiveness: return "watch_liveness";
+    case Step::kFinishRestore: return "finish_restore";
     case Step::kDelete: return "delete";
     case Step::kFailInvalidSpec: return "fail_invalid_spec";
     case Step::kFailRuntimeUnavailable: return "fail_runtime_unavailable";

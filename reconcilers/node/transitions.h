@@ -45,6 +45,9 @@ struct Observation {
   bool has_finalizer = true;        // the agent's finalizer is on it
   bool generation_observed = true;  // status.observedGeneration == metadata.generation
   bool transition_start_known = false;  // status.transitionStartTime is set
+  // RUNNING, and the restore's last part (a CUDA snapshot's, after `runsc restore` returned)
+  // was not seen to finish: Restored=False Restoring (restore_readiness.h).
+  bool restore_pending = false;
   // This node.
   bool driver_available = true;     // the node runs spec.runtime
   bool sandbox_root_exists = false;  // <root>/run/<sandbox id> is on disk
@@ -82,6 +85,7 @@ enum class Step {
   kNothing,                 // not ours, or at rest as wanted
   kWriteObservedGeneration,  // at rest as wanted; only the new generation to acknowledge
   kWatchLiveness,           // running as wanted: check again after the liveness period
+  kFinishRestore,           // RUNNING, restore pending: wait until usable, then Ready (any desired state)
   kDelete,                  // deletion requested: remove everything, drop the finalizer
   kFailInvalidSpec,
   kFailRuntimeUnavailable,

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -125,6 +126,50 @@ TEST_F(NodeAgentTest, GpuActorGetsItsDevicesFromCdi) {
   EXPECT_EQ(CondReason(failed, "Ready"), "GpuCountUnavailable") << failed["status"].dump(2);
   EXPECT_THAT(CondMessage(failed, "Ready"), HasSubstr("asks for 2 GPU(s)"));
   ExpectHeldBy(a->node, "gpu", GetActor("gpu"));
+}
+
+// 6c'. A restore of a CUDA snapshot ends after `runsc restore` returned (on a GPU, the CUDA
+// toggle back runs then): the actor is RUNNING with Ready=False Restoring until the real
+// `runsc wait -restore` returns, held here by the wrapper as a slow toggle would hold it, and
+// Ready=True RestoreComplete after; the time until usable is its own histogram.
+TEST_F(NodeAgentTest, AGpuActorIsReadyOnlyOnceItsRestoreHasFinished) {
+  const std::string cdi = WriteCdiSpecs(/*with_private_dir=*/true);
+  Agent* a = StartAgent(Node("a"), kInjectWrapper, InjectEnv("hold-wait-restore"), 0, "",
+                        {"--gpus", "GPU-e2e-0", "--cdi-spec-dirs", cdi});
+  ASSERT_NE(a, nullptr);
+  Arm("gpu");
+  json spec = CounterSpec(a->node);
+  spec["gpu"] = {{"count", 1}, {"cudaCheckpointPath", "/opt/cuda/cuda-checkpoint"}};
+  CreateActor("gpu", spec);
+  json actor;
+  ASSERT_TRUE(WaitStatus("gpu", "STATUS_RUNNING", 30s, &actor));
+  EXPECT_TRUE(CondIs(actor, "Ready", "True"));
+  EXPECT_EQ(CondReason(actor, "Restored"), "") << "a booted sandbox restored nothing";
+  Patch("gpu", {{"desiredState", "Paused"}});
+  ASSERT_TRUE(WaitStatus("gpu", "STATUS_PAUSED", 60s, &actor));
+  ASSERT_TRUE(StatusField(actor, "latestSnapshot").value("cudaCheckpointed", false)) << actor["status"].dump(2);
+
+  Patch("gpu", {{"desiredState", "Running"}});
+  ASSERT_TRUE(WaitStatus("gpu", "STATUS_RUNNING", 60s, &actor));
+  EXPECT_TRUE(CondIs(actor, "Ready", "False")) << actor["status"].dump(2);
+  EXPECT_EQ(CondReason(actor, "Ready"), "Restoring");
+  EXPECT_TRUE(CondIs(actor, "Restored", "False"));
+  EXPECT_EQ(CondReason(actor, "Restored"), "Restoring");
+  ASSERT_TRUE(WaitActor("gpu", [&](const json&) { return InjectCalls("wait-restore", "gpu").size() == 1; }, 30s,
+                        "the agent asks runsc to wait for the restore"));
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(CondReason(GetActor("gpu"), "Ready"), "Restoring") << "Ready before the restore finished";
+  std::ofstream(ReleaseFile()) << "go";
+  ASSERT_TRUE(WaitActor("gpu", [](const json& x) { return CondIs(x, "Ready", "True"); }, 30s, "Ready=True", &actor));
+  EXPECT_EQ(StatusOf(actor), "STATUS_RUNNING");
+  EXPECT_TRUE(CondIs(actor, "Restored", "True"));
+  EXPECT_EQ(CondReason(actor, "Restored"), "RestoreComplete");
+  EXPECT_THAT(InjectCalls("wait-restore", "gpu")[0], HasSubstr(" wait -restore " + Id("gpu")));
+  const std::string metrics = ScrapeMetrics(a->proc->Log());
+  EXPECT_EQ(MetricValue(metrics, "stasis_snapshot_duration_seconds_count{gpu=\"true\",operation=\"restore_usable\","
+                                 "result=\"success\",trigger=\"Pause\"}"), 1) << metrics;
+  const long c = WaitCounter(*a, "gpu", 1);
+  WaitCounter(*a, "gpu", c + 3);
 }
 
 // 6d. GPU identities are the node's own: a Worker whose spec.devices were rewritten in the API

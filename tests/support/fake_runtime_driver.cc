@@ -82,6 +82,12 @@ Status FakeRuntimeDriver::Restore(const SandboxRef& ref, const RestoreOptions& o
   return OkStatus();
 }
 
+Status FakeRuntimeDriver::WaitRestored(const SandboxRef& ref, std::chrono::milliseconds) {
+  Status s = Enter(Call::kWaitRestored, "WaitRestored", ref.id);
+  if (!s.ok()) SetState(ref.id, SandboxState::kStopped);
+  return s;
+}
+
 Status FakeRuntimeDriver::Freeze(const SandboxRef& ref) {
   if (Status s = Enter(Call::kFreeze, "Freeze", ref.id); !s.ok()) return s;
   SetState(ref.id, SandboxState::kPaused);

@@ -19,7 +19,7 @@ namespace stasis::testing {
 
 class FakeRuntimeDriver : public RuntimeDriver, public CudaCheckpointCapability {
  public:
-  enum class Call { kRun, kState, kCheckpoint, kRestore, kFreeze, kThaw, kExec, kDelete, kSupportsCuda };
+  enum class Call { kRun, kState, kCheckpoint, kRestore, kFreeze, kThaw, kExec, kDelete, kSupportsCuda, kWaitRestored };
 
   // The next call of `call` returns `status` (queued: one failure per call).
   void FailNext(Call call, Status status);
@@ -61,6 +61,9 @@ class FakeRuntimeDriver : public RuntimeDriver, public CudaCheckpointCapability 
                           std::chrono::milliseconds deadline) override;
   // A command in the sandbox (a hook, a readiness gate): exits 0 while the sandbox runs.
   Result<ExecResult> Exec(const SandboxRef& ref, const ExecRequest& request) override;
+  // OK at once; a queued failure stops the sandbox first, as runsc kills a sandbox whose
+  // restore failed after `runsc restore` had returned.
+  Status WaitRestored(const SandboxRef& ref, std::chrono::milliseconds deadline) override;
 
  private:
   // Records the call; returns the failure queued for it, or OK.

@@ -13,16 +13,18 @@
 #                     runsc's `state` reports it stopped, then exec the real checkpoint, which
 #                     fails for real: `cannot checkpoint container "<id>" in state stopped`.
 #                     Models a sandbox that dies (OOM kill, crash) just as it is checkpointed.
-#   hold-checkpoint   DELAY INJECTOR for `checkpoint` (resp. hold-restore for `restore`): wait
-#   hold-restore      until STASIS_INJECT_RELEASE_FILE exists, at most STASIS_INJECT_HOLD_S
-#                     seconds (default 3), then exec the real runsc, which does the work. Widens
-#                     the window in which a test kills the node agent mid-transition.
-# Other subcommands always pass through untouched.
+#   hold-checkpoint   DELAY INJECTOR for `checkpoint` (resp. hold-restore for `restore`,
+#   hold-restore      hold-wait-restore for `wait -restore`): wait until
+#   hold-wait-restore STASIS_INJECT_RELEASE_FILE exists, at most STASIS_INJECT_HOLD_S seconds
+#                     (default 3), then exec the real runsc, which does the work. Widens the
+#                     window in which a test kills the node agent mid-transition, or sees a
+#                     restore whose last part (a CUDA toggle back, on a GPU) is still running.
+# Other subcommands always pass through untouched (`wait -restore` is recorded as wait-restore).
 #
 # Environment:
 #   STASIS_INJECT_RUNSC      (required) the runsc to exec.
 #   STASIS_INJECT_MODE       see above (default pass).
-#   STASIS_INJECT_LOG        when set, one line per checkpoint/restore call is appended:
+#   STASIS_INJECT_LOG        when set, one line per checkpoint/restore/wait-restore call is appended:
 #                            "<subcommand> <id> pid=<pid> action=<pass|kill|hold> t=<unix time>
 #                            args=<runsc's whole argv, space-separated>".
 #   STASIS_INJECT_ARM_FILE   when set, faults are injected only for sandbox ids listed (one a
@@ -38,12 +40,17 @@ source "$(dirname "$0")/runsc-args.sh"
 
 sub=""
 (( sub_index >= 0 )) && sub="${args[sub_index]}"
-if [[ "${sub}" != "checkpoint" && "${sub}" != "restore" ]]; then
+if [[ "${sub}" == "wait" ]]; then
+  for a in "${args[@]:sub_index+1}"; do
+    [[ "${a}" == "-restore" || "${a}" == "--restore" ]] && sub="wait-restore"
+  done
+fi
+if [[ "${sub}" != "checkpoint" && "${sub}" != "restore" && "${sub}" != "wait-restore" ]]; then
   exec "${runsc}" "$@"
 fi
 
 globals=("${args[@]:0:sub_index}")
-# The sandbox id is the last argument of checkpoint and restore as stasis calls them.
+# The sandbox id is the last argument of checkpoint, restore and wait as stasis calls them.
 id="${args[${#args[@]}-1]}"
 
 armed=1
@@ -56,7 +63,7 @@ action=pass
 if (( armed )); then
   case "${mode}:${sub}" in
     kill-checkpoint:checkpoint) action=kill ;;
-    hold-checkpoint:checkpoint|hold-restore:restore) action=hold ;;
+    hold-checkpoint:checkpoint|hold-restore:restore|hold-wait-restore:wait-restore) action=hold ;;
   esac
 fi
 

@@ -54,6 +54,10 @@ TEST(SnapshotMetricsTest, FailureAndSuccessSeriesExistAtZeroFromTheStart) {
                        {{"operation", "commit"}, {"trigger", "Suspend"}, {"gpu", "true"}, {"result", "success"}});
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->histogram.sample_count, 0u);
+  // A GPU restore's time until usable, beside its time until RUNNING.
+  EXPECT_NE(Find(families, "stasis_snapshot_duration_seconds",
+                 {{"operation", "restore_usable"}, {"trigger", "Suspend"}, {"gpu", "true"}, {"result", "success"}}),
+            nullptr);
   EXPECT_NE(Find(families, "stasis_snapshot_size_bytes", {{"trigger", "Pause"}, {"scope", "Full"}, {"gpu", "false"}}),
             nullptr);
   EXPECT_NE(Find(families, "stasis_checkpoint_throughput_bytes_per_second", {{"trigger", "Suspend"}, {"gpu", "true"}}),

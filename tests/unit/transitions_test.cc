@@ -221,6 +221,27 @@ TEST(TransitionsTest, TheCacheProbesARunningSandboxAndReadsWhenItIsDead) {
   EXPECT_EQ(dead.back().step, Step::kForceCleanDeadSandbox);
 }
 
+// A CUDA restore still finishing (Restored=False Restoring) is finished before anything else a
+// running actor does — a checkpoint too: its CUDA state must be back before it is toggled again
+// — and decided on a read; a sandbox that died meanwhile is cleaned up.
+TEST(TransitionsTest, ARestoreStillFinishingIsWaitedForWhateverTheDesiredState) {
+  for (DesiredState desired : {DesiredState::kRunning, DesiredState::kPaused, DesiredState::kSuspended}) {
+    Observation o;
+    o.status = ActorState::kRunning;
+    o.desired = desired;
+    o.restore_pending = true;
+    auto steps = DecideIn(o, World{SandboxState::kRunning});
+    ASSERT_EQ(steps.size(), 3u) << api::ToString(desired);
+    EXPECT_EQ(steps[0].step, Step::kReadQuorum);
+    EXPECT_EQ(steps[1].step, Step::kProbeSandbox);
+    EXPECT_EQ(steps[2].step, Step::kFinishRestore);
+    steps = DecideIn(o, World{SandboxState::kStopped});
+    EXPECT_EQ(steps.back().step, Step::kForceCleanDeadSandbox) << api::ToString(desired);
+    o.being_deleted = true;  // deletion comes first
+    EXPECT_EQ(DecideIn(o, World{SandboxState::kRunning}).back().step, Step::kDelete);
+  }
+}
+
 TEST(TransitionsTest, AnUnsettledWorkerIsSettledOnAReadBeforeAnythingElse) {
   Observation o;
   o.status = ActorState::kPaused;
