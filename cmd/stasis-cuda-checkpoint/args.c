@@ -31,6 +31,11 @@ const char kHelpText[] =
     "  --timeout, -t <ms>    lock and toggle only: how long the lock waits for submitted GPU\n"
     "                        work; default 30000; 0 waits forever. A lock that times out\n"
     "                        leaves the process running (exit status 3).\n"
+    "  --device-map, -d <old>=<new>[,<old>=<new>...]\n"
+    "                        --action restore and --toggle (when it restores) only: restore\n"
+    "                        the device memory of GPU <old> onto GPU <new>, both UUIDs as\n"
+    "                        nvidia-smi -L prints them (GPU-...); name every checkpointed GPU.\n"
+    "                        Needs driver R580 or newer.\n"
     "  --help, -h            this text\n"
     "\n"
     "Exit status: 0 success, 1 a CUDA call failed, 2 bad command line, 3 lock timed out\n"
@@ -47,6 +52,63 @@ static int ParseNumber(const char* text, long long min, long long max, long long
   return 1;
 }
 
+static int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// "GPU-" and a UUID in its 8-4-4-4-12 form, exactly `len` characters, into 16 bytes.
+static int ParseGpuUuid(const char* text, size_t len, unsigned char out[16]) {
+  static const char kPrefix[] = "GPU-";
+  const size_t prefix = sizeof kPrefix - 1;
+  if (len != prefix + 36 || strncmp(text, kPrefix, prefix) != 0) return 0;
+  const char* u = text + prefix;
+  int byte = 0;
+  for (int i = 0; i < 36;) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (u[i++] != '-') return 0;
+      continue;
+    }
+    int hi = HexValue(u[i]), lo = HexValue(u[i + 1]);
+    if (hi < 0 || lo < 0) return 0;
+    out[byte++] = (unsigned char)(hi << 4 | lo);
+    i += 2;
+  }
+  return 1;
+}
+
+// "OLD=NEW,OLD=NEW": every pair well formed, no GPU named twice on either side.
+static int ParseDeviceMap(const char* text, Args* args, char* why, size_t n) {
+  const char* p = text;
+  while (1) {
+    const char* end = strchr(p, ',');
+    const size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+    const char* eq = memchr(p, '=', len);
+    if (args->device_map_count == kMaxGpuPairs) {
+      snprintf(why, n, "--device-map names more than %d GPUs", kMaxGpuPairs);
+      return 0;
+    }
+    GpuPair* pair = &args->device_map[args->device_map_count];
+    if (eq == NULL || !ParseGpuUuid(p, (size_t)(eq - p), pair->old_uuid) ||
+        !ParseGpuUuid(eq + 1, len - (size_t)(eq - p) - 1, pair->new_uuid)) {
+      snprintf(why, n, "invalid --device-map entry '%.*s' (GPU-<uuid>=GPU-<uuid>)", (int)len, p);
+      return 0;
+    }
+    for (unsigned int i = 0; i < args->device_map_count; i++) {
+      if (memcmp(args->device_map[i].old_uuid, pair->old_uuid, 16) == 0 ||
+          memcmp(args->device_map[i].new_uuid, pair->new_uuid, 16) == 0) {
+        snprintf(why, n, "--device-map names a GPU twice in '%.*s'", (int)len, p);
+        return 0;
+      }
+    }
+    args->device_map_count++;
+    if (end == NULL) return 1;
+    p = end + 1;
+  }
+}
+
 static int SetCommand(Args* args, Command command, const char* flag, char* why, size_t n) {
   if (args->command != kCommandNone) {
     snprintf(why, n, "%s: only one of --get-state, --toggle, --action, --get-restore-tid", flag);
@@ -57,8 +119,8 @@ static int SetCommand(Args* args, Command command, const char* flag, char* why, 
 }
 
 // The values once the whole line is read: the command decides which are required or allowed.
-static int CheckValues(const char* pid_text, const char* timeout_text, Args* args, char* why,
-                       size_t n) {
+static int CheckValues(const char* pid_text, const char* timeout_text, const char* map_text,
+                       Args* args, char* why, size_t n) {
   if (args->command == kCommandNone) {
     snprintf(why, n,
              "no command given (--get-state, --toggle, --action, --get-restore-tid or --help)");
@@ -87,6 +149,13 @@ static int CheckValues(const char* pid_text, const char* timeout_text, Args* arg
     }
     args->timeout_ms = (unsigned int)number;
   }
+  if (map_text != NULL) {
+    if (args->command != kCommandRestore && args->command != kCommandToggle) {
+      snprintf(why, n, "--device-map applies only to --action restore and --toggle");
+      return 0;
+    }
+    return ParseDeviceMap(map_text, args, why, n);
+  }
   return 1;
 }
 
@@ -95,12 +164,14 @@ int ParseArgs(int argc, char** argv, Args* args, char* why, size_t n) {
   args->timeout_ms = kDefaultLockTimeoutMs;
   const char* pid_text = NULL;
   const char* timeout_text = NULL;
+  const char* map_text = NULL;
 
   for (int i = 1; i < argc; i++) {
     const char* arg = argv[i];
     int takes_value = strcmp(arg, "--pid") == 0 || strcmp(arg, "-p") == 0 ||
                       strcmp(arg, "--timeout") == 0 || strcmp(arg, "-t") == 0 ||
-                      strcmp(arg, "--action") == 0;
+                      strcmp(arg, "--action") == 0 || strcmp(arg, "--device-map") == 0 ||
+                      strcmp(arg, "-d") == 0;
     const char* value = NULL;
     if (takes_value) {
       if (i + 1 >= argc) {
@@ -135,11 +206,13 @@ int ParseArgs(int argc, char** argv, Args* args, char* why, size_t n) {
       pid_text = value;
     } else if (strcmp(arg, "--timeout") == 0 || strcmp(arg, "-t") == 0) {
       timeout_text = value;
+    } else if (strcmp(arg, "--device-map") == 0 || strcmp(arg, "-d") == 0) {
+      map_text = value;
     } else {
       snprintf(why, n, "unknown argument '%s'; see --help", argv[i]);
       return 0;
     }
   }
 
-  return CheckValues(pid_text, timeout_text, args, why, n);
+  return CheckValues(pid_text, timeout_text, map_text, args, why, n);
 }

@@ -35,10 +35,21 @@ typedef enum {
   kCommandUnlock,
 } Command;
 
+// --device-map OLD=NEW[,OLD=NEW…] (NVIDIA's R580 option): on a restore, the device memory of
+// GPU OLD goes to GPU NEW, each a UUID in nvidia-smi's form (GPU-xxxxxxxx-xxxx-…). The driver
+// wants every checkpointed GPU named and a target of the same chip type.
+enum { kMaxGpuPairs = 64 };
+typedef struct {
+  unsigned char old_uuid[16];
+  unsigned char new_uuid[16];
+} GpuPair;
+
 typedef struct {
   Command command;
   int pid;                  // > 0 for every command but help
   unsigned int timeout_ms;  // for lock and toggle; 0 = wait forever
+  GpuPair device_map[kMaxGpuPairs];  // --action restore and --toggle only
+  unsigned int device_map_count;     // 0 = restore onto the same GPUs
 } Args;
 
 // Fills `args` from argv. Returns 1 on success; 0 with a one-line reason in `why` otherwise.

@@ -36,9 +36,18 @@ static CUresult Checkpoint(const CudaDriver* d, int pid) {
   return d->cuCheckpointProcessCheckpoint(pid, &args);
 }
 
-static CUresult Restore(const CudaDriver* d, int pid) {
+static CUresult Restore(const CudaDriver* d, int pid, const GpuPair* map, unsigned int map_count) {
   CUcheckpointRestoreArgs args;
   memset(&args, 0, sizeof args);
+  CUcheckpointGpuPair pairs[kMaxGpuPairs];
+  for (unsigned int i = 0; i < map_count; i++) {
+    memcpy(pairs[i].oldUuid, map[i].old_uuid, sizeof pairs[i].oldUuid);
+    memcpy(pairs[i].newUuid, map[i].new_uuid, sizeof pairs[i].newUuid);
+  }
+  if (map_count > 0) {
+    args.gpuPairs = pairs;
+    args.gpuPairsCount = map_count;
+  }
   return d->cuCheckpointProcessRestore(pid, &args);
 }
 
@@ -95,8 +104,9 @@ static int ToggleToCheckpointed(const CudaDriver* d, int pid, unsigned int timeo
       CudaErrorText(d, result), result, unlocked ? "" : "the process is left ", where);
 }
 
-static int ToggleToRunning(const CudaDriver* d, int pid) {
-  CUresult result = Restore(d, pid);
+static int ToggleToRunning(const CudaDriver* d, const Args* a) {
+  const int pid = a->pid;
+  CUresult result = Restore(d, pid, a->device_map, a->device_map_count);
   if (result != CUDA_SUCCESS) return CallFailed(d, "restore", pid, result);
   result = Unlock(d, pid);
   if (result != CUDA_SUCCESS) {
@@ -108,15 +118,20 @@ static int ToggleToRunning(const CudaDriver* d, int pid) {
   return kExitOk;
 }
 
-static int Toggle(const CudaDriver* d, int pid, unsigned int timeout_ms) {
+static int Toggle(const CudaDriver* d, const Args* a) {
+  const int pid = a->pid;
   CUprocessState state;
   int status = GetState(d, pid, &state);
   if (status != kExitOk) return status;
   switch (state) {
     case CU_PROCESS_STATE_RUNNING:
-      return ToggleToCheckpointed(d, pid, timeout_ms);
+      // NVIDIA's tool ignores a map it cannot use; a caller that passed one expects a restore.
+      if (a->device_map_count > 0) {
+        return ReportError(kExitUsage, "process ID %d is running: --device-map applies to a restore", pid);
+      }
+      return ToggleToCheckpointed(d, pid, a->timeout_ms);
     case CU_PROCESS_STATE_CHECKPOINTED:
-      return ToggleToRunning(d, pid);
+      return ToggleToRunning(d, a);
     case CU_PROCESS_STATE_LOCKED:
       // Someone else is mid-way through a sequence; guessing its direction could undo it.
       return ReportError(kExitCudaError,
@@ -140,14 +155,14 @@ int RunCheckpointCommand(const CudaDriver* d, const Args* args) {
       return status;
     }
     case kCommandToggle:
-      return Toggle(d, pid, args->timeout_ms);
+      return Toggle(d, args);
     case kCommandLock:
       return LockOrReport(d, pid, args->timeout_ms);
     case kCommandCheckpoint:
       result = Checkpoint(d, pid);
       return result == CUDA_SUCCESS ? kExitOk : CallFailed(d, "checkpoint", pid, result);
     case kCommandRestore:
-      result = Restore(d, pid);
+      result = Restore(d, pid, args->device_map, args->device_map_count);
       return result == CUDA_SUCCESS ? kExitOk : CallFailed(d, "restore", pid, result);
     case kCommandUnlock:
       result = Unlock(d, pid);

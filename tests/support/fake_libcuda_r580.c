@@ -12,7 +12,7 @@
 //                       <call> is one of init, get_state, lock, checkpoint, restore, unlock,
 //                       get_restore_tid
 //   FAKE_LIBCUDA_LOG    file to which each call appends one line, e.g. "lock pid=42
-//                       timeout_ms=30000"
+//                       timeout_ms=30000", "restore pid=42 device_map=GPU-…=GPU-…"
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
@@ -135,9 +135,39 @@ CUresult cuCheckpointProcessCheckpoint(int pid, void* args) {
   return Transition("checkpoint", kLocked, kCheckpointed);
 }
 
-CUresult cuCheckpointProcessRestore(int pid, void* args) {
-  (void)args;
-  Log("restore pid=%d", pid, 0);
+// The driver's CUcheckpointRestoreArgs (reference/cuda-checkpoint.md §2): R580's GPU remap.
+typedef struct {
+  unsigned char oldUuid[16];
+  unsigned char newUuid[16];
+} CUcheckpointGpuPair;
+typedef struct {
+  CUcheckpointGpuPair* gpuPairs;
+  unsigned int gpuPairsCount;
+  char reserved[52 - sizeof(void*)];
+  unsigned long long reserved1;
+} CUcheckpointRestoreArgs;
+
+// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi prints a UUID.
+static void FormatUuid(const unsigned char* u, char out[41]) {
+  snprintf(out, 41, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+           u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+// Logged as "restore pid=N", with " device_map=OLD=NEW,…" when the call remaps GPUs.
+CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs* args) {
+  const char* path = getenv("FAKE_LIBCUDA_LOG");
+  FILE* f = path != NULL ? fopen(path, "a") : NULL;
+  if (f != NULL) {
+    fprintf(f, "restore pid=%d", pid);
+    for (unsigned int i = 0; args != NULL && args->gpuPairs != NULL && i < args->gpuPairsCount; i++) {
+      char old_uuid[41], new_uuid[41];
+      FormatUuid(args->gpuPairs[i].oldUuid, old_uuid);
+      FormatUuid(args->gpuPairs[i].newUuid, new_uuid);
+      fprintf(f, "%s%s=%s", i == 0 ? " device_map=" : ",", old_uuid, new_uuid);
+    }
+    fputc('\n', f);
+    fclose(f);
+  }
   return Transition("restore", kCheckpointed, kLocked);
 }
 

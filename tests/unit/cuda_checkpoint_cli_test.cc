@@ -130,7 +130,15 @@ TEST_F(CudaCheckpointCliTest, BadCommandLinesAreRefusedBeforeLoadingTheDriver) {
       {{"--action", "unlock", "--pid", "1", "-t", "5"}, "--timeout applies only"},
       {{"--action", "lock", "--pid", "1", "--timeout", "-1"}, "invalid timeout '-1'"},
       {{"--toggle", "--pid", "1", "--timeout", "4294967296"}, "invalid timeout '4294967296'"},
-      {{"--toggle", "--pid", "1", "--device-map", "a=b"}, "unknown argument '--device-map'"},
+      {{"--toggle", "--pid", "1", "--device-map", "a=b"}, "invalid --device-map entry 'a=b'"},
+      {{"--action", "restore", "--pid", "1", "-d", "GPU-0a1b2c3d-0000-4000-8000-00000000000a"}, "invalid --device-map entry"},
+      {{"--action", "restore", "--pid", "1", "-d", "GPU-0a1b2c3d-0000-4000-8000-00000000000a=GPU-0a1b2c3d-0000-4000-8000-00000000000b,"}, "invalid --device-map entry ''"},
+      {{"--action", "restore", "--pid", "1", "-d", "GPU-0a1b2c3d-0000-4000-8000-00000000000a=GPU-0a1b2c3d-0000-4000-8000-00000000000"}, "invalid --device-map entry"},
+      {{"--action", "restore", "--pid", "1", "-d", "GPU-0a1b2c3d-0000-4000-8000-00000000000a=GPU-0a1b2c3d-0000-4000-8000-00000000000b,GPU-0a1b2c3d-0000-4000-8000-00000000000a=GPU-0a1b2c3d-0000-4000-8000-00000000000a"}, "names a GPU twice"},
+      {{"--action", "restore", "--pid", "1", "-d", "GPU-0a1b2c3d-0000-4000-8000-00000000000a=GPU-0a1b2c3d-0000-4000-8000-00000000000b,GPU-0a1b2c3d-0000-4000-8000-00000000000b=GPU-0a1b2c3d-0000-4000-8000-00000000000b"}, "names a GPU twice"},
+      {{"--action", "lock", "--pid", "1", "--device-map", "GPU-0a1b2c3d-0000-4000-8000-00000000000a=GPU-0a1b2c3d-0000-4000-8000-00000000000b"}, "--device-map applies only to --action restore and --toggle"},
+      {{"--get-state", "--pid", "1", "-d", "GPU-0a1b2c3d-0000-4000-8000-00000000000a=GPU-0a1b2c3d-0000-4000-8000-00000000000b"}, "--device-map applies only"},
+      {{"--action", "restore", "--pid", "1", "--device-map"}, "--device-map needs a value"},
       {{"--get-state", "--pid", "1", "--pid=2"}, "unknown argument '--pid=2'"},
       // A value with a newline must not break the one-line contract.
       {{"--action", "lo\nck", "--pid", "1"}, "unknown action 'lo ck'"},
@@ -195,6 +203,26 @@ TEST_F(CudaCheckpointCliTest, ToggleOfACheckpointedProcessRestoresThenUnlocks) {
   CommandResult r = RunR580({"--toggle", "-p", "42"}, {"FAKE_LIBCUDA_STATE=checkpointed"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Calls(), "get_state pid=42\nrestore pid=42\nunlock pid=42\n");
+}
+
+// R580's GPU remap (--device-map, as NVIDIA's tool spells it): the pairs reach the driver's
+// restore call in order, for --action restore and for a toggle that restores; a toggle that
+// would checkpoint refuses a map instead of ignoring it.
+TEST_F(CudaCheckpointCliTest, ADeviceMapReachesTheDriversRestore) {
+  const std::string a = "GPU-0a1b2c3d-0000-4000-8000-00000000000a", b = "GPU-0a1b2c3d-0000-4000-8000-00000000000b";
+  CommandResult r = RunR580({"--action", "restore", "--pid", "42", "--device-map", a + "=" + b},
+                            {"FAKE_LIBCUDA_STATE=checkpointed"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Calls(), "restore pid=42 device_map=" + a + "=" + b + "\n");
+  fs::remove(log_);
+  r = RunR580({"--toggle", "--pid", "42", "-d", a + "=" + b + "," + b + "=" + a}, {"FAKE_LIBCUDA_STATE=checkpointed"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Calls(), "get_state pid=42\nrestore pid=42 device_map=" + a + "=" + b + "," + b + "=" + a +
+                         "\nunlock pid=42\n");
+  fs::remove(log_);
+  r = RunR580({"--toggle", "--pid", "42", "-d", a + "=" + b});
+  ExpectOneLineError(r, kExitUsage, "process ID 42 is running: --device-map applies to a restore");
+  EXPECT_EQ(Calls(), "get_state pid=42\n") << "nothing locked or checkpointed";
 }
 
 TEST_F(CudaCheckpointCliTest, ToggleTimeoutReachesTheLock) {
