@@ -6,228 +6,27 @@
 // with real runsc are in tests/e2e/.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <prometheus/registry.h>
 #include <sys/mount.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <mutex>
-#include <thread>
 #include <string>
 #include <thread>
 
-#include "api/json_mapping.h"
-#include "controller/event_recorder.h"
-#include "controller/object_store.h"
-#include "reconcilers/api_resources.h"
-#include "reconcilers/node/actor_reconciler.h"
-#include "reconcilers/node/node_workers.h"
-#include "reconcilers/node/snapshot_metrics.h"
-#include "snapshots/snapshot_store.h"
-#include "tests/support/control_plane.h"
-#include "tests/support/fake_runtime_driver.h"
-#include "tests/support/recorded_events.h"
-#include "tests/support/metric_samples.h"
-#include "reconcilers/node/sandbox_id.h"
+#include "tests/support/actor_reconciler_fixture.h"
 
 namespace stasis {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::ActorReconcilerTest;
 using testing::ControlPlane;
 using testing::FakeRuntimeDriver;
+using testing::kActor;
 using testing::RecordedEvents;
 using Call = FakeRuntimeDriver::Call;
-
-constexpr char kActor[] = "a1";
-
-class ActorReconcilerTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { ASSERT_EQ(ControlPlane::Get().InstallStasisApi(), ""); }
-
-  void SetUp() override {
-    ns_ = ControlPlane::Get().CreateTestNamespace("ar");
-    ASSERT_FALSE(ns_.empty());
-    node_ = ns_;  // a node of this test's own: Workers are cluster-scoped
-    root_ = fs::temp_directory_path() / ("stasis-ar-" + ns_);
-    fs::remove_all(root_);
-    fs::create_directories(root_ / "snapshots");
-    fs::create_directories(root_ / "store");
-    fs::create_directories(root_ / "bundles" / "app" / "rootfs");
-    std::ofstream(root_ / "bundles" / "app" / "config.json") << R"({"root": {"path": "rootfs"}})";
-    client_ = ControlPlane::Get().NewClient();
-    metrics_ = std::make_unique<SnapshotMetrics>(registry_);
-    store_ = std::make_unique<SnapshotStore>((root_ / "snapshots").string(), (root_ / "store").string());
-    workers_ = std::make_unique<NodeWorkers>(*client_, node_, std::vector<std::vector<std::string>>{{}}, metrics_.get());
-    ASSERT_TRUE(workers_->Register().ok());
-    NewReconciler(RuntimeDrivers{&driver_, nullptr});
-  }
-
-  void TearDown() override { fs::remove_all(root_); }
-
-  void NewReconciler(RuntimeDrivers drivers, int host_error_attempts = 5,
-                     std::chrono::milliseconds retry_base = std::chrono::seconds(1)) {
-    ActorReconcilerOptions o;
-    o.node = node_;
-    o.root = root_.string();
-    o.bundle_roots.roots = {(root_ / "bundles").string()};
-    o.pause_durability = Durability::kSynced;
-    o.host_error_attempts = host_error_attempts;
-    o.retry_base = retry_base;
-    reconciler_ = std::make_unique<ActorReconciler>(
-        o, *client_, [this](const std::string& key) { return cache_.Get(key); }, drivers, *store_, *workers_,
-        *metrics_, &events_);
-  }
-
-  void Create(const std::string& desired, const std::string& runtime = "gvisor") {
-    api::Actor a;
-    a.metadata.namespace_ = ns_;
-    a.metadata.name = kActor;
-    a.spec.bundle = (root_ / "bundles" / "app").string();
-    a.spec.node_name = node_;
-    json body = api::ActorTypedJson(a);
-    body["spec"]["desiredState"] = desired;
-    body["spec"]["runtime"] = runtime;
-    ASSERT_TRUE(client_->Create(kActorType, ns_, body).ok());
-  }
-
-  // One reconcile, on a cache refreshed from the API server as the informer would have it.
-  Result<ReconcileOutcome> Reconcile() {
-    auto live = client_->Get(kActorType, ns_, kActor);
-    if (live.ok()) {
-      cache_.Upsert(std::make_shared<const json>(*live));
-    } else {
-      cache_.Remove(ns_ + "/" + kActor);
-    }
-    return reconciler_->Reconcile(Request{ns_, kActor});
-  }
-
-  api::Actor Get() {
-    auto live = client_->Get(kActorType, ns_, kActor);
-    EXPECT_TRUE(live.ok());
-    auto a = api::ActorFromJson(live.ok() ? *live : json::object());
-    return a.ok() ? *a : api::Actor{};
-  }
-
-  std::string StatusName() { return api::ToString(Get().status.status); }
-
-  // Reconciles until the actor reaches `want` (at most 6 reconciles).
-  bool Settle(const std::string& want) {
-    for (int i = 0; i < 6 && StatusName() != want; ++i) (void)Reconcile();
-    return StatusName() == want;
-  }
-
-  void Desire(const std::string& state) {
-    ASSERT_TRUE(client_->Patch(kActorType, ns_, kActor, PatchType::kMerge, {{"spec", {{"desiredState", state}}}}).ok());
-  }
-
-  void PatchStatus(const json& status) {
-    ASSERT_TRUE(client_->Patch(kActorType, ns_, kActor, PatchType::kMerge, {{"status", status}}, "status").ok());
-  }
-
-  std::string Reason(const char* type) {
-    const api::Actor a = Get();
-    const api::Condition* c = api::FindCondition(a.status.conditions, type);
-    return c ? c->reason : "";
-  }
-  std::string Message(const char* type) {
-    const api::Actor a = Get();
-    const api::Condition* c = api::FindCondition(a.status.conditions, type);
-    return c ? c->message : "";
-  }
-  bool ConditionTrue(const char* type) { return api::IsConditionTrue(Get().status.conditions, type); }
-  // stasis_forced_cleanups_total{reason} (-1: no such series).
-  double ForcedCleanups(const std::string& reason) {
-    return testing::SampleValue(registry_, "stasis_forced_cleanups_total", "reason", reason);
-  }
-
-  // A complete node-local snapshot of the actor, as a checkpoint leaves it; its id ("" on error).
-  std::string CompleteLocalSnapshot(const std::string& trigger, const std::string& image_digest = "") {
-    const std::string id = NewSnapshotId();
-    auto dir = store_->BeginLocal(ns_, kActor, id);
-    if (!dir.ok()) return "";
-    std::ofstream(*dir + "/checkpoint.img") << "image";
-    SnapshotManifest m;
-    m.id = id;
-    m.ns = ns_;
-    m.name = kActor;
-    m.scope = "Full";
-    m.trigger = trigger;
-    m.image_digest = image_digest;
-    return store_->CompleteLocal(m).ok() ? id : "";
-  }
-
-  std::string SandboxId() const { return SandboxIdFor(ns_, kActor); }
-
-  // A GPU actor RUNNING on this node's worker, its status as a resume leaves it (a GPU resume
-  // needs CDI specs this test does not have), for the checkpoint's GPU preflight.
-  void CreateRunningGpuActor() {
-    json body = {{"apiVersion", "stasis.dev/v1alpha1"}, {"kind", "Actor"},
-                 {"metadata", {{"name", kActor}, {"namespace", ns_}}},
-                 {"spec", {{"bundle", (root_ / "bundles" / "app").string()}, {"nodeName", node_},
-                           {"desiredState", "Running"}, {"gpu", {{"count", 1}}}}}};
-    ASSERT_TRUE(client_->Create(kActorType, ns_, body).ok());
-    auto worker = workers_->Claim(api::ActorRef{ns_, kActor}, 0);
-    ASSERT_TRUE(worker.ok()) << worker.status().ToString();
-    PatchStatus({{"status", "STATUS_RUNNING"}, {"nodeName", node_}, {"workerName", worker->metadata.name},
-                 {"sandboxId", SandboxId()}});
-    driver_.SetState(SandboxId(), SandboxState::kRunning);
-    ASSERT_TRUE(HoldsWorker());
-  }
-  bool HoldsWorker() { return workers_->HeldBy(api::ActorRef{ns_, kActor}).has_value(); }
-
-  // Sets one condition in the API as an earlier agent's write would have left it.
-  void PatchCondition(const char* type, bool status, const char* reason) {
-    api::Actor a = Get();
-    api::Condition c;
-    c.type = type;
-    c.status = status ? api::ConditionStatus::kTrue : api::ConditionStatus::kFalse;
-    c.reason = reason;
-    c.message = "set by the test";
-    api::SetCondition(a.status.conditions, c, std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
-    PatchStatus({{"conditions", api::ActorTypedJson(a)["status"]["conditions"]}});
-  }
-  // A PAUSED actor whose snapshot holds a CUDA context, as a GPU checkpoint records it (the
-  // restore path does not depend on the actor's GPUs, which this test's node has none of).
-  void PauseWithCudaSnapshot() {
-    Create("Running");
-    ASSERT_TRUE(Settle("STATUS_RUNNING"));
-    Desire("Paused");
-    ASSERT_TRUE(Settle("STATUS_PAUSED"));
-    PatchStatus({{"latestSnapshot", {{"cudaCheckpointed", true}}}});
-    ASSERT_TRUE(Get().status.latest_snapshot->cuda_checkpointed);
-  }
-  // Observations of stasis_snapshot_duration_seconds{operation=restore_usable, result}.
-  uint64_t RestoreUsableCount(const std::string& result) {
-    uint64_t n = 0;
-    for (const auto& f : registry_.Collect()) {
-      if (f.name != "stasis_snapshot_duration_seconds") continue;
-      for (const auto& m : f.metric) {
-        bool op = false, res = false;
-        for (const auto& l : m.label) {
-          op = op || (l.name == "operation" && l.value == "restore_usable");
-          res = res || (l.name == "result" && l.value == result);
-        }
-        if (op && res) n += m.histogram.sample_count;
-      }
-    }
-    return n;
-  }
-
-  std::string ns_, node_;
-  fs::path root_;
-  prometheus::Registry registry_;
-  std::unique_ptr<KubeClient> client_;
-  std::unique_ptr<SnapshotMetrics> metrics_;
-  std::unique_ptr<SnapshotStore> store_;
-  std::unique_ptr<NodeWorkers> workers_;
-  ObjectStore cache_;
-  FakeRuntimeDriver driver_;
-  RecordedEvents events_;
-  std::unique_ptr<ActorReconciler> reconciler_;
-};
 
 TEST_F(ActorReconcilerTest, RunsPausesResumesAndSuspendsThroughTheDriver) {
   Create("Running");
@@ -343,80 +142,6 @@ TEST_F(ActorReconcilerTest, ATransientResumeFailureRestsWhereItWasAndBacksOff) {
   ASSERT_TRUE(waited.ok());
   EXPECT_GT(waited->requeue_after.count(), 0);
   EXPECT_EQ(driver_.CountCalls("Restore"), 1) << "the retry waits out its backoff";
-}
-
-// A CUDA snapshot's restore ends after runsc restore returned: the agent waits for it before
-// Ready (restore_readiness.h). A restore without CUDA state is Restored at once, a boot has no
-// Restored condition.
-TEST_F(ActorReconcilerTest, ACudaRestoreIsReadyOnlyOnceTheRuntimeHasFinishedIt) {
-  PauseWithCudaSnapshot();
-  EXPECT_EQ(Reason(api::kConditionRestored), "") << "booted: nothing restored";
-  Desire("Running");
-  ASSERT_TRUE(Settle("STATUS_RUNNING"));
-  const auto calls = driver_.Calls();
-  const auto restore = std::find(calls.begin(), calls.end(), "Restore " + SandboxId());
-  ASSERT_NE(restore, calls.end());
-  EXPECT_NE(std::find(restore, calls.end(), "WaitRestored " + SandboxId()), calls.end())
-      << "Ready without waiting for the restore to finish";
-  EXPECT_TRUE(ConditionTrue(api::kConditionRestored));
-  EXPECT_EQ(Reason(api::kConditionRestored), api::kReasonRestoreComplete);
-  EXPECT_TRUE(ConditionTrue(api::kConditionReady));
-  EXPECT_EQ(RestoreUsableCount("success"), 1u);
-  EXPECT_EQ(testing::SampleValue(registry_, "stasis_snapshot_operations_total", "operation", "restore"), 1)
-      << "counted once, when it finished";
-
-  // The same actor's next restore, of a snapshot without CUDA state: Restored at once.
-  Desire("Paused");
-  ASSERT_TRUE(Settle("STATUS_PAUSED"));
-  ASSERT_FALSE(Get().status.latest_snapshot->cuda_checkpointed);
-  Desire("Running");
-  ASSERT_TRUE(Settle("STATUS_RUNNING"));
-  EXPECT_EQ(driver_.CountCalls("WaitRestored"), 1);
-  EXPECT_EQ(Reason(api::kConditionRestored), api::kReasonRestoreComplete);
-  EXPECT_TRUE(ConditionTrue(api::kConditionReady));
-}
-
-// The restore fails after runsc restore returned (runsc kills the sandbox): a failed resume —
-// the sandbox deleted, the worker freed, PAUSED on the same snapshot, retried — never a RUNNING
-// actor that cannot run.
-TEST_F(ActorReconcilerTest, ACudaRestoreThatFailsAfterRunningIsAFailedResume) {
-  NewReconciler(RuntimeDrivers{&driver_, nullptr}, 5, std::chrono::milliseconds(1));
-  PauseWithCudaSnapshot();
-  const std::string snapshot = Get().status.latest_snapshot->id;
-  driver_.FailNext(Call::kWaitRestored,
-                   Status(Code::kInternal, "runsc wait -restore: exit 128: post restore work failed", "runtime_error"));
-  Desire("Running");
-  EXPECT_FALSE(Reconcile().ok()) << "retried with backoff";
-  EXPECT_EQ(StatusName(), "STATUS_PAUSED");
-  EXPECT_EQ(Get().status.latest_snapshot->id, snapshot);
-  EXPECT_EQ(Reason(api::kConditionRestored), "RuntimeError");
-  EXPECT_EQ(Reason(api::kConditionReady), "RuntimeError");
-  EXPECT_FALSE(HoldsWorker());
-  EXPECT_EQ(driver_.StateOf(SandboxId()), SandboxState::kNotFound);
-  EXPECT_EQ(RestoreUsableCount("error"), 1u);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_TRUE(Settle("STATUS_RUNNING"));
-  EXPECT_EQ(Reason(api::kConditionRestored), api::kReasonRestoreComplete);
-  EXPECT_TRUE(ConditionTrue(api::kConditionReady));
-}
-
-// An agent that restarted while a restore was finishing (RUNNING, Restored=False Restoring)
-// waits for it; a pause asked for meanwhile starts only after it.
-TEST_F(ActorReconcilerTest, ARestoreStillFinishingAfterARestartIsWaitedForBeforeAPause) {
-  PauseWithCudaSnapshot();
-  Desire("Running");
-  ASSERT_TRUE(Settle("STATUS_RUNNING"));
-  PatchCondition(api::kConditionRestored, false, api::kReasonRestoring);
-  PatchCondition(api::kConditionReady, false, api::kReasonRestoring);
-  Desire("Paused");
-  ASSERT_TRUE(Reconcile().ok());
-  EXPECT_EQ(StatusName(), "STATUS_RUNNING");
-  EXPECT_EQ(driver_.CountCalls("WaitRestored"), 2);
-  EXPECT_EQ(driver_.CountCalls("Checkpoint"), 1) << "only the first pause's";
-  EXPECT_EQ(Reason(api::kConditionRestored), api::kReasonRestoreComplete);
-  EXPECT_TRUE(ConditionTrue(api::kConditionReady));
-  ASSERT_TRUE(Settle("STATUS_PAUSED"));
-  EXPECT_EQ(driver_.CountCalls("Checkpoint"), 2);
 }
 
 TEST_F(ActorReconcilerTest, ARuntimeThisNodeDoesNotRunFailsTheActor) {
