@@ -10,10 +10,15 @@
 #   hack/demo.sh          run the story and leave everything running
 #   hack/demo.sh --once   run the story, check every step, tear down; non-zero on any failure
 #   hack/demo.sh --down   tear down what a previous run left running
+#
+# STASIS_DEMO_BUILD_DIR: the CMake build directory whose `stasis` runs (default build/). CI
+# names build-image/, the Release build hack/test.sh just made for the image, so that the
+# demo does not compile stasis a second time.
 source "$(dirname "$0")/lib.sh"
 
 mode="${1:-}"
 demo="${STASIS_DEMO_DIR:-/tmp/stasis-demo}"
+build="${STASIS_DEMO_BUILD_DIR:-${REPO_ROOT}/build}"
 export STASIS_CONTROL_PLANE_DIR="${demo}/control-plane"
 
 teardown() {
@@ -47,8 +52,8 @@ fi
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 "${HACK_DIR}/install-deps.sh"
-cmake -S "${REPO_ROOT}" -B "${REPO_ROOT}/build" -G Ninja >/dev/null
-cmake --build "${REPO_ROOT}/build" --target stasis
+cmake -S "${REPO_ROOT}" -B "${build}" -G Ninja >/dev/null
+cmake --build "${build}" --target stasis
 RUNSC="$("${HACK_DIR}/runsc.sh")"
 export PATH="${PATH}:${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}"
 
@@ -66,12 +71,12 @@ kubectl wait --for condition=established --timeout=60s crd/actors.stasis.dev crd
 kubectl create namespace stasis-system >/dev/null
 
 step "stasis controller (leader-elected)"
-"${REPO_ROOT}/build/stasis" controller --metrics-addr 127.0.0.1:19091 >"${demo}/controller.log" 2>&1 &
+"${build}/stasis" controller --metrics-addr 127.0.0.1:19091 >"${demo}/controller.log" 2>&1 &
 echo $! > "${demo}/controller.pid"
 
 step "stasis node (one worker, runsc $("${RUNSC}" --version | head -1 | awk '{print $3}'))"
 "${HACK_DIR}/make-bundle.sh" "${demo}/bundles/counter" >/dev/null
-"${REPO_ROOT}/build/stasis" node --node-name demo-node --runsc "${RUNSC}" --root "${demo}/node" \
+"${build}/stasis" node --node-name demo-node --runsc "${RUNSC}" --root "${demo}/node" \
   --snapshot-store "${demo}/store" --workers 1 --metrics-addr 127.0.0.1:19090 \
   --bundle-root "${demo}/bundles" >"${demo}/node.log" 2>&1 &
 echo $! > "${demo}/node.pid"

@@ -16,6 +16,9 @@
 # machine) before the device call; then name .gpu-carry in the call's carry.
 #
 #   hack/gpu-e2e-bundle.sh [BUILD_DIR]   (default build-gpu: a plain Release build of stasis)
+#
+# STASIS_GPU_BUNDLE_BENCH=0 leaves the benchmark out (a few MiB): the device tool's 64 MiB
+# count the repository's own files too, and only STASIS_GPU_E2E_MODE=pause-overhead runs it.
 source "$(dirname "$0")/lib.sh"
 
 build_dir="${1:-${REPO_ROOT}/build-gpu}"
@@ -47,11 +50,15 @@ strip -o "${stage}/bin/stasis" "${build_dir}/stasis"
 mkdir -p "${stage}/cuda-checkpoint"
 cp -R "${build_dir}/cuda-checkpoint/lib" "${stage}/cuda-checkpoint/"
 strip -o "${stage}/cuda-checkpoint/stasis-cuda-checkpoint" "${build_dir}/cuda-checkpoint/stasis-cuda-checkpoint"
-strip -o "${stage}/bin/bench_pause_overhead" "${build_dir}/tests/bench_pause_overhead"
+bins=("${build_dir}/stasis")
+if [[ "${STASIS_GPU_BUNDLE_BENCH:-1}" != 0 ]]; then
+  strip -o "${stage}/bin/bench_pause_overhead" "${build_dir}/tests/bench_pause_overhead"
+  bins+=("${build_dir}/tests/bench_pause_overhead")
+fi
 
 # stasis's libraries, minus glibc itself (libc, libm, libpthread, libdl, librt, the loader):
 # those come from the GPU machine, whose glibc must be at least as new as this one's.
-ldd "${build_dir}/stasis" "${build_dir}/tests/bench_pause_overhead" | awk '$3 ~ /^\// { print $3 }' | sort -u | while read -r lib; do
+ldd "${bins[@]}" | awk '$3 ~ /^\// { print $3 }' | sort -u | while read -r lib; do
   case "$(basename "${lib}")" in
     libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*) continue ;;
   esac

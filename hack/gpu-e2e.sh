@@ -449,6 +449,8 @@ baseline_used=$(gpu_used)
 
 # ---- issue 5's benchmark on the GPU, instead of steps 4 and 5 (STASIS_GPU_E2E_MODE) ------------
 if [[ "${MODE}" == pause-overhead ]]; then
+  [[ -x "${PKG}/bin/bench_pause_overhead" ]] ||
+    fail_now "the archive has no benchmark" "built with STASIS_GPU_BUNDLE_BENCH=0; build it again without"
   gib="${SIZES%% *}"
   make_bundle "${gib}"
   read -ra modes <<<"${BENCH_MODES}"

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -40,21 +41,24 @@ class CudaRestoreTest : public testing::ActorReconcilerTest {
     PatchStatus({{"latestSnapshot", {{"cudaCheckpointed", true}}}});
     ASSERT_TRUE(Get().status.latest_snapshot->cuda_checkpointed);
   }
-  // Observations of stasis_snapshot_duration_seconds{operation=restore_usable, result}.
-  uint64_t RestoreUsableCount(const std::string& result) {
-    uint64_t n = 0;
+  // The sum over the series of `family` that carry every label of `want`: a counter's value,
+  // a histogram's observation count.
+  double Sum(const std::string& family, const std::map<std::string, std::string>& want) {
+    double n = 0;
     for (const auto& f : registry_.Collect()) {
-      if (f.name != "stasis_snapshot_duration_seconds") continue;
+      if (f.name != family) continue;
       for (const auto& m : f.metric) {
-        bool op = false, res = false;
-        for (const auto& l : m.label) {
-          op = op || (l.name == "operation" && l.value == "restore_usable");
-          res = res || (l.name == "result" && l.value == result);
-        }
-        if (op && res) n += m.histogram.sample_count;
+        size_t matched = 0;
+        for (const auto& l : m.label) matched += want.count(l.name) && want.at(l.name) == l.value;
+        if (matched != want.size()) continue;
+        n += f.type == prometheus::MetricType::Histogram ? static_cast<double>(m.histogram.sample_count)
+                                                         : m.counter.value;
       }
     }
     return n;
+  }
+  double RestoreUsableCount(const std::string& result) {
+    return Sum("stasis_snapshot_duration_seconds", {{"operation", "restore_usable"}, {"result", result}});
   }
 };
 
@@ -74,8 +78,8 @@ TEST_F(CudaRestoreTest, ACudaRestoreIsReadyOnlyOnceTheRuntimeHasFinishedIt) {
   EXPECT_TRUE(ConditionTrue(api::kConditionRestored));
   EXPECT_EQ(Reason(api::kConditionRestored), api::kReasonRestoreComplete);
   EXPECT_TRUE(ConditionTrue(api::kConditionReady));
-  EXPECT_EQ(RestoreUsableCount("success"), 1u);
-  EXPECT_EQ(testing::SampleValue(registry_, "stasis_snapshot_operations_total", "operation", "restore"), 1)
+  EXPECT_EQ(RestoreUsableCount("success"), 1);
+  EXPECT_EQ(Sum("stasis_snapshot_operations_total", {{"operation", "restore"}, {"result", "success"}}), 1)
       << "counted once, when it finished";
 
   // The same actor's next restore, of a snapshot without CUDA state: Restored at once.
@@ -106,7 +110,10 @@ TEST_F(CudaRestoreTest, ACudaRestoreThatFailsAfterRunningIsAFailedResume) {
   EXPECT_EQ(Reason(api::kConditionReady), "RuntimeError");
   EXPECT_FALSE(HoldsWorker());
   EXPECT_EQ(driver_.StateOf(SandboxId()), SandboxState::kNotFound);
-  EXPECT_EQ(RestoreUsableCount("error"), 1u);
+  EXPECT_EQ(RestoreUsableCount("error"), 1);
+  EXPECT_EQ(Sum("stasis_snapshot_operations_total", {{"operation", "restore"}, {"result", "error"}}), 1);
+  EXPECT_EQ(Sum("stasis_snapshot_operations_total", {{"operation", "restore"}, {"result", "success"}}), 0)
+      << "a restore that failed after RUNNING is not also a success";
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_TRUE(Settle("STATUS_RUNNING"));
   EXPECT_EQ(Reason(api::kConditionRestored), api::kReasonRestoreComplete);

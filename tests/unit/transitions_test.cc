@@ -231,10 +231,9 @@ TEST(TransitionsTest, ARestoreStillFinishingIsWaitedForWhateverTheDesiredState) 
     o.desired = desired;
     o.restore_pending = true;
     auto steps = DecideIn(o, World{SandboxState::kRunning});
-    ASSERT_EQ(steps.size(), 3u) << api::ToString(desired);
-    EXPECT_EQ(steps[0].step, Step::kReadQuorum);
-    EXPECT_EQ(steps[1].step, Step::kProbeSandbox);
-    EXPECT_EQ(steps[2].step, Step::kFinishRestore);
+    EXPECT_EQ(steps.front().step, Step::kReadQuorum) << api::ToString(desired);
+    EXPECT_TRUE(Took(steps, Step::kProbeSandbox));
+    EXPECT_EQ(steps.back().step, Step::kFinishRestore);
     steps = DecideIn(o, World{SandboxState::kStopped});
     EXPECT_EQ(steps.back().step, Step::kForceCleanDeadSandbox) << api::ToString(desired);
     o.being_deleted = true;  // deletion comes first
