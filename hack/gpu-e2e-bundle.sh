@@ -70,8 +70,9 @@ ldd --version | sed -n 1p | awk '{ print $NF }' > "${stage}/glibc-version"
 mkdir -p "${out_dir}"
 # One xz stream with a dictionary larger than everything staged (~350 MB): kube-apiserver, kubectl,
 # etcd and runsc share much of the Go runtime and of client-go, which -9's 64 MiB window does not
-# reach across (65 MiB with it, 60 with this; decompressing needs 512 MiB of memory).
-tar -C "${stage}" -cf - . | xz -9e --lzma2=preset=9e,dict=512MiB > "${archive}.tmp"
+# reach across (65 MiB with it, 60 with this; decompressing needs 512 MiB of memory). The x86
+# branch filter first: about 6 % less for these executables (runsc: 18.7 → 17.6 MB at -6).
+tar -C "${stage}" -cf - . | xz --x86 --lzma2=preset=9e,dict=512MiB > "${archive}.tmp"
 mv "${archive}.tmp" "${archive}"
 size=$(stat -c %s "${archive}")
 log "$(du -sh "${stage}" | cut -f1) staged → ${archive}: $((size / 1024 / 1024)) MiB"

@@ -125,7 +125,7 @@ finish() {
     echo "stasis's own histograms (\`stasis_snapshot_duration_seconds\`) and the sentry's log."
     echo
     echo "| GiB | suspend: patch → SUSPENDED s | runsc checkpoint s | of which CUDA toggle s | commit to store s | image bytes | GPU MiB used before → after | resume: patch → RUNNING s | patch → Ready s (CUDA state back) | runsc restore s | verify |"
-    echo "|---|---|---|---|---|---|---|---|---|---|"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
     printf '%s\n' "${SIZE_ROWS[@]}"
     echo
     echo "## Pause and resume, per size (before the suspend above)"
