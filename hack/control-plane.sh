@@ -75,7 +75,8 @@ KC
 start_apiserver() {
   local may_move="${1:-0}" attempt
   for attempt in 1 2 3; do
-    local mark; mark="$(wc -l <"${dir}/kube-apiserver.log" 2>/dev/null || echo 0)"
+    # stderr first: a redirection that fails (no log yet) reports before a later 2> applies.
+    local mark; mark="$(wc -l 2>/dev/null <"${dir}/kube-apiserver.log" || echo 0)"
     if run_apiserver; then return 0; fi
     ((may_move)) && grep -q 'address already in use' < <(tail -n +"$((mark + 1))" "${dir}/kube-apiserver.log") \
       || die "kube-apiserver exited"
