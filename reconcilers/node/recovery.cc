@@ -45,10 +45,8 @@ Result<ReconcileOutcome> ActorReconciler::RecoverResumed(Ctx& c) {
   }
   c.a.status.status = ActorState::kRunning;
   SetCondition(c, api::kConditionProgressing, false, api::kReasonResumed, kAfterRestart);
-  // A GPU actor's restore may still be toggling its CUDA state back: asked, never assumed.
-  const auto& snap = c.a.status.latest_snapshot;
-  const bool restored = snap ? snap->scope == api::SnapshotScope::kFull : c.a.status.cloned_from.has_value();
-  if (restored && c.a.spec.gpu.count > 0) {
+  // A restore's CUDA state may still be coming back: asked, never assumed.
+  if (MayStillBeRestoring(c.a)) {
     SetCondition(c, api::kConditionRestored, false, api::kReasonRestoring, kAfterRestart);
     SetCondition(c, api::kConditionReady, false, api::kReasonRestoring, kAfterRestart);
     if (Status s = WriteStatus(c); !s.ok()) return s;

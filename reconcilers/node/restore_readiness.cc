@@ -6,6 +6,18 @@
 
 namespace stasis {
 
+bool RestoresCudaState(const api::Actor& a, const std::optional<CloneSnapshot>& clone) {
+  if (clone) return clone->cuda_checkpointed;
+  return a.status.latest_snapshot && a.status.latest_snapshot->cuda_checkpointed;
+}
+
+bool MayStillBeRestoring(const api::Actor& a) {
+  if (const auto& snap = a.status.latest_snapshot) {
+    return snap->scope == api::SnapshotScope::kFull && snap->cuda_checkpointed;
+  }
+  return a.status.cloned_from.has_value() && a.spec.gpu.count > 0;
+}
+
 bool AwaitsRestore(const api::Actor& a) {
   const auto* restored = api::FindCondition(a.status.conditions, api::kConditionRestored);
   return restored && restored->status == api::ConditionStatus::kFalse &&

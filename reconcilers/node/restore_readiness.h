@@ -7,11 +7,23 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 
 #include "api/actor.h"
 #include "base/time.h"
+#include "reconcilers/node/clone_source.h"
 
 namespace stasis {
+
+// Whether a start from a Full snapshot restores a CUDA context (the actor's own latest
+// snapshot, or `clone`'s source snapshot when it starts from its source): its restore then
+// ends after the runtime's, and RUNNING is written with Restored=False.
+bool RestoresCudaState(const api::Actor& a, const std::optional<CloneSnapshot>& clone);
+
+// An agent restarted and found a RESUMING actor's sandbox running: whether its CUDA state may
+// still be coming back. Its latest Full snapshot says whether it holds CUDA state; a clone's
+// first start records only which source snapshot it restored, so a GPU actor is asked.
+bool MayStillBeRestoring(const api::Actor& a);
 
 // The RUNNING write said the restore's last part was still under way and nothing has said
 // since that it finished (or failed): Restored=False with reason Restoring.

@@ -12,6 +12,7 @@
 #include "reconcilers/api_resources.h"
 #include "reconcilers/node/actor_context.h"
 #include "reconcilers/node/actor_reconciler.h"
+#include "reconcilers/node/restore_readiness.h"
 #include "runtimes/bundle_confinement.h"
 #include "runtimes/gpu/gpu_bundle.h"
 #include "snapshots/snapshot_reasons.h"
@@ -32,11 +33,10 @@ Status UnrestorableOrRetry(const Status& check) {
   return Status(gone ? Code::kFailedPrecondition : Code::kUnavailable, check.message(), check.reason());
 }
 
-// Whether a start from a snapshot restores a CUDA context: the runtime then toggles it back
-// after its restore has returned.
-bool RestoresCudaState(const api::Actor& a, const std::optional<CloneSnapshot>& clone) {
-  if (clone) return clone->cuda_checkpointed;
-  return a.status.latest_snapshot && a.status.latest_snapshot->cuda_checkpointed;
+// The trigger of the snapshot a start restores (a clone's: its source snapshot's), for the
+// restore metrics' label.
+std::string RestoreTrigger(const api::Actor& a, const std::optional<CloneSnapshot>& clone) {
+  return clone ? clone->trigger : api::ToString(a.status.latest_snapshot->trigger);
 }
 
 // What a start restores: the actor's own Full snapshot, or a clone's source snapshot.
@@ -240,7 +240,7 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   const double took = Seconds(clock_.Now() - start);
   // A CUDA snapshot's restore is not over when runsc returns (restore_readiness.h).
   const bool finishes_later = from_snapshot && result.ok() && RestoresCudaState(c.a, c.clone);
-  const std::string trigger = from_snapshot || from_data ? (c.clone ? c.clone->trigger : api::ToString(snap->trigger)) : "";
+  const std::string trigger = from_snapshot || from_data ? RestoreTrigger(c.a, c.clone) : "";
   if (from_snapshot || from_data) {
     const bool gpu = c.a.spec.gpu.count > 0;
     metrics_.ObserveDuration("restore", trigger, gpu, result.ok() ? "success" : "error", took);
@@ -350,8 +350,8 @@ std::optional<Result<ReconcileOutcome>> ActorReconciler::FetchBeforeClaim(Ctx& c
     return std::nullopt;
   }
   // Counted as the restore it is the first step of, as when it followed the claim.
-  const std::string trigger = c.clone ? c.clone->trigger : api::ToString(c.a.status.latest_snapshot->trigger);
-  metrics_.ObserveDuration("restore", trigger, c.a.spec.gpu.count > 0, "error", Seconds(clock_.Now() - start));
+  metrics_.ObserveDuration("restore", RestoreTrigger(c.a, c.clone), c.a.spec.gpu.count > 0, "error",
+                           Seconds(clock_.Now() - start));
   metrics_.CountOperation("restore", "error", api::MetricReason(FailureReason(source.status())));
   return ResumeFailed(c, resting, source.status());
 }

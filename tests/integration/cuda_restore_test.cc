@@ -41,21 +41,8 @@ class CudaRestoreTest : public testing::ActorReconcilerTest {
     PatchStatus({{"latestSnapshot", {{"cudaCheckpointed", true}}}});
     ASSERT_TRUE(Get().status.latest_snapshot->cuda_checkpointed);
   }
-  // The sum over the series of `family` that carry every label of `want`: a counter's value,
-  // a histogram's observation count.
   double Sum(const std::string& family, const std::map<std::string, std::string>& want) {
-    double n = 0;
-    for (const auto& f : registry_.Collect()) {
-      if (f.name != family) continue;
-      for (const auto& m : f.metric) {
-        size_t matched = 0;
-        for (const auto& l : m.label) matched += want.count(l.name) && want.at(l.name) == l.value;
-        if (matched != want.size()) continue;
-        n += f.type == prometheus::MetricType::Histogram ? static_cast<double>(m.histogram.sample_count)
-                                                         : m.counter.value;
-      }
-    }
-    return n;
+    return testing::SampleSum(registry_, family, want);
   }
   double RestoreUsableCount(const std::string& result) {
     return Sum("stasis_snapshot_duration_seconds", {{"operation", "restore_usable"}, {"result", result}});

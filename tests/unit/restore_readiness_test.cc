@@ -43,5 +43,39 @@ TEST(RestoreReadinessTest, TheWaitHasWhatIsLeftOfTheRestoreDeadline) {
   EXPECT_EQ(RestoreWaitBudget(a, kT0 - 5s), 60s);
 }
 
+api::Actor WithSnapshot(api::SnapshotScope scope, bool cuda) {
+  api::Actor a;
+  a.status.latest_snapshot = api::Snapshot{};
+  a.status.latest_snapshot->scope = scope;
+  a.status.latest_snapshot->cuda_checkpointed = cuda;
+  return a;
+}
+
+TEST(RestoreReadinessTest, OnlyACudaSnapshotsRestoreFinishesAfterTheRuntimes) {
+  EXPECT_TRUE(RestoresCudaState(WithSnapshot(api::SnapshotScope::kFull, true), std::nullopt));
+  EXPECT_FALSE(RestoresCudaState(WithSnapshot(api::SnapshotScope::kFull, false), std::nullopt));
+  EXPECT_FALSE(RestoresCudaState(api::Actor{}, std::nullopt)) << "nothing to restore";
+  // A clone starting from its source: the source snapshot's flag, not its own (it has none).
+  CloneSnapshot source;
+  source.cuda_checkpointed = true;
+  EXPECT_TRUE(RestoresCudaState(api::Actor{}, source));
+  source.cuda_checkpointed = false;
+  EXPECT_FALSE(RestoresCudaState(WithSnapshot(api::SnapshotScope::kFull, true), source));
+}
+
+TEST(RestoreReadinessTest, AfterARestartOnlyARestoreThatMayHoldCudaStateIsAskedAbout) {
+  EXPECT_TRUE(MayStillBeRestoring(WithSnapshot(api::SnapshotScope::kFull, true)));
+  EXPECT_FALSE(MayStillBeRestoring(WithSnapshot(api::SnapshotScope::kFull, false)));
+  EXPECT_FALSE(MayStillBeRestoring(WithSnapshot(api::SnapshotScope::kData, true))) << "a Data snapshot boots";
+  api::Actor clone;
+  clone.status.cloned_from = api::ClonedFrom{"source", "uid", "20260101T000000Z-0001"};
+  EXPECT_FALSE(MayStillBeRestoring(clone)) << "a CPU clone";
+  clone.spec.gpu.count = 1;
+  EXPECT_TRUE(MayStillBeRestoring(clone)) << "a GPU clone's source snapshot is not recorded: asked";
+  api::Actor booted;
+  booted.spec.gpu.count = 1;
+  EXPECT_FALSE(MayStillBeRestoring(booted)) << "booted from the bundle";
+}
+
 }  // namespace
 }  // namespace stasis
