@@ -26,27 +26,7 @@ if [[ "${CPU_ONLY}" != 1 ]]; then
 fi
 MACHINE_LINES+=("- the actor's root filesystem: Debian $(cat "${OLD_ROOT}/rootfs/etc/debian_version") minbase; the workload: tests/gpu/workload_driver_api.c, built against its glibc")
 
-# The driver's libraries, each mounted at its soname under the root's library directory (what
-# nvidia-ctk's spec plus its create-symlinks hook give a container).
-{
-  echo "# Written by hack/gpu-e2e-old-glibc.sh: the driver's libraries one by one."
-  gpu_cdi_common
-  if [[ "${CPU_ONLY}" != 1 ]]; then
-    echo "  mounts:"
-    for lib in libcuda.so.1 libnvidia-ptxjitcompiler.so.1 libnvidia-ml.so.1 libnvidia-nvvm.so.4; do
-      host=$(ldconfig -p | awk -v l="${lib}" '$1 == l && /x86-64/ { print $NF; exit }')
-      [[ -n "${host}" ]] || continue
-      echo "    - {hostPath: $(readlink -f "${host}"), containerPath: /usr/lib/x86_64-linux-gnu/${lib}, options: [ro, nosuid, nodev, bind]}"
-    done
-    # libcuda's own dependency of recent drivers, by its versioned name.
-    for gpucomp in $(ldconfig -p | awk '$1 ~ /^libnvidia-gpucomp\.so\.[0-9]/ && /x86-64/ { print $NF; exit }'); do
-      echo "    - {hostPath: $(readlink -f "${gpucomp}"), containerPath: /usr/lib/x86_64-linux-gnu/$(basename "${gpucomp}"), options: [ro, nosuid, nodev, bind]}"
-    done
-  fi
-  sed -n '/^devices:/,$p' "${WORK}/cdi/nvidia.yaml"
-} > "${WORK}/cdi/nvidia.yaml.new"
-mv "${WORK}/cdi/nvidia.yaml.new" "${WORK}/cdi/nvidia.yaml"
-MACHINE_LINES+=("- the GPU's CDI spec for this mode: \`$(grep -v '^#' "${WORK}/cdi/nvidia.yaml" | one_line)\`")
+cdi_driver_libraries "hack/gpu-e2e-old-glibc.sh"
 
 # The Debian 11 root and the workload under /w: nothing of the host's /usr, /etc or /lib.
 make_bundle() {  # make_bundle GIB

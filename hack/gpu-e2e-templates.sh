@@ -30,7 +30,6 @@ wait_golden() {
 }
 
 create_gpu_template() {  # create_gpu_template NAME GIB
-  make_bundle "$2"
   kubectl apply -f - >/dev/null <<EOF
 apiVersion: stasis.dev/v1alpha1
 kind: ActorTemplate
@@ -38,7 +37,7 @@ metadata: {name: $1, namespace: ${NS}}
 spec:
   actor:
     runtime: gvisor
-    bundle: ${BUNDLES}/bundle-$2
+$(actor_source "$2" "    ")
     gpu: {count: 1, cudaCheckpointPath: ${CKPT_PATH}}
     checkpointPolicy: Direct
     timeouts: {checkpointSeconds: 300, restoreSeconds: 300}
@@ -105,7 +104,7 @@ golden_cuda=$(tpl_jp cuda '{.status.golden.cudaCheckpointed}')
 wait_worker_free; sleep 1
 used_golden=$(gpu_used)
 check "GPU template: golden snapshot taken through the cuda-checkpoint path and committed" \
-  "$([[ -n "${golden_id}" && ( "${CPU_ONLY}" == 1 || "${golden_cuda}" == true ) && -f "${WORK}/store/${NS}/$(tpl_jp cuda '{.status.golden.actorName}')/${golden_id}/manifest.json" ]]; echo $?)" \
+  "$([[ -n "${golden_id}" && ( "${CPU_ONLY}" == 1 || "${golden_cuda}" == true ) ]] && store_has_manifest "$(tpl_jp cuda '{.status.golden.actorName}')" "${golden_id}"; echo $?)" \
   "template apply → GoldenReady ${golden_s} s; golden $(tpl_jp cuda '{.status.golden}'); GPU memory used after the suspend ${used_golden} MiB (baseline ${baseline_used}); worker $(worker_phase)"
 FIGURES+=("- GPU template, ${gib} GiB: kubectl apply → golden snapshot recorded ${golden_s} s (boot, gate at tick 20, suspend with the CUDA context, commit)")
 for i in $(seq "${STASIS_GPU_E2E_CLONES:-2}"); do

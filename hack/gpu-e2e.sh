@@ -75,7 +75,7 @@ now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 one_line() { tr '\n' ' ' | sed -e 's/|/\\|/g' -e 's/ *$//'; }
 
-CHECK_ROWS=(); SIZE_ROWS=(); PAUSE_ROWS=(); FIGURES=(); MACHINE_LINES=(); CONTRAST=(); MADE=()
+CHECK_ROWS=(); NOT_RUN=(); SIZE_ROWS=(); PAUSE_ROWS=(); FIGURES=(); MACHINE_LINES=(); CONTRAST=(); MADE=()
 FAILED=0
 check() {
   local verdict=PASS
@@ -104,6 +104,10 @@ finish() {
     done
   fi
   STASIS_CACHE="${WORK}/pkg/cache" "${REPO_ROOT}/hack/control-plane.sh" down --dir "${WORK}/cp" >/dev/null 2>&1
+  if [[ -d "${WORK}/platform" ]]; then
+    "${REPO_ROOT}/hack/registry.sh" down --dir "${WORK}/platform/registry" >/dev/null 2>&1
+    "${REPO_ROOT}/hack/object-store.sh" down --dir "${WORK}/platform/s3" >/dev/null 2>&1
+  fi
   for f in "${MADE[@]}"; do rm -rf "${f}"; done
   rmdir /usr/lib/stasis 2>/dev/null
   mkdir -p "${RESULTS}"
@@ -169,6 +173,12 @@ finish() {
     echo "|---|---|---|"
     printf '%s\n' "${CHECK_ROWS[@]}"
     echo
+    if ((${#NOT_RUN[@]})); then
+      echo "## Not run"
+      echo
+      printf -- '- %s\n' "${NOT_RUN[@]}"
+      echo
+    fi
     echo "${FAILED} check(s) failed. Elapsed ${SECONDS} s."
   } > "${RESULTS}/gpu-e2e-results.md"
   cat "${RESULTS}/gpu-e2e-results.md"
@@ -265,6 +275,31 @@ gpu_cdi_common() {
   fi
 } > "${WORK}/cdi/nvidia.yaml"
 MACHINE_LINES+=("- the node's GPU CDI spec, as written: \`$(grep -v '^#' "${WORK}/cdi/nvidia.yaml" | one_line)\`")
+# cdi_driver_libraries WRITER: rewrites the GPU's CDI spec with the driver's libraries mounted
+# one by one at their sonames under the root's library directory (what nvidia-ctk's spec plus its
+# create-symlinks hook give a container), for a root filesystem of its own: the host's whole
+# library directory would bring the host's C library into it.
+cdi_driver_libraries() {
+  local lib host gpucomp
+  {
+    echo "# Written by $1: the driver's libraries one by one."
+    gpu_cdi_common
+    if [[ "${CPU_ONLY}" != 1 ]]; then
+      echo "  mounts:"
+      for lib in libcuda.so.1 libnvidia-ptxjitcompiler.so.1 libnvidia-ml.so.1 libnvidia-nvvm.so.4; do
+        host=$(ldconfig -p | awk -v l="${lib}" '$1 == l && /x86-64/ { print $NF; exit }')
+        [[ -n "${host}" ]] || continue
+        echo "    - {hostPath: $(readlink -f "${host}"), containerPath: /usr/lib/x86_64-linux-gnu/${lib}, options: [ro, nosuid, nodev, bind]}"
+      done
+      # libcuda's own dependency of recent drivers, by its versioned name.
+      for gpucomp in $(ldconfig -p | awk '$1 ~ /^libnvidia-gpucomp\.so\.[0-9]/ && /x86-64/ { print $NF; exit }'); do
+        echo "    - {hostPath: $(readlink -f "${gpucomp}"), containerPath: /usr/lib/x86_64-linux-gnu/$(basename "${gpucomp}"), options: [ro, nosuid, nodev, bind]}"
+      done
+    fi
+    sed -n '/^devices:/,$p' "${WORK}/cdi/nvidia.yaml"
+  } > "${WORK}/cdi/nvidia.yaml.new"
+  mv "${WORK}/cdi/nvidia.yaml.new" "${WORK}/cdi/nvidia.yaml"
+}
 
 # ---- actor bundles: the host's /usr and /etc, read-only; NO devices (CDI adds them) ----------
 # Bundles and their root filesystem live under the agent's --bundle-root; the host directories
@@ -303,6 +338,12 @@ make_bundle() {  # make_bundle GIB
  "linux": {"namespaces": [{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}]}}
 EOF
 }
+# actor_source GIB INDENT: the spec's lines naming what the actor runs (a bundle of the host's
+# /usr and /etc here; STASIS_GPU_E2E_MODE=platform names an image instead). Also the template's.
+actor_source() { make_bundle "$1"; echo "$2bundle: ${BUNDLES}/bundle-$1"; }
+# store_has_manifest ACTOR ID: the committed snapshot is in the store (its manifest written last).
+store_has_manifest() { [[ -f "${STORE}/${NS}/$1/$2/manifest.json" ]]; }
+STORE="${WORK}/store"
 
 # ---- 3. control plane, controller, node agent -------------------------------------------------
 cp_out=$("${REPO_ROOT}/hack/control-plane.sh" up --dir "${WORK}/cp" 2>"${WORK}/control-plane.log") \
@@ -326,13 +367,18 @@ if [[ "${MODE}" == pause-overhead ]]; then
 fi
 GPUS=auto
 [[ "${CPU_ONLY}" == 1 ]] && GPUS=GPU-cpu-stand-in-0
+if [[ "${MODE}" == platform ]]; then
+  source "${REPO_ROOT}/hack/gpu-e2e-platform.sh"
+  platform_services_up
+  platform_cdi
+fi
 AGENT_PID=""
 start_agent() {  # start_agent RUNSC_PATH LOGNAME [ENV...]
   local runsc_path=$1 logname=$2
   shift 2
   env "$@" LD_LIBRARY_PATH="${PKG}/lib" "${PKG}/bin/stasis" node --kubeconfig "${KUBECONFIG}" \
     --node-name "${NODE}" --runsc "${runsc_path}" --runsc-flags "${RUNSC_FLAGS}" --root "${WORK}/root" \
-    --snapshot-store "${WORK}/store" --gpus "${GPUS}" --cdi-spec-dirs "${WORK}/cdi" \
+    --snapshot-store "${STORE}" --gpus "${GPUS}" --cdi-spec-dirs "${WORK}/cdi" \
     --metrics-addr "127.0.0.1:${NPORT}" --heartbeat-period 2 --heartbeat-lease-duration 10 \
     --bundle-root "${BUNDLES}" "${RO_SOURCES[@]}" "${AGENT_FLAGS[@]}" > "${WORK}/${logname}.log" 2>&1 &
   AGENT_PID=$!
@@ -376,20 +422,19 @@ wait_ready() {  # wait_ready ACTOR SECONDS
   done
   return 1
 }
-create_actor() {  # create_actor NAME GIB
-  make_bundle "$2"
+create_actor() {  # create_actor NAME GIB [CHECKPOINT_SECONDS]
   kubectl apply -f - >/dev/null <<EOF
 apiVersion: stasis.dev/v1alpha1
 kind: Actor
 metadata: {name: $1, namespace: ${NS}}
 spec:
   runtime: gvisor
-  bundle: ${BUNDLES}/bundle-$2
+$(actor_source "$2" "  ")
   gpu: {count: 1, cudaCheckpointPath: ${CKPT_PATH}}
   desiredState: Running
   checkpointPolicy: Direct
   snapshots: {onPause: Full, onCommit: Full}
-  timeouts: {checkpointSeconds: 300, restoreSeconds: 300}
+  timeouts: {checkpointSeconds: ${3:-300}, restoreSeconds: 300}
 EOF
 }
 patch_desired() { kubectl patch actor "$1" -n "${NS}" --type merge -p "{\"spec\":{\"desiredState\":\"$2\"}}" >/dev/null; }
@@ -446,6 +491,12 @@ sentry_toggle_s() {
     awk '{ v = $1; if ($2 == "ms") v /= 1000; else if ($2 == "µs") v /= 1e6; printf "%.2f", v }'
 }
 baseline_used=$(gpu_used)
+# bandwidth_figure: the pinned copy's bandwidth on this GPU in this run, the yardstick for the
+# CUDA toggle's times (skipped without a GPU or time).
+bandwidth_figure() {
+  [[ "${CPU_ONLY}" != 1 ]] && ! over_time 60 || return 0
+  FIGURES+=("- pinned host↔device copy bandwidth in this run (tests/gpu/copy_bandwidth.cu, 4 GiB, 5 reps): $("${WORK}/copy_bandwidth" --gib 4 --reps 5 2>&1 | tail -1)")
+}
 
 # ---- issue 5's benchmark on the GPU, instead of steps 4 and 5 (STASIS_GPU_E2E_MODE) ------------
 if [[ "${MODE}" == pause-overhead ]]; then
@@ -481,6 +532,11 @@ fi
 
 if [[ "${MODE}" == template ]]; then
   source "${REPO_ROOT}/hack/gpu-e2e-templates.sh"
+  exit 0
+fi
+
+if [[ "${MODE}" == platform ]]; then
+  platform_run
   exit 0
 fi
 
@@ -587,10 +643,7 @@ for gib in ${SIZES}; do
     "$([[ -z "$(kubectl get actor "${a}" -n "${NS}" -o name 2>/dev/null)" && "$(worker_phase)" == Free ]]; echo $?)" "worker $(worker_phase)"
 done
 
-if [[ "${CPU_ONLY}" != 1 ]] && ! over_time 60; then
-  bw=$("${WORK}/copy_bandwidth" --gib 4 --reps 5 2>&1 | tail -1)
-  FIGURES+=("- pinned host↔device copy bandwidth in this run (tests/gpu/copy_bandwidth.cu, 4 GiB, 5 reps): ${bw}")
-fi
+bandwidth_figure
 
 # ---- 5. the seed's failure, for contrast (hack/gpu-e2e-contrast.sh) ------------------------------
 if [[ "${MODE}" != old-glibc ]]; then

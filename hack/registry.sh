@@ -48,7 +48,7 @@ while [[ $# -gt 0 ]]; do
     *) die "unknown argument: $1" ;;
   esac
 done
-registry_bin=/usr/bin/docker-registry
+registry_bin="${STASIS_REGISTRY_BIN:-/usr/bin/docker-registry}"
 ((no_auth && token)) && die "--no-auth and --token exclude each other"
 
 # A CA and a server certificate for 127.0.0.1 and localhost, valid long enough for any test run.

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Prepares what STASIS_GPU_E2E_MODE=platform of hack/gpu-e2e.sh needs beyond the main archive
+# (hack/gpu-e2e-bundle.sh): the services and tools that mode starts on the GPU machine, which
+# has no network and none of them. One archive, .gpu-carry/platform/platform.tar.xz, holding
+#
+#   cache/bin/seaweedfs-<v>/weed   the S3-compatible store (hack/object-store.sh's cache layout,
+#                                  hack/build-object-store.sh's build)
+#   bin/docker-registry            Debian's registry (hack/registry.sh, STASIS_REGISTRY_BIN)
+#   bin/umoci, bin/skopeo          build the workload's image there (as hack/image.sh builds
+#                                  stasis's) and push it to the registry (as the tests do)
+#   lib/                           skopeo's shared libraries beyond glibc
+#
+# The main archive and this one together pass the device tool's 64 MiB: they travel in two
+# calls (the machine keeps a copy made under build/ between calls while it stays warm).
+#
+#   hack/gpu-e2e-platform-bundle.sh
+source "$(dirname "$0")/lib.sh"
+
+out_dir="${REPO_ROOT}/.gpu-carry/platform"
+archive="${out_dir}/platform.tar.xz"
+weed="$("${HACK_DIR}/build-object-store.sh")"
+for tool in /usr/bin/docker-registry /usr/bin/umoci /usr/bin/skopeo; do
+  [[ -x "${tool}" ]] || die "${tool} missing: run hack/install-deps.sh"
+done
+
+stage="$(mktemp -d)"
+trap 'rm -rf "${stage}"' EXIT
+mkdir -p "${stage}/bin" "${stage}/lib" "${stage}/cache/bin/seaweedfs-${SEAWEEDFS_VERSION}"
+strip -o "${stage}/cache/bin/seaweedfs-${SEAWEEDFS_VERSION}/weed" "${weed}"
+for tool in docker-registry umoci skopeo; do strip -o "${stage}/bin/${tool}" "/usr/bin/${tool}"; done
+# skopeo's libraries minus glibc itself, which the GPU machine brings (as the main archive).
+ldd /usr/bin/skopeo | awk '$3 ~ /^\// { print $3 }' | sort -u | while read -r lib; do
+  case "$(basename "${lib}")" in
+    libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*) continue ;;
+  esac
+  cp -L "${lib}" "${stage}/lib/"
+done
+
+mkdir -p "${out_dir}"
+tar -C "${stage}" -cf - . | xz --x86 --lzma2=preset=9e,dict=256MiB > "${archive}.tmp"
+mv "${archive}.tmp" "${archive}"
+log "$(du -sh "${stage}" | cut -f1) staged → ${archive}: $(($(stat -c %s "${archive}") / 1024 / 1024)) MiB"
+echo "${archive}"
