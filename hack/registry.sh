@@ -76,6 +76,8 @@ make_credentials() {
   )
   # shellcheck source=/dev/null
   source "${dir}/credentials.env"
+  # A registry without auth needs no htpasswd file (and the GPU machine has no htpasswd).
+  [[ "$(cat "${dir}/auth-mode")" == none ]] && return 0
   # bcrypt: the only htpasswd hash the registry accepts.
   htpasswd -Bbn "${STASIS_REGISTRY_USER}" "${STASIS_REGISTRY_PASSWORD}" > "${dir}/htpasswd" 2>/dev/null
   chmod 600 "${dir}/htpasswd"

@@ -81,6 +81,14 @@ inline void Parallel(const std::string& kubeconfig, long n, int threads,
   for (auto& t : pool) t.join();
 }
 
+// The name of the fleet's node i: <prefix>-0000…, as bench_fleet_sim names its agents and
+// bench_fleet pins actors to them.
+inline std::string FleetNodeName(const std::string& prefix, long i) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "-%04ld", i);
+  return prefix + buf;
+}
+
 inline double Mean(const std::vector<double>& v) {
   double sum = 0;
   for (double x : v) sum += x;

@@ -1,12 +1,20 @@
 // The fleet for hack/bench/scale.sh, on a real API server (a benchmark helper, not a test):
 //
 //   bench_fleet populate --kubeconfig K --namespace NS --actors 10000 --node N --workers 1000
-//                        [--threads 16] [--prefix fleet]
+//                        [--threads 16] [--prefix fleet] [--first 0]
+//                        [--nodes K --node-prefix P] [--desired Suspended|Running] [--unpinned 1]
+//                        [--bundle DIR]
 //   bench_fleet list --kubeconfig K [--repeat 3]
+//   bench_fleet bind-ceiling --kubeconfig K --namespace NS [--actors 2000] [--threads 16]
 //
 // list: the baseline for an initial sync, in the same run: a paged LIST (pages of 500, as the
 // informer asks) of every Actor and every Worker, parsed into JSON and nothing else — what any
 // client of this API server pays before it can cache an object. Prints the best of --repeat.
+//
+// bind-ceiling: the baseline for the binder, in the same run: --actors actors of its own
+// (wanting Suspended, so that no controller or agent acts on them) given exactly the binder's
+// two writes each — the node label, then status.nodeName with the resourceVersion it read — by
+// --threads clients as fast as the API server takes them. Prints the binds per second.
 //
 // populate:
 // Actors <prefix>-00000…, pinned to node N, SUSPENDED the way a node agent leaves them after a
@@ -14,6 +22,11 @@
 // conditions), so that the controller and the agent cache realistic objects and find nothing to
 // do. Workers "<N>-slot<i>" (the names `stasis node --workers` uses) labelled with the node,
 // Free. Both in parallel, one connection per thread; objects that exist are left as they are.
+// With --nodes K the actors are spread over the nodes <P>-0000…<P>-<K-1> (bench_fleet_sim's
+// names) instead of --node, round robin, and no Worker is made (each simulated agent makes its
+// own). --desired Running makes actors a user has just asked to run instead: no status, pinned
+// to their node, or with --unpinned 1 bound by the controller. --first numbers the actors from
+// there (a second batch beside a first).
 // Prints the rates and a `RESULT k=v …` line.
 #include <cstdio>
 #include <string>
@@ -37,17 +50,23 @@ std::string Numbered(const std::string& prefix, long i) {
   return prefix + buf;
 }
 
-json SuspendedActor(const std::string& ns, const std::string& name, const std::string& node) {
+// An actor pinned to `node` (none when empty), wanting `desired`. A suspended one carries the
+// finalizer and node label its agent would have added.
+json FleetActor(const std::string& ns, const std::string& name, const std::string& node, api::DesiredState desired,
+               const std::string& bundle) {
   api::Actor a;
   a.metadata.namespace_ = ns;
   a.metadata.name = name;
-  a.metadata.labels[api::kNodeLabel] = node;
-  a.metadata.finalizers = {api::kActorFinalizer};
-  a.spec.bundle = "/var/lib/stasis/bundles/counter";
+  if (desired == api::DesiredState::kSuspended) {
+    a.metadata.labels[api::kNodeLabel] = node;
+    a.metadata.finalizers = {api::kActorFinalizer};
+  }
+  a.spec.bundle = bundle;
   a.spec.node_name = node;
-  a.spec.desired_state = api::DesiredState::kSuspended;
+  a.spec.desired_state = desired;
   return api::ActorTypedJson(a);
 }
+
 
 json SuspendedStatus(const std::string& ns, const std::string& name, const std::string& node) {
   const Time now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
@@ -116,14 +135,19 @@ int List(const Flags& f) {
 
 int Populate(const Flags& f) {
   const std::string kubeconfig = f.Get("kubeconfig"), ns = f.Get("namespace"), node = f.Get("node");
-  const long actors = f.Int("actors", 10000), workers = f.Int("workers", 1000);
+  const long nodes = f.Int("nodes", 0), first = f.Int("first", 0);
+  const long actors = f.Int("actors", 10000), workers = nodes > 0 ? 0 : f.Int("workers", 1000);
   const int threads = static_cast<int>(f.Int("threads", 16));
-  const std::string prefix = f.Get("prefix", "fleet");
-  if (kubeconfig.empty() || ns.empty() || node.empty()) {
-    std::fprintf(stderr, "usage: bench_fleet --kubeconfig K --namespace NS --node N "
-                         "[--actors 10000] [--workers 1000] [--threads 16] [--prefix fleet]\n");
+  const std::string prefix = f.Get("prefix", "fleet"), node_prefix = f.Get("node-prefix", "fleet-node");
+  const bool running = f.Get("desired", "Suspended") == "Running", unpinned = f.Get("unpinned") == "1";
+  const std::string bundle = f.Get("bundle", "/var/lib/stasis/bundles/counter");
+  if (kubeconfig.empty() || ns.empty() || (node.empty() && nodes <= 0)) {
+    std::fprintf(stderr, "usage: bench_fleet populate --kubeconfig K --namespace NS --node N | --nodes K "
+                         "[--actors 10000] [--workers 1000] … (see the file's header)\n");
     return 2;
   }
+  // The node actor i is pinned to.
+  auto node_of = [&](long i) { return unpinned ? std::string() : nodes > 0 ? FleetNodeName(node_prefix, i % nodes) : node; };
   std::atomic<long> failed{0};
 
   auto start = SteadyClock::now();
@@ -146,29 +170,65 @@ int Populate(const Flags& f) {
     }, "worker status " + name, failed);
   });
   const double worker_s = Seconds(SteadyClock::now() - start);
-  std::printf("populate: %ld workers of node %s in %.1f s (%.0f objects/s, create + status, %d threads)\n",
-              workers, node.c_str(), worker_s, workers / worker_s, threads);
+  if (workers > 0) {
+    std::printf("populate: %ld workers of node %s in %.1f s (%.0f objects/s, create + status, %d threads)\n",
+                workers, node.c_str(), worker_s, workers / worker_s, threads);
+  }
 
   start = SteadyClock::now();
   Parallel(kubeconfig, actors, threads, [&](KubeClient& c, long i) {
-    const std::string name = Numbered(prefix, i);
+    const std::string name = Numbered(prefix, first + i), pinned = node_of(first + i);
+    const auto desired = running ? api::DesiredState::kRunning : api::DesiredState::kSuspended;
     bool created = false;
     if (!Retry([&] {
-          auto r = c.Create(kActors, ns, SuspendedActor(ns, name, node));
+          auto r = c.Create(kActors, ns, FleetActor(ns, name, pinned, desired, bundle));
           created = r.ok();
           return r.ok() ? OkStatus() : r.status();
         }, "create actor " + name, failed)) return;
-    if (!created) return;
+    if (!created || running) return;
     Retry([&] {
-      auto r = c.Patch(kActors, ns, name, PatchType::kMerge, SuspendedStatus(ns, name, node), "status");
+      auto r = c.Patch(kActors, ns, name, PatchType::kMerge, SuspendedStatus(ns, name, pinned), "status");
       return r.ok() ? OkStatus() : r.status();
     }, "actor status " + name, failed);
   });
   const double actor_s = Seconds(SteadyClock::now() - start);
-  std::printf("populate: %ld suspended actors in %.1f s (%.0f actors/s, create + status, %d threads)\n",
-              actors, actor_s, actors / actor_s, threads);
+  std::printf("populate: %ld %s actors in %.1f s (%.0f actors/s, %s, %d threads)\n", actors,
+              running ? "running (asked)" : "suspended", actor_s, actors / actor_s,
+              running ? "create" : "create + status", threads);
   std::printf("RESULT populate_workers_s=%.1f populate_actors_s=%.1f failed=%ld\n", worker_s, actor_s,
               failed.load());
+  return failed.load() == 0 ? 0 : 1;
+}
+
+int BindCeiling(const Flags& f) {
+  const std::string kubeconfig = f.Get("kubeconfig"), ns = f.Get("namespace");
+  const long n = f.Int("actors", 2000);
+  const int threads = static_cast<int>(f.Int("threads", 16));
+  std::atomic<long> failed{0};
+  Parallel(kubeconfig, n, threads, [&](KubeClient& c, long i) {
+    const std::string name = Numbered("ceiling", i);
+    Retry([&] {
+      auto r = c.Create(kActors, ns, FleetActor(ns, name, "", api::DesiredState::kSuspended, "/ceiling"));
+      return r.ok() ? OkStatus() : r.status();
+    }, "create actor " + name, failed);
+  });
+  const auto start = SteadyClock::now();
+  Parallel(kubeconfig, n, threads, [&](KubeClient& c, long i) {
+    const std::string name = Numbered("ceiling", i), node = "ceiling-node";
+    auto labeled = c.Patch(kActors, ns, name, PatchType::kMerge, {{"metadata", {{"labels", {{api::kNodeLabel, node}}}}}});
+    if (!labeled.ok()) {
+      if (failed++ < 5) std::fprintf(stderr, "label %s: %s\n", name.c_str(), labeled.status().ToString().c_str());
+      return;
+    }
+    json patch = {{"metadata", {{"resourceVersion", (*labeled)["metadata"]["resourceVersion"]}}},
+                  {"status", {{"nodeName", node}}}};
+    auto bound = c.Patch(kActors, ns, name, PatchType::kMerge, patch, "status");
+    if (!bound.ok() && failed++ < 5) std::fprintf(stderr, "bind %s: %s\n", name.c_str(), bound.status().ToString().c_str());
+  });
+  const double s = Seconds(SteadyClock::now() - start);
+  std::printf("bind ceiling: %ld binds (label + status.nodeName) by %d clients in %.1f s: %.1f binds/s\n", n, threads,
+              s, n / s);
+  std::printf("RESULT bind_ceiling_per_s=%.2f failed=%ld\n", n / s, failed.load());
   return failed.load() == 0 ? 0 : 1;
 }
 
@@ -177,9 +237,11 @@ int Populate(const Flags& f) {
 
 int main(int argc, char** argv) {
   stasis::bench::Flags f;
-  if (!stasis::bench::ParseFlags(argc, argv, f) || (f.mode != "populate" && f.mode != "list")) {
-    std::fprintf(stderr, "usage: bench_fleet populate|list --kubeconfig K … (see the file's header)\n");
+  if (!stasis::bench::ParseFlags(argc, argv, f) ||
+      (f.mode != "populate" && f.mode != "list" && f.mode != "bind-ceiling")) {
+    std::fprintf(stderr, "usage: bench_fleet populate|list|bind-ceiling --kubeconfig K … (see the file's header)\n");
     return 2;
   }
-  return f.mode == "list" ? stasis::bench::List(f) : stasis::bench::Populate(f);
+  if (f.mode == "list") return stasis::bench::List(f);
+  return f.mode == "bind-ceiling" ? stasis::bench::BindCeiling(f) : stasis::bench::Populate(f);
 }

@@ -1,0 +1,95 @@
+// BENCHMARK ONLY: a fleet of node agents in one process, for hack/bench/fleet.sh.
+//
+//   bench_fleet_sim --kubeconfig K --root DIR --nodes N [--first 0] [--prefix fleet-node] [--bundle-root DIR]
+//                   [--workers-per-node 8] [--concurrency 2] [--heartbeat-period 10]
+//                   [--heartbeat-lease 40] [--start-per-second 50] [--log-level warn]
+//
+// Each simulated node is the production node agent (RunNodeAgent: its Actor informers with the
+// field selector on its node, its Workers, its heartbeat Lease, its status writes and Events)
+// on its own thread, over the no-op runtime driver (noop_runtime_driver.h) instead of runsc:
+// nodes <prefix>-<first>…<prefix>-<first+N-1>, each with --workers-per-node CPU workers and its
+// own root DIR/<node>. Nothing is simulated but the sandbox. The agents start at
+// --start-per-second (a fleet's agents do not all start in the same second, and the API
+// server's first LISTs are what a start costs); the program prints one line `started N` once
+// every agent has been started and runs until SIGTERM or SIGINT. A `kill -9` of the process is
+// N nodes lost at once (hack/bench/fleet.sh's scenario 3).
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "reconcilers/node/node_agent.h"
+#include "tests/bench/bench_common.h"
+#include "tests/bench/noop_runtime_driver.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+
+stasis::NodeAgentOptions AgentOptions(const stasis::bench::Flags& f, const std::string& node,
+                                      stasis::RuntimeDriver* driver) {
+  stasis::NodeAgentOptions o;
+  o.kubeconfig = f.Get("kubeconfig");
+  o.node = node;
+  o.root = f.Get("root") + "/" + node;
+  if (!f.Get("bundle-root").empty()) o.bundle_roots.roots = {f.Get("bundle-root")};
+  o.runsc = "bench-noop";
+  o.driver = driver;
+  o.metrics_addr = "127.0.0.1:0";  // every agent serves /metrics, as each node's does
+  o.concurrency = static_cast<int>(f.Int("concurrency", 2));
+  o.workers.assign(static_cast<size_t>(f.Int("workers-per-node", 8)), {});
+  o.heartbeat_period_seconds = static_cast<int>(f.Int("heartbeat-period", 10));
+  o.heartbeat_lease_seconds = static_cast<int>(f.Int("heartbeat-lease", 40));
+  o.shutdown_grace_seconds = 5;
+  return o;
+}
+
+void InstallSignals() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<char*> args{argv[0], const_cast<char*>("fleet")};
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  stasis::bench::Flags f;
+  if (!stasis::bench::ParseFlags(static_cast<int>(args.size()), args.data(), f) || f.Get("root").empty() ||
+      f.Int("nodes", 0) <= 0) {
+    std::fprintf(stderr, "usage: bench_fleet_sim --kubeconfig K --root DIR --nodes N [--first 0] [--prefix fleet-node] [--bundle-root DIR] "
+                         "[--workers-per-node 8] [--concurrency 2] [--heartbeat-period 10] [--heartbeat-lease 40] "
+                         "[--start-per-second 50] [--log-level warn]\n");
+    return 2;
+  }
+  spdlog::set_level(spdlog::level::from_str(f.Get("log-level", "warn")));
+  InstallSignals();
+  // One driver for every agent: it keys sandboxes by id, and ids are unique per actor.
+  stasis::bench::NoopRuntimeDriver driver;
+  const long nodes = f.Int("nodes", 0), first = f.Int("first", 0);
+  const auto gap = std::chrono::microseconds(1000000 / std::max(1L, f.Int("start-per-second", 50)));
+  std::atomic<long> failed{0};
+  std::vector<std::thread> agents;
+  agents.reserve(static_cast<size_t>(nodes));
+  for (long i = first; i < first + nodes && !g_stop; ++i) {
+    agents.emplace_back([&f, &driver, &failed, node = stasis::bench::FleetNodeName(f.Get("prefix", "fleet-node"), i)] {
+      if (auto s = stasis::RunNodeAgent(AgentOptions(f, node, &driver), &g_stop); !s.ok()) {
+        ++failed;
+        std::fprintf(stderr, "bench_fleet_sim: %s: %s\n", node.c_str(), s.ToString().c_str());
+      }
+    });
+    std::this_thread::sleep_for(gap);
+  }
+  std::printf("started %zu\n", agents.size());
+  std::fflush(stdout);
+  for (auto& t : agents) t.join();
+  return failed > 0 ? 1 : 0;
+}
