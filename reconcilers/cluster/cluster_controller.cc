@@ -158,7 +158,7 @@ Status RunClusterController(const ClusterControllerOptions& o, const std::atomic
   auto templates =
       AddTemplateController(m, actors, workers, store.snapshots ? &*store.snapshots : nullptr, cluster_metrics);
   actors.AddEventHandler(controller.EnqueueHandler());
-  actors.AddIndex(kBindCandidateIndex, IndexBindCandidates());
+  for (auto& [name, index] : ClusterActorIndexes()) actors.AddIndex(name, std::move(index));
   // A worker freed or a node (dis)appearing can unblock an actor waiting to bind: requeue
   // those (the index), not the whole fleet — 1,000 workers listed at startup would otherwise
   // add every actor key 1,000 times. Before the start nothing is queued: the start adds every key.

@@ -15,12 +15,22 @@ namespace stasis {
 
 using api::ActorState;
 
+namespace {
+// A parse for ParseMemo: the value, or nothing for an object that does not parse.
+template <typename T>
+std::optional<T> Parsed(Result<T> r) {
+  return r.ok() ? std::optional<T>(std::move(*r)) : std::nullopt;
+}
+}  // namespace
+
 ClusterReconciler::ClusterReconciler(ClusterReconcilerOptions options, KubeClient& client,
                                      const ObjectStore& actors, const ObjectStore& workers,
                                      const ObjectStore& leases, ClusterMetrics& metrics,
                                      EventRecorder* events, Clock& clock, SnapshotStore* store)
     : options_(std::move(options)), client_(client), actors_(actors), workers_(workers),
       leases_(leases), metrics_(metrics), events_(events), clock_(clock), store_(store),
+      workers_parsed_([](const json& o) { return Parsed(api::WorkerFromJson(o)); }),
+      promised_parsed_([](const json& o) { return Parsed(api::ActorFromJson(o)); }),
       leading_since_(clock.Now()), lease_tracker_(clock) {
   if (store_ && options_.retain) {
     retention_.emplace(*store_, RetentionPolicy{*options_.retain, options_.retain_min_age},
@@ -305,14 +315,34 @@ IndexFunc IndexBindCandidates() {
   };
 }
 
-PlacementInput ClusterReconciler::PlacementInputFor(const std::string& avoid) const {
+IndexFunc IndexPromised() {
+  // The fields CountLiveNodes (placement.cc) reads for a promise, from the JSON: bound to a
+  // node, wanting Running (the API's default), holding no worker, not running.
+  return [](const json& o) -> std::vector<std::string> {
+    auto str = [&](const char* pointer, const char* def) {
+      const json::json_pointer p(pointer);
+      return o.contains(p) && o.at(p).is_string() ? o.at(p).get<std::string>() : std::string(def);
+    };
+    const bool promised = !str("/status/nodeName", "").empty() && str("/status/workerName", "").empty() &&
+                          str("/spec/desiredState", "Running") == "Running" &&
+                          str("/status/status", "") != api::ToString(ActorState::kRunning);
+    return promised ? std::vector<std::string>{kPromised} : std::vector<std::string>{};
+  };
+}
+
+std::vector<std::pair<std::string, IndexFunc>> ClusterActorIndexes() {
+  return {{kBindCandidateIndex, IndexBindCandidates()}, {kPromisedIndex, IndexPromised()}};
+}
+
+PlacementInput ClusterReconciler::PlacementInputFor(const api::Actor& a, const std::string& avoid) const {
   PlacementInput in;
   in.avoid = avoid;
-  for (const auto& obj : workers_.List()) {
-    auto w = api::WorkerFromJson(*obj);
-    if (!w.ok()) continue;
-    if (NodeAlive(w->spec.node_name) == std::optional<bool>(true)) in.live_nodes.insert(w->spec.node_name);
-    in.workers.push_back(std::move(*w));
+  std::set<std::string> nodes_seen;
+  for (const auto& w : workers_parsed_.ParseAll(workers_.List())) {
+    if (nodes_seen.insert(w->spec.node_name).second && NodeAlive(w->spec.node_name) == std::optional<bool>(true)) {
+      in.live_nodes.insert(w->spec.node_name);
+    }
+    in.workers.push_back(*w);
   }
   // A live node without Workers counts too: the message says how many nodes were looked at.
   const std::string prefix = NodeLeaseName("");
@@ -323,9 +353,12 @@ PlacementInput ClusterReconciler::PlacementInputFor(const std::string& avoid) co
     const std::string node = name.substr(prefix.size());
     if (NodeAlive(node) == std::optional<bool>(true)) in.live_nodes.insert(node);
   }
-  for (const auto& obj : actors_.List()) {
-    auto o = api::ActorFromJson(*obj);
-    if (o.ok() && !o->status.node_name.empty()) in.actors.push_back(std::move(*o));
+  for (const auto& o : promised_parsed_.ParseAll(actors_.ByIndex(kPromisedIndex, kPromised))) in.actors.push_back(*o);
+  // A clone restores where its source's snapshot can (RestoresOnto): the source, by name.
+  if (a.spec.source) {
+    if (ObjectPtr source = actors_.Get(ObjectKey(a.metadata.namespace_, a.spec.source->actor_name))) {
+      if (auto parsed = api::ActorFromJson(*source); parsed.ok()) in.actors.push_back(std::move(*parsed));
+    }
   }
   for (const auto& node : in.live_nodes) {
     if (!DrainOf(node).takes_new_actors) in.closed_nodes.insert(node);
@@ -360,7 +393,7 @@ Result<ReconcileOutcome> ClusterReconciler::Bind(api::Actor& a) {
   const bool draining = on_live_node && DrainOf(a.status.node_name).drain;
   if (on_live_node && !draining && !(waiting && !snapshot_local)) return ReconcileOutcome{};
 
-  const Placement p = Place(a, PlacementInputFor(waiting ? a.status.node_name : ""));
+  const Placement p = Place(a, PlacementInputFor(a, waiting ? a.status.node_name : ""));
   if (p.node.empty()) {
     // On a live node, its agent's condition already says why the actor waits.
     if (on_live_node && !draining) return ReconcileOutcome{options_.recheck};

@@ -34,6 +34,8 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "api/actor.h"
 #include "api/node_drain.h"
@@ -41,6 +43,7 @@
 #include "base/clock.h"
 #include "controller/event_recorder.h"
 #include "controller/object_store.h"
+#include "controller/parse_memo.h"
 #include "controller/reconciler.h"
 #include "reconcilers/cluster/cluster_metrics.h"
 #include "reconcilers/cluster/lease_expiry.h"
@@ -71,6 +74,16 @@ bool IsBindCandidate(const api::Actor& a);
 inline constexpr char kBindCandidateIndex[] = "bind-candidate";
 inline constexpr char kBindCandidate[] = "yes";
 IndexFunc IndexBindCandidates();
+// An actor-store index holding, under kPromised, the actors bound to a node that will claim a
+// worker there (wanting Running, holding none, not running): placement counts them against the
+// node's free workers. The rest of a fleet — at rest, or running on its worker — never matters
+// to a placement, and is never parsed for one.
+inline constexpr char kPromisedIndex[] = "promised-a-worker";
+inline constexpr char kPromised[] = "yes";
+IndexFunc IndexPromised();
+// The indexes the cluster reconciler reads from the actors' store (bind candidates, promised
+// actors), by name: added to the informer (or, in tests, the store) before it starts.
+std::vector<std::pair<std::string, IndexFunc>> ClusterActorIndexes();
 
 class ClusterReconciler : public Reconciler {
  public:
@@ -114,8 +127,9 @@ class ClusterReconciler : public Reconciler {
   Result<ReconcileOutcome> ForceClean(api::Actor& a, const std::string& reason,
                                       const std::string& message);
   Result<ReconcileOutcome> Bind(api::Actor& a);
-  // What Place needs, from the cache; `avoid`: a node whose agent found no free worker.
-  PlacementInput PlacementInputFor(const std::string& avoid) const;
+  // What Place needs to place `a`, from the cache; `avoid`: a node whose agent found no free
+  // worker.
+  PlacementInput PlacementInputFor(const api::Actor& a, const std::string& avoid) const;
   // Ready=False with the placement's reason, and a FailedBinding Event when its message is new.
   Result<ReconcileOutcome> ReportUnplaced(api::Actor& a, const Placement& p);
   Result<ReconcileOutcome> BindTo(const api::Actor& a, const Placement& p);
@@ -141,6 +155,10 @@ class ClusterReconciler : public Reconciler {
   Clock& clock_;
   SnapshotStore* store_;
   const ObjectStore* nodes_ = nullptr;
+  // Parses that placement reuses while the cache holds the same objects: every bind needs every
+  // Worker and the promised actors, and parsing them all again each time made binding O(fleet).
+  mutable ParseMemo<api::Worker> workers_parsed_;
+  mutable ParseMemo<api::Actor> promised_parsed_;
   std::atomic<Clock::TimePoint> leading_since_;
   // When each node's Lease was last seen to change (NodeAlive is const: observing is not a
   // change of the reconciler's decisions, only of what it has seen).

@@ -67,6 +67,7 @@ int Main(const Flags& f) {
   }
 
   ObjectStore actors, worker_store, leases;
+  for (auto& [name, index] : ClusterActorIndexes()) actors.AddIndex(name, std::move(index));  // as the informer has them
   // What the informers would hold: the actor and the node's workers as the API server has them.
   auto refresh = [&]() -> bool {
     auto live = client->Get(kActorType, ns, kActor);

@@ -45,7 +45,9 @@ class ClusterReconcilerTest : public ::testing::Test {
         metrics_(registry_),
         recorder_(*client_, RecorderOptions()),
         reconciler_(ClusterReconcilerOptions{}, *client_, actors_, workers_, leases_, metrics_,
-                    &recorder_, clock_) {}
+                    &recorder_, clock_) {
+    for (auto& [name, index] : ClusterActorIndexes()) actors_.AddIndex(name, std::move(index));
+  }
 
   static KubeEventRecorderOptions RecorderOptions() {
     KubeEventRecorderOptions o;
