@@ -80,6 +80,43 @@ Result<std::string> ReadBody(http::http_response& response, size_t limit, const 
   return out;
 }
 
+// Cancels a request whose response is still arriving and waits (5 s at most) until cpprest has
+// let go of it. The cancellation closes the connection and ends cpprest's read chain soon after;
+// a response destroyed before that leaves an asio read on a closed socket, which crashed in
+// epoll_reactor::start_op (seen under ASan in ClientLimitsTest.AHundredMebibyteResponseIsRefused).
+void Abandon(pplx::cancellation_token_source& cts, const http::http_response& response) noexcept {
+  try {
+    cts.cancel();
+    auto received = response.content_ready();
+    // The chain ends with the cancellation's error: observed here, never left to pplx.
+    received.then([](pplx::task<http::http_response> t) {
+      try {
+        t.wait();
+      } catch (...) {
+      }
+    });
+    for (int i = 0; i < 5000 && !received.is_done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  } catch (...) {
+  }
+}
+
+// Abandons the response on every way out before its body has ended (a bound passed, the
+// caller's cancellation, an exception), as the last thing before the response goes.
+class LetGoUnlessEnded {
+ public:
+  LetGoUnlessEnded(pplx::cancellation_token_source& cts, const http::http_response& response)
+      : cts_(cts), response_(response) {}
+  ~LetGoUnlessEnded() {
+    if (!ended_) Abandon(cts_, response_);
+  }
+  void Ended() { ended_ = true; }
+
+ private:
+  pplx::cancellation_token_source& cts_;
+  const http::http_response& response_;
+  bool ended_ = false;
+};
+
 // Resends of a request whose pooled connection turned out dead (Do).
 constexpr int kMaxResends = 4;
 
@@ -115,12 +152,11 @@ class CpprestTransport : public Transport {
       auto sent = Send(request, cts);
       if (!sent.ok()) return sent.status();
       auto& response = *sent;
+      LetGoUnlessEnded guard(cts, response);
       HttpResponse out = Head(response);
       auto body = ReadBody(response, config_.max_response_bytes, request);
-      if (!body.ok()) {
-        cts.cancel();
-        return body.status();
-      }
+      if (!body.ok()) return body.status();
+      guard.Ended();
       out.body = std::move(*body);
       return out;
     } catch (const http::http_exception& e) {
@@ -155,13 +191,12 @@ class CpprestTransport : public Transport {
       auto sent = Send(request, cts);
       if (!sent.ok()) return finish(sent.status());
       auto& response = *sent;
+      LetGoUnlessEnded guard(cts, response);
       HttpResponse out = Head(response);
       if (out.status != http::status_codes::OK) {
         auto body = ReadBody(response, config_.max_response_bytes, request);
-        if (!body.ok()) {
-          cts.cancel();
-          return finish(body.status());
-        }
+        if (!body.ok()) return finish(body.status());
+        guard.Ended();
         out.body = std::move(*body);
         return finish(out);
       }
@@ -176,6 +211,7 @@ class CpprestTransport : public Transport {
       while (!cancelled()) {
         const size_t kept = pending.size();  // holds no newline
         if (!ReadAvailable(body, pending)) {
+          guard.Ended();
           if (!pending.empty()) deliver(pending);  // a last line without a newline
           break;
         }
@@ -183,7 +219,6 @@ class CpprestTransport : public Transport {
         for (size_t nl = pending.find('\n', kept); nl != std::string::npos;
              nl = pending.find('\n', start)) {
           if (nl - start > config_.max_line_bytes) {
-            cts.cancel();
             return finish(TooLarge(request, "a line of the stream", config_.max_line_bytes));
           }
           if (cancelled() || !deliver(std::string_view(pending).substr(start, nl - start))) {
@@ -193,7 +228,6 @@ class CpprestTransport : public Transport {
         }
         pending.erase(0, start);
         if (pending.size() > config_.max_line_bytes) {
-          cts.cancel();
           return finish(TooLarge(request, "a line of the stream", config_.max_line_bytes));
         }
       }

@@ -26,7 +26,9 @@
 #
 # Builds `stasis`, `bench_fleet` and `bench_fleet_sim` in the non-sanitized
 # ${STASIS_BENCH_BUILD_DIR:-build}/, brings up its own control plane in a temporary directory and
-# tears everything down at exit. The last line is `RESULT k=v …`.
+# tears everything down at exit. The last line is `RESULT k=v …`. STASIS_FLEET_CONTROLLER names
+# another `stasis` binary for the controller (a before/after of a controller change on the same
+# fleet).
 source "$(dirname "$0")/../lib.sh"
 source "${HACK_DIR}/bench/lib.sh"
 
@@ -112,6 +114,7 @@ wait_settled() {  # wait_settled PORT PID: until the controller's queue is empty
   die "the controller's queue did not settle in 20 min"
 }
 
+echo "controller: ${STASIS_FLEET_CONTROLLER:-${build}/stasis}"
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); stasis $(git -C "${REPO_ROOT}" rev-parse --short HEAD 2>/dev/null || echo unknown), kube-apiserver ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}"
 echo "fleet: ${nodes} nodes × ${per_node} workers, ${actors} actors at rest, a burst of ${run}, ${dead} nodes lost"
 
@@ -122,7 +125,7 @@ echo "scenario 1: ${actors} actors at rest on ${nodes} nodes"
 list_s="$("${build}/tests/bench_fleet" list --kubeconfig "${KUBECONFIG}" --repeat 2 | sed -n 's/^RESULT list_s=//p')"
 record 1 "etcd database after populating" "$(($(etcd_db_bytes) / 1048576))" MiB
 t0="$(now)"
-"${build}/stasis" controller --leader-elect=false --namespace stasis-system \
+"${STASIS_FLEET_CONTROLLER:-${build}/stasis}" controller --leader-elect=false --namespace stasis-system \
   --metrics-addr "127.0.0.1:${ctl_port}" >>"${work}/controller.log" 2>&1 &
 ctl_pid=$!
 until curl -fs "127.0.0.1:${ctl_port}/readyz" >/dev/null 2>&1; do require_alive controller "${ctl_pid}"; sleep 0.05; done
