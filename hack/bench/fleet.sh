@@ -28,7 +28,7 @@
 # ${STASIS_BENCH_BUILD_DIR:-build}/, brings up its own control plane in a temporary directory and
 # tears everything down at exit. The last line is `RESULT k=v …`. STASIS_FLEET_CONTROLLER names
 # another `stasis` binary for the controller (a before/after of a controller change on the same
-# fleet).
+# fleet); STASIS_FLEET_CONTROLLER_FLAGS adds flags to it (e.g. "--kube-api-qps 500").
 source "$(dirname "$0")/../lib.sh"
 source "${HACK_DIR}/bench/lib.sh"
 
@@ -114,7 +114,7 @@ wait_settled() {  # wait_settled PORT PID: until the controller's queue is empty
   die "the controller's queue did not settle in 20 min"
 }
 
-echo "controller: ${STASIS_FLEET_CONTROLLER:-${build}/stasis}"
+echo "controller: ${STASIS_FLEET_CONTROLLER:-${build}/stasis} ${STASIS_FLEET_CONTROLLER_FLAGS:-}"
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); stasis $(git -C "${REPO_ROOT}" rev-parse --short HEAD 2>/dev/null || echo unknown), kube-apiserver ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}"
 echo "fleet: ${nodes} nodes × ${per_node} workers, ${actors} actors at rest, a burst of ${run}, ${dead} nodes lost"
 
@@ -126,7 +126,7 @@ list_s="$("${build}/tests/bench_fleet" list --kubeconfig "${KUBECONFIG}" --repea
 record 1 "etcd database after populating" "$(($(etcd_db_bytes) / 1048576))" MiB
 t0="$(now)"
 "${STASIS_FLEET_CONTROLLER:-${build}/stasis}" controller --leader-elect=false --namespace stasis-system \
-  --metrics-addr "127.0.0.1:${ctl_port}" >>"${work}/controller.log" 2>&1 &
+  --metrics-addr "127.0.0.1:${ctl_port}" ${STASIS_FLEET_CONTROLLER_FLAGS:-} >>"${work}/controller.log" 2>&1 &
 ctl_pid=$!
 until curl -fs "127.0.0.1:${ctl_port}/readyz" >/dev/null 2>&1; do require_alive controller "${ctl_pid}"; sleep 0.05; done
 ready_s="$(calc "$(now) - ${t0}")"
