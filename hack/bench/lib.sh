@@ -12,6 +12,17 @@ stop_process() {
   return 0
 }
 
+# bench_build TARGET…: builds the targets in the non-sanitized ${STASIS_BENCH_BUILD_DIR:-build}/
+# (configured first if it is not) and sets `build` to it; a sanitized build is refused (its
+# figures would measure the sanitizer).
+bench_build() {
+  build="${STASIS_BENCH_BUILD_DIR:-${REPO_ROOT}/build}"
+  [[ -f "${build}/build.ninja" ]] || cmake -S "${REPO_ROOT}" -B "${build}" -G Ninja -DSTASIS_SANITIZE=OFF >/dev/null
+  grep -q '^STASIS_SANITIZE:BOOL=ON' "${build}/CMakeCache.txt" \
+    && die "${build} is a sanitized build; set STASIS_BENCH_BUILD_DIR to a non-sanitized one"
+  cmake --build "${build}" --target "$@" -j"${STASIS_BUILD_JOBS:-2}" >/dev/null || die "building $* failed"
+}
+
 # bench_control_plane_up NAMESPACE…: the control plane in ${STASIS_CONTROL_PLANE_DIR}, the CRDs
 # established and served, and the namespaces created; exports KUBECONFIG.
 bench_control_plane_up() {

@@ -28,12 +28,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-build="${STASIS_BENCH_BUILD_DIR:-${REPO_ROOT}/build}"
-[[ -f "${build}/build.ninja" ]] || cmake -S "${REPO_ROOT}" -B "${build}" -G Ninja -DSTASIS_SANITIZE=OFF >/dev/null
-grep -q '^STASIS_SANITIZE:BOOL=ON' "${build}/CMakeCache.txt" \
-  && die "${build} is a sanitized build; set STASIS_BENCH_BUILD_DIR to a non-sanitized one"
-cmake --build "${build}" --target stasis bench_fleet -j"${STASIS_BUILD_JOBS:-2}" >/dev/null \
-  || die "building stasis and bench_fleet failed"
+bench_build stasis bench_fleet
 "${HACK_DIR}/build-control-plane.sh" >/dev/null
 RUNSC="$("${HACK_DIR}/runsc.sh")"  # the agent only asks it for its version: no sandbox runs here
 export PATH="${PATH}:${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}"

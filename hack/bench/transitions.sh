@@ -48,12 +48,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $(id -u) == 0 ]] || die "run as root: the second half drives runsc sandboxes"
 
-build="${STASIS_BENCH_BUILD_DIR:-${REPO_ROOT}/build}"
-[[ -f "${build}/build.ninja" ]] || cmake -S "${REPO_ROOT}" -B "${build}" -G Ninja -DSTASIS_SANITIZE=OFF >/dev/null
-grep -q '^STASIS_SANITIZE:BOOL=ON' "${build}/CMakeCache.txt" \
-  && die "${build} is a sanitized build; set STASIS_BENCH_BUILD_DIR to a non-sanitized one"
-cmake --build "${build}" --target stasis bench_node_noop bench_transitions -j"${STASIS_BUILD_JOBS:-2}" >/dev/null \
-  || die "building the benchmark failed"
+bench_build stasis bench_node_noop bench_transitions
 "${HACK_DIR}/build-control-plane.sh" >/dev/null
 RUNSC="$("${HACK_DIR}/runsc.sh")"
 export PATH="${PATH}:${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}"

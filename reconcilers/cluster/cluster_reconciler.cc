@@ -21,6 +21,13 @@ template <typename T>
 std::optional<T> Parsed(Result<T> r) {
   return r.ok() ? std::optional<T>(std::move(*r)) : std::nullopt;
 }
+
+// The string at a JSON pointer of an object, or `def` when absent: what the index functions
+// read instead of parsing the whole actor (they run on every actor event and relist).
+std::string StringAt(const json& o, const char* pointer, const char* def) {
+  const json::json_pointer p(pointer);
+  return o.contains(p) && o.at(p).is_string() ? o.at(p).get<std::string>() : std::string(def);
+}
 }  // namespace
 
 ClusterReconciler::ClusterReconciler(ClusterReconcilerOptions options, KubeClient& client,
@@ -295,10 +302,7 @@ IndexFunc IndexBindCandidates() {
   // IsBindCandidate needs instead of parsing the whole actor. Absent fields take the API's
   // defaults (desiredState Running, status unspecified).
   return [](const json& o) -> std::vector<std::string> {
-    auto str = [&](const char* pointer, const char* def) {
-      const json::json_pointer p(pointer);
-      return o.contains(p) && o.at(p).is_string() ? o.at(p).get<std::string>() : std::string(def);
-    };
+    auto str = [&](const char* pointer, const char* def) { return StringAt(o, pointer, def); };
     api::Actor a;
     auto desired = api::ParseDesiredState(str("/spec/desiredState", "Running"));
     auto state = str("/status/status", "");
@@ -319,13 +323,10 @@ IndexFunc IndexPromised() {
   // The fields CountLiveNodes (placement.cc) reads for a promise, from the JSON: bound to a
   // node, wanting Running (the API's default), holding no worker, not running.
   return [](const json& o) -> std::vector<std::string> {
-    auto str = [&](const char* pointer, const char* def) {
-      const json::json_pointer p(pointer);
-      return o.contains(p) && o.at(p).is_string() ? o.at(p).get<std::string>() : std::string(def);
-    };
-    const bool promised = !str("/status/nodeName", "").empty() && str("/status/workerName", "").empty() &&
-                          str("/spec/desiredState", "Running") == "Running" &&
-                          str("/status/status", "") != api::ToString(ActorState::kRunning);
+    const char* running = api::ToString(api::DesiredState::kRunning);
+    const bool promised = !StringAt(o, "/status/nodeName", "").empty() && StringAt(o, "/status/workerName", "").empty() &&
+                          StringAt(o, "/spec/desiredState", running) == running &&
+                          StringAt(o, "/status/status", "") != api::ToString(ActorState::kRunning);
     return promised ? std::vector<std::string>{kPromised} : std::vector<std::string>{};
   };
 }
@@ -354,9 +355,13 @@ PlacementInput ClusterReconciler::PlacementInputFor(const api::Actor& a, const s
     if (NodeAlive(node) == std::optional<bool>(true)) in.live_nodes.insert(node);
   }
   for (const auto& o : promised_parsed_.ParseAll(actors_.ByIndex(kPromisedIndex, kPromised))) in.actors.push_back(*o);
-  // A clone restores where its source's snapshot can (RestoresOnto): the source, by name.
+  // A clone restores where its source's snapshot can (RestoresOnto): the source, by name (once:
+  // a source that is itself promised a worker is already there).
   if (a.spec.source) {
-    if (ObjectPtr source = actors_.Get(ObjectKey(a.metadata.namespace_, a.spec.source->actor_name))) {
+    const std::string key = ObjectKey(a.metadata.namespace_, a.spec.source->actor_name);
+    const bool listed = std::any_of(in.actors.begin(), in.actors.end(),
+                                    [&](const api::Actor& o) { return o.metadata.Key() == key; });
+    if (ObjectPtr source = listed ? nullptr : actors_.Get(key)) {
       if (auto parsed = api::ActorFromJson(*source); parsed.ok()) in.actors.push_back(std::move(*parsed));
     }
   }

@@ -3,6 +3,8 @@
 // client per thread, nearest-rank percentiles.
 #pragma once
 
+#include <signal.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -55,6 +57,18 @@ inline bool ParseFlags(int argc, char** argv, Flags& flags) {
     }
   }
   return true;
+}
+
+// Set by SIGTERM and SIGINT once InstallStopSignals ran: a benchmark's long-running part (its
+// node agents) stops when it becomes true. SIGPIPE is ignored (a closed connection is an error).
+inline std::atomic<bool> g_stop{false};
+inline void InstallStopSignals() {
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { g_stop = true; };
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
 }
 
 inline std::unique_ptr<KubeClient> NewClient(const std::string& kubeconfig) {

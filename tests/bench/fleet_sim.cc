@@ -13,7 +13,6 @@
 // server's first LISTs are what a start costs); the program prints one line `started N` once
 // every agent has been started and runs until SIGTERM or SIGINT. A `kill -9` of the process is
 // N nodes lost at once (hack/bench/fleet.sh's scenario 3).
-#include <signal.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -26,9 +25,6 @@
 #include "tests/bench/noop_runtime_driver.h"
 
 namespace {
-
-std::atomic<bool> g_stop{false};
-void OnSignal(int) { g_stop = true; }
 
 stasis::NodeAgentOptions AgentOptions(const stasis::bench::Flags& f, const std::string& node,
                                       stasis::RuntimeDriver* driver) {
@@ -48,15 +44,6 @@ stasis::NodeAgentOptions AgentOptions(const stasis::bench::Flags& f, const std::
   return o;
 }
 
-void InstallSignals() {
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -71,7 +58,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   spdlog::set_level(spdlog::level::from_str(f.Get("log-level", "warn")));
-  InstallSignals();
+  stasis::bench::InstallStopSignals();
   // One driver for every agent: it keys sandboxes by id, and ids are unique per actor.
   stasis::bench::NoopRuntimeDriver driver;
   const long nodes = f.Int("nodes", 0), first = f.Int("first", 0);
@@ -79,9 +66,9 @@ int main(int argc, char** argv) {
   std::atomic<long> failed{0};
   std::vector<std::thread> agents;
   agents.reserve(static_cast<size_t>(nodes));
-  for (long i = first; i < first + nodes && !g_stop; ++i) {
+  for (long i = first; i < first + nodes && !stasis::bench::g_stop; ++i) {
     agents.emplace_back([&f, &driver, &failed, node = stasis::bench::FleetNodeName(f.Get("prefix", "fleet-node"), i)] {
-      if (auto s = stasis::RunNodeAgent(AgentOptions(f, node, &driver), &g_stop); !s.ok()) {
+      if (auto s = stasis::RunNodeAgent(AgentOptions(f, node, &driver), &stasis::bench::g_stop); !s.ok()) {
         ++failed;
         std::fprintf(stderr, "bench_fleet_sim: %s: %s\n", node.c_str(), s.ToString().c_str());
       }

@@ -5,7 +5,6 @@
 //                   [--metrics-addr 127.0.0.1:0] [--log-level info]
 //
 // Everything but the driver is the production agent (RunNodeAgent); SIGTERM stops it.
-#include <signal.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -14,11 +13,6 @@
 #include "reconcilers/node/node_agent.h"
 #include "tests/bench/bench_common.h"
 #include "tests/bench/noop_runtime_driver.h"
-
-namespace {
-std::atomic<bool> g_stop{false};
-void OnSignal(int) { g_stop = true; }
-}  // namespace
 
 int main(int argc, char** argv) {
   // ParseFlags wants a mode first; this program has one role.
@@ -44,13 +38,8 @@ int main(int argc, char** argv) {
   o.concurrency = static_cast<int>(f.Int("concurrency", 4));
   o.workers.assign(static_cast<size_t>(f.Int("workers", 1)), {});
   o.driver = &driver;
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-  if (auto s = stasis::RunNodeAgent(o, &g_stop); !s.ok()) {
+  stasis::bench::InstallStopSignals();
+  if (auto s = stasis::RunNodeAgent(o, &stasis::bench::g_stop); !s.ok()) {
     std::fprintf(stderr, "bench_node_noop: %s\n", s.ToString().c_str());
     return 1;
   }
