@@ -49,12 +49,7 @@ while [[ $# -gt 0 ]]; do
 done
 ((dead < nodes)) || die "--dead (${dead}) must be fewer than --nodes (${nodes})"
 
-build="${STASIS_BENCH_BUILD_DIR:-${REPO_ROOT}/build}"
-[[ -f "${build}/build.ninja" ]] || cmake -S "${REPO_ROOT}" -B "${build}" -G Ninja -DSTASIS_SANITIZE=OFF >/dev/null
-grep -q '^STASIS_SANITIZE:BOOL=ON' "${build}/CMakeCache.txt" \
-  && die "${build} is a sanitized build; set STASIS_BENCH_BUILD_DIR to a non-sanitized one"
-cmake --build "${build}" --target stasis bench_fleet bench_fleet_sim -j"${STASIS_BUILD_JOBS:-2}" >/dev/null \
-  || die "building stasis, bench_fleet and bench_fleet_sim failed"
+bench_build stasis bench_fleet bench_fleet_sim
 "${HACK_DIR}/build-control-plane.sh" >/dev/null
 export PATH="${PATH}:${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}"
 
