@@ -100,8 +100,8 @@ build_and_push_image() {
   [[ "${rc}" == 0 ]] || exit 1
 }
 
-# actor_source GIB INDENT: the spec's lines that say what the actor runs — here the image, with
-# the workload's command and where the driver's libraries are mounted.
+# actor_source GIB INDENT: the spec's lines that say what the actor runs — here the image and
+# the workload's command (the driver's libraries come from the CDI spec, platform_cdi).
 actor_source() {
   local workload="exec /w/workload --gib $1 --spin-ms 5000 >/tmp/w.log 2>&1"
   cat <<EOF

@@ -299,6 +299,7 @@ cdi_driver_libraries() {
     sed -n '/^devices:/,$p' "${WORK}/cdi/nvidia.yaml"
   } > "${WORK}/cdi/nvidia.yaml.new"
   mv "${WORK}/cdi/nvidia.yaml.new" "${WORK}/cdi/nvidia.yaml"
+  MACHINE_LINES+=("- the GPU's CDI spec for this mode: \`$(grep -v '^#' "${WORK}/cdi/nvidia.yaml" | one_line)\`")
 }
 
 # ---- actor bundles: the host's /usr and /etc, read-only; NO devices (CDI adds them) ----------

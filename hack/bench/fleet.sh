@@ -92,7 +92,7 @@ start_fleet() {  # start_fleet FIRST COUNT LOG: one bench_fleet_sim process, its
     --start-per-second 100 >>"${work}/$3.log" 2>&1 &
   fleet_pid=$!
 }
-# workers_free NODE_PREFIX_REGEX: how many Workers of the matching nodes are Free.
+# count_workers NODE_REGEX [PHASE]: how many Workers of the matching nodes there are (in PHASE).
 count_workers() {
   kubectl get workers -o jsonpath='{range .items[*]}{.spec.nodeName} {.status.phase}{"\n"}{end}' 2>/dev/null \
     | awk -v re="$1" -v phase="$2" '$1 ~ re && (phase == "" || $2 == phase) { n++ } END { print n + 0 }'
@@ -120,6 +120,8 @@ echo "scenario 1: ${actors} actors at rest on ${nodes} nodes"
 list_s="$("${build}/tests/bench_fleet" list --kubeconfig "${KUBECONFIG}" --repeat 2 | sed -n 's/^RESULT list_s=//p')"
 record 1 "etcd database after populating" "$(($(etcd_db_bytes) / 1048576))" MiB
 t0="$(now)"
+# STASIS_FLEET_CONTROLLER_FLAGS is split into words on purpose (several flags).
+# shellcheck disable=SC2086
 "${STASIS_FLEET_CONTROLLER:-${build}/stasis}" controller --leader-elect=false --namespace stasis-system \
   --metrics-addr "127.0.0.1:${ctl_port}" ${STASIS_FLEET_CONTROLLER_FLAGS:-} >>"${work}/controller.log" 2>&1 &
 ctl_pid=$!
@@ -133,9 +135,10 @@ record 1 "controller settled (every actor reconciled once)" "${settled_s}" s
 t0="$(now)"
 start_fleet 0 $((nodes - dead)) fleet-live; live_pid="${fleet_pid}"
 start_fleet $((nodes - dead)) "${dead}" fleet-dead; dead_pid="${fleet_pid}"
-want=$((nodes * per_node))
+want=$((nodes * per_node)) deadline=$((SECONDS + 1800))
 until [[ "$(count_workers . Free)" == "${want}" ]]; do
   require_alive "the fleet" "${live_pid}"; require_alive "the fleet's last ${dead} nodes" "${dead_pid}"
+  ((SECONDS < deadline)) || refuse "after 30 min $(count_workers . Free) of ${want} workers are Free (the agents' errors: ${work}/fleet-*.log)"
   sleep 1
 done
 record 1 "fleet up (every agent started, ${want} workers Free)" "$(calc "$(now) - ${t0}")" s
