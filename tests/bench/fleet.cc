@@ -67,7 +67,6 @@ json FleetActor(const std::string& ns, const std::string& name, const std::strin
   return api::ActorTypedJson(a);
 }
 
-
 json SuspendedStatus(const std::string& ns, const std::string& name, const std::string& node) {
   const Time now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
   api::Actor a;
