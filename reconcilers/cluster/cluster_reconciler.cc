@@ -320,14 +320,19 @@ IndexFunc IndexBindCandidates() {
 }
 
 IndexFunc IndexPromised() {
-  // The fields CountLiveNodes (placement.cc) reads for a promise, from the JSON: bound to a
-  // node, wanting Running (the API's default), holding no worker, not running.
+  // HoldsAWorkerPromise (placement.h) on the four fields it reads, taken from the JSON as
+  // IndexBindCandidates does: absent fields take the API's defaults.
   return [](const json& o) -> std::vector<std::string> {
-    const char* running = api::ToString(api::DesiredState::kRunning);
-    const bool promised = !StringAt(o, "/status/nodeName", "").empty() && StringAt(o, "/status/workerName", "").empty() &&
-                          StringAt(o, "/spec/desiredState", running) == running &&
-                          StringAt(o, "/status/status", "") != api::ToString(ActorState::kRunning);
-    return promised ? std::vector<std::string>{kPromised} : std::vector<std::string>{};
+    auto desired = api::ParseDesiredState(StringAt(o, "/spec/desiredState", "Running"));
+    const std::string state = StringAt(o, "/status/status", "");
+    auto parsed_state = state.empty() ? std::optional(ActorState::kUnspecified) : api::ParseActorState(state);
+    if (!desired || !parsed_state) return {};
+    api::Actor a;
+    a.spec.desired_state = *desired;
+    a.status.status = *parsed_state;
+    a.status.node_name = StringAt(o, "/status/nodeName", "");
+    a.status.worker_name = StringAt(o, "/status/workerName", "");
+    return HoldsAWorkerPromise(a) ? std::vector<std::string>{kPromised} : std::vector<std::string>{};
   };
 }
 

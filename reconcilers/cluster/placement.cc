@@ -32,6 +32,11 @@ const api::GpuIdentity* RestoresOnto(const api::Actor& a, const std::vector<api:
   return nullptr;
 }
 
+bool HoldsAWorkerPromise(const api::Actor& o) {
+  return !o.status.node_name.empty() && o.status.worker_name.empty() &&
+         o.spec.desired_state == api::DesiredState::kRunning && o.status.status != api::ActorState::kRunning;
+}
+
 bool WorkerSuits(const api::Worker& w, const api::Actor& a) { return WorkerSuits(w, a, RestoresOnto(a, {})); }
 
 bool WorkerSuits(const api::Worker& w, const api::Actor& a, const api::GpuIdentity* restores_onto) {
@@ -79,14 +84,9 @@ std::map<std::string, NodeCount> CountLiveNodes(const api::Actor& a, const Place
     if (w.IsFree()) n.free++;
   }
   for (const auto& o : in.actors) {
-    if (o.status.node_name.empty() || !o.status.worker_name.empty()) continue;
-    if (o.metadata.Key() == a.metadata.Key()) continue;
+    if (!HoldsAWorkerPromise(o) || o.metadata.Key() == a.metadata.Key()) continue;
     if ((o.spec.gpu.count > 0) != (a.spec.gpu.count > 0)) continue;
-    auto it = nodes.find(o.status.node_name);
-    if (it != nodes.end() && o.spec.desired_state == api::DesiredState::kRunning &&
-        o.status.status != api::ActorState::kRunning) {
-      it->second.promised++;
-    }
+    if (auto it = nodes.find(o.status.node_name); it != nodes.end()) it->second.promised++;
   }
   return nodes;
 }

@@ -29,6 +29,11 @@ bool WorkerSuits(const api::Worker& w, const api::Actor& a, const api::GpuIdenti
 // The same for an actor's own latest snapshot (no clone source looked up).
 bool WorkerSuits(const api::Worker& w, const api::Actor& a);
 
+// Whether an actor holds a promise of a worker on its node: bound there (status.nodeName),
+// wanting Running, holding none yet and not running. Place counts it against the node's free
+// workers; the cluster reconciler indexes these actors (IndexPromised).
+bool HoldsAWorkerPromise(const api::Actor& o);
+
 struct Placement {
   std::string node;     // where to bind; empty when nowhere yet
   int free = 0;         // suitable free workers there, not promised to actors bound to it
