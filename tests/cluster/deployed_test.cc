@@ -200,29 +200,36 @@ TEST_F(ClusterTest, PausedAndCheckpointingActorsOutliveTheirAgent) {
 // The roles use the projected service-account token and the cluster's CA (no kubeconfig), the
 // controller as the image's non-root user, the agent as root.
 TEST_F(ClusterTest, TheRolesUseInClusterCredentialsAsTheirUsers) {
+  const std::string controller = ControllerPod(180s);
+  ASSERT_FALSE(controller.empty()) << "no controller pod Running and Ready";
+  const std::string agent = AgentPod();
+  ASSERT_FALSE(agent.empty()) << "no agent pod";
   for (const char* workload : {"deployment/stasis-controller", "daemonset/stasis-node-cpu"}) {
     auto spec = Kubectl({"-n", "stasis-system", "get", workload, "-o", "json"});
     ASSERT_TRUE(spec.success()) << spec.err;
     EXPECT_EQ(spec.out.find("kubeconfig"), std::string::npos) << workload << " names a kubeconfig";
-    auto token = Kubectl({"-n", "stasis-system", "exec", workload, "--", "cat",
-                          "/var/run/secrets/kubernetes.io/serviceaccount/namespace"});
-    EXPECT_EQ(token.out, "stasis-system") << workload << ": " << token.err;
   }
-  auto uid = [](const std::string& workload) {
-    auto r = Kubectl({"-n", "stasis-system", "exec", workload, "--", "cat", "/proc/1/status"});
+  for (const std::string& pod : {controller, agent}) {
+    auto token = Kubectl({"-n", "stasis-system", "exec", pod, "--", "cat",
+                          "/var/run/secrets/kubernetes.io/serviceaccount/namespace"});
+    EXPECT_EQ(token.out, "stasis-system") << pod << ": " << token.err;
+  }
+  auto uid = [](const std::string& pod) {
+    auto r = Kubectl({"-n", "stasis-system", "exec", pod, "--", "cat", "/proc/1/status"});
     const auto p = r.out.find("Uid:\t");
     return p == std::string::npos ? std::string("?") : r.out.substr(p + 5, r.out.find('\t', p + 5) - p - 5);
   };
-  EXPECT_EQ(uid("deployment/stasis-controller"), "65532");
-  EXPECT_EQ(uid("daemonset/stasis-node-cpu"), "0");
+  EXPECT_EQ(uid(controller), "65532");
+  EXPECT_EQ(uid(agent), "0");
 }
 
 // The leader's pod deleted: the other replica leads within the Lease's timings, and binds
 // without double-booking the node's one worker.
 TEST_F(ClusterTest, TheOtherReplicaLeadsWhenTheLeadersPodIsDeleted) {
   auto holder = [] { return Get("lease/stasis-controller", "{.spec.holderIdentity}", "stasis-system"); };
-  const std::string leader = holder();
-  ASSERT_FALSE(leader.empty());
+  ASSERT_FALSE(ControllerPod(180s).empty()) << "no controller pod Running and Ready";
+  std::string leader;
+  ASSERT_TRUE(Eventually([&] { return !(leader = holder()).empty(); }, 60s)) << "nobody holds the lease";
   const std::string pod = leader.substr(0, leader.find('_'));
   ASSERT_TRUE(Kubectl({"-n", "stasis-system", "delete", "pod", pod, "--wait=false"}).success());
   const auto deleted = std::chrono::steady_clock::now();

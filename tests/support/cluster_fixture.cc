@@ -1,9 +1,11 @@
 #include "tests/support/cluster_fixture.h"
 
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "tests/support/service_monitor.h"
 
@@ -54,6 +56,28 @@ void ClusterTest::TearDownTestSuite() {
   fs::remove_all(kBundle, ec);
   delete dir_;
   dir_ = nullptr;
+}
+
+void ClusterTest::TearDown() {
+  if (HasFailure()) std::cout << Diagnostics();
+}
+
+std::string ClusterTest::Diagnostics() {
+  std::string out = "--- the cluster at the failure ---\n";
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"get", "nodes", "-o",
+            "jsonpath={range .items[*]}{.metadata.name} taints={.spec.taints} "
+            "conditions={range .status.conditions[*]}{.type}={.status}({.reason}) {end}{\"\\n\"}{end}"},
+           {"get", "pods", "-A", "-o", "wide"},
+           {"-n", "stasis-system", "get", "pods", "-o",
+            "jsonpath={range .items[*]}{.metadata.name} phase={.status.phase} deleting={.metadata.deletionTimestamp} "
+            "reason={.status.reason} {.status.message} "
+            "last={.status.containerStatuses[0].lastState.terminated}{\"\\n\"}{end}"},
+           {"get", "events", "-A", "--sort-by=.lastTimestamp"}}) {
+    auto r = Kubectl(args);
+    out += "$ kubectl " + args[0] + " " + args[1] + "\n" + r.out + r.err;
+  }
+  return out;
 }
 
 std::vector<std::string> ClusterTest::Leftovers() {
@@ -159,6 +183,37 @@ std::string ClusterTest::AgentPod() {
     if (!pod["metadata"].contains("deletionTimestamp")) return pod["metadata"].value("name", "");
   }
   return "";
+}
+
+std::string ClusterTest::ControllerPod(std::chrono::seconds deadline) {
+  std::string name;
+  bool noticed = false;
+  Eventually(
+      [&] {
+        auto r = Kubectl({"-n", "stasis-system", "get", "pods", "-l", "app.kubernetes.io/component=controller",
+                          "-o", "json"});
+        if (!r.success()) return false;
+        for (const auto& pod : json::parse(r.out, nullptr, false).value("items", json::array())) {
+          if (pod["metadata"].contains("deletionTimestamp") || pod["status"].value("phase", "") != "Running") {
+            // Nothing in these tests deletes a controller pod before the failover test: say
+            // what took it away, and wait for its replacement.
+            if (!std::exchange(noticed, true)) {
+              std::cout << "[ notice   ] controller pod " << pod["metadata"].value("name", "") << " is "
+                        << pod["status"].value("phase", "") << ", not Running\n" << Diagnostics();
+            }
+            continue;
+          }
+          for (const auto& c : pod["status"].value("conditions", json::array())) {
+            if (c.value("type", "") == "Ready" && c.value("status", "") == "True") {
+              name = pod["metadata"].value("name", "");
+              return true;
+            }
+          }
+        }
+        return false;
+      },
+      deadline);
+  return name;
 }
 
 CommandResult ClusterTest::InAgent(const std::vector<std::string>& argv, std::chrono::seconds deadline) {

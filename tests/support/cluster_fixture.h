@@ -35,6 +35,7 @@ class ClusterTest : public ::testing::Test {
  public:
   static void SetUpTestSuite();
   static void TearDownTestSuite();
+  void TearDown() override;
 
   // What `down` must not leave: a process or mount of the cluster's directory, a sandbox of the
   // cluster's agent (under its hostPath state, /var/lib/stasis) or its stasis-sandboxes cgroup,
@@ -63,6 +64,12 @@ class ClusterTest : public ::testing::Test {
   static bool AgentReady(std::chrono::seconds deadline);
   // The agent's pod that is not being deleted, or "".
   static std::string AgentPod();
+  // A controller pod that is Running, Ready and not being deleted, waited for up to `deadline`
+  // (the Deployment replaces pods the cluster takes away); "" when none comes.
+  static std::string ControllerPod(std::chrono::seconds deadline);
+  // What the cluster says of its node, pods and recent events: printed when a test fails, and
+  // when a test finds the cluster took pods away under it.
+  static std::string Diagnostics();
   // The host PID of the actor's sandbox (runsc state, through the agent's pod), or -1.
   static long SandboxPid(const std::string& actor);
   // The actor's counter, read inside its sandbox through the agent's pod, or -1.
