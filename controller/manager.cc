@@ -34,16 +34,22 @@ Result<std::unique_ptr<Manager>> Manager::New(ManagerOptions options) {
   if (!config.ok()) return config.status();
   config->user_agent = options.user_agent;
   std::unique_ptr<Manager> m(new Manager(std::move(options)));
-  auto transport = NewCpprestTransport(*config);
-  const std::string host = transport->Host();
   ClientOptions co;
   co.qps = m->options_.kube_api_qps;
   co.burst = m->options_.kube_api_burst;
-  m->client_ = std::make_unique<KubeClient>(std::move(transport),
-                                            m->metrics_->RestClientObserver(host), co);
-  m->events_ = std::make_unique<KubeEventRecorder>(*m->client_, m->options_.events);
+  // The event recorder has a client of its own (its own connections and --kube-api-qps
+  // budget), as controller-runtime builds it: an Event (one per bind) must not take a third of
+  // the binder's rate. (The leader elector paces nothing: LeaderElector wraps the transport.)
+  auto new_client = [&] {
+    auto transport = NewCpprestTransport(*config);
+    const std::string host = transport->Host();
+    return std::make_unique<KubeClient>(std::move(transport), m->metrics_->RestClientObserver(host), co);
+  };
+  m->client_ = new_client();
+  m->events_client_ = new_client();
+  m->events_ = std::make_unique<KubeEventRecorder>(*m->events_client_, m->options_.events);
   if (m->options_.leader_election) {
-    m->options_.leader_election->observe = m->metrics_->RestClientObserver(host);
+    m->options_.leader_election->observe = m->metrics_->RestClientObserver(m->client_->transport().Host());
     if (Status s = m->BuildElector(); !s.ok()) return s;
   } else {
     m->leading_ = true;  // nobody to defer to

@@ -135,7 +135,8 @@ class Manager {
   ManagerOptions options_;
   Metrics* metrics_;
   // Declared before what uses them: members are destroyed in reverse order.
-  std::unique_ptr<KubeClient> client_;
+  std::unique_ptr<KubeClient> client_;           // informers and controllers
+  std::unique_ptr<KubeClient> events_client_;    // the event recorder's
   std::unique_ptr<KubeEventRecorder> events_;
   std::unique_ptr<LeaderElector> elector_;
   std::vector<std::unique_ptr<Informer>> informers_;

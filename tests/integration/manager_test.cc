@@ -419,5 +419,29 @@ TEST_F(ManagerTest, LosingTheLeaseEndsRunAborted) {
   EXPECT_EQ(Holder(), "usurper");  // not ours to release
 }
 
+// The event recorder spends a --kube-api-qps budget of its own, as controller-runtime's does:
+// at 0.2 requests a second (one at once), an Event written first leaves the controllers' one
+// request of the burst untouched, and a request made first leaves the Event's.
+TEST_F(ManagerTest, EventsSpendABudgetOfTheirOwn) {
+  ManagerOptions o = Options();
+  o.kube_api_qps = 0.2;
+  o.kube_api_burst = 1;
+  auto m = NewManager(std::move(o));
+  ASSERT_NE(m, nullptr);
+  auto cm = client_->Create(kConfigMaps, ns_, {{"metadata", {{"name", "budget"}}}});
+  ASSERT_TRUE(cm.ok()) << cm.status().ToString();
+
+  m->events().Event(*cm, EventType::kNormal, "First", "an Event before any request");
+  ASSERT_TRUE(m->events().Flush(2s)) << "the recorder's first request waited";
+  auto t0 = SteadyClock::now();
+  ASSERT_TRUE(m->client().Get(kConfigMaps, ns_, "budget").ok());
+  EXPECT_LT(SteadyClock::now() - t0, 2s) << "the controllers' first request waited for the Event's budget";
+
+  // Both buckets are empty now: a second request of either side waits its 5 s.
+  m->events().Event(*cm, EventType::kNormal, "Second", "an Event when both budgets are spent");
+  EXPECT_FALSE(m->events().Flush(2s)) << "the recorder's second request did not wait for its own budget";
+  m->events().Shutdown(0ms);
+}
+
 }  // namespace
 }  // namespace stasis
