@@ -168,9 +168,11 @@ Status RunClusterController(const ClusterControllerOptions& o, const std::atomic
       controller.queue().Add(ObjectKey(*obj));
     }
   };
-  workers.AddEventHandler({requeue_waiting,
-                           [&](const ObjectPtr&, const ObjectPtr& n) { requeue_waiting(n); },
-                           requeue_waiting});
+  auto requeue_if_unblocks = [&](const ObjectPtr& before, const ObjectPtr& after) {
+    if (WorkerChangeMayUnblock(before.get(), after.get())) requeue_waiting(after);
+  };
+  workers.AddEventHandler({[=](const ObjectPtr& w) { requeue_if_unblocks(nullptr, w); }, requeue_if_unblocks,
+                           [=](const ObjectPtr& w) { requeue_if_unblocks(w, nullptr); }});
 
   // Cordons and drains: only a change of what a Node means to stasis requeues the waiting
   // actors (a kubelet updates its Node often; the rest of it is not read here).

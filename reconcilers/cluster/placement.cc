@@ -167,4 +167,19 @@ Placement Place(const api::Actor& a, const PlacementInput& in) {
   return p;
 }
 
+bool WorkerChangeMayUnblock(const nlohmann::json* before, const nlohmann::json* after) {
+  auto is_free = [](const nlohmann::json& w) {
+    return w.value("/status/phase"_json_pointer, std::string()) == ToString(api::WorkerPhase::kFree);
+  };
+  if (!after || !is_free(*after)) return false;
+  if (!before || !is_free(*before)) return true;
+  auto field = [](const nlohmann::json& w, const nlohmann::json::json_pointer& p) {
+    return w.contains(p) ? w.at(p) : nlohmann::json();
+  };
+  for (const auto& p : {"/spec"_json_pointer, "/metadata/labels"_json_pointer}) {
+    if (field(*before, p) != field(*after, p)) return true;
+  }
+  return false;
+}
+
 }  // namespace stasis

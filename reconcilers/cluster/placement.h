@@ -8,6 +8,7 @@
 // as the kube-scheduler's "0/3 nodes are available: …" does. Never both, never neither.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -33,6 +34,13 @@ bool WorkerSuits(const api::Worker& w, const api::Actor& a);
 // wanting Running, holding none yet and not running. Place counts it against the node's free
 // workers; the cluster reconciler indexes these actors (IndexPromised).
 bool HoldsAWorkerPromise(const api::Actor& o);
+
+// Whether a change of a Worker (`before` null: added; `after` null: deleted) may let an actor
+// waiting to bind be placed: only a worker that is Free afterwards, and was not Free before or
+// has changed what it offers (spec, labels). A worker claimed, deleted or rewritten without
+// change takes nothing away from a waiting actor's chances, and requeueing every waiting actor
+// on each of a burst's claims would place the same actors again and again.
+bool WorkerChangeMayUnblock(const nlohmann::json* before, const nlohmann::json* after);
 
 struct Placement {
   std::string node;     // where to bind; empty when nowhere yet

@@ -241,5 +241,32 @@ TEST(PlacementTest, GpuMismatchSaysWhatDiffers) {
             "the snapshot was taken on NVIDIA H200, driver 580.95.05; this GPU publishes no identity");
 }
 
+// What requeues the actors waiting to bind: a worker that is Free afterwards and was not, or
+// offers something else; never a claim, a deletion or a write that changes nothing.
+TEST(PlacementTest, OnlyAWorkerFreedOrChangedWhileFreeMayUnblockABind) {
+  auto worker = [](const std::string& phase, const std::string& gpu = "") {
+    nlohmann::json w = {{"metadata", {{"name", "n1-slot0"}, {"labels", {{"stasis.dev/node", "n1"}}}}},
+                        {"spec", {{"nodeName", "n1"}, {"devices", nlohmann::json::array()}}},
+                        {"status", {{"phase", phase}}}};
+    if (!gpu.empty()) w["spec"]["devices"].push_back({{"uuid", gpu}});
+    return w;
+  };
+  const auto free = worker("Free"), held = worker("Held"), free_gpu = worker("Free", "GPU-1");
+  EXPECT_TRUE(WorkerChangeMayUnblock(nullptr, &free)) << "a new free worker";
+  EXPECT_TRUE(WorkerChangeMayUnblock(&held, &free)) << "a worker freed";
+  EXPECT_TRUE(WorkerChangeMayUnblock(&free, &free_gpu)) << "a free worker offering another device";
+  auto relabelled = free;
+  relabelled["metadata"]["labels"]["pool"] = "a";
+  EXPECT_TRUE(WorkerChangeMayUnblock(&free, &relabelled)) << "a free worker relabelled";
+
+  EXPECT_FALSE(WorkerChangeMayUnblock(&free, &held)) << "a claim";
+  EXPECT_FALSE(WorkerChangeMayUnblock(nullptr, &held)) << "a new worker already held";
+  EXPECT_FALSE(WorkerChangeMayUnblock(&free, nullptr)) << "a worker deleted";
+  EXPECT_FALSE(WorkerChangeMayUnblock(&held, &held)) << "a held worker rewritten";
+  auto rewritten = free;
+  rewritten["metadata"]["resourceVersion"] = "42";
+  EXPECT_FALSE(WorkerChangeMayUnblock(&free, &rewritten)) << "a free worker rewritten without change";
+}
+
 }  // namespace
 }  // namespace stasis
