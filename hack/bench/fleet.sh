@@ -4,22 +4,34 @@
 # timed test.
 #
 #   hack/bench/fleet.sh [--nodes 1000] [--workers-per-node 8] [--actors 100000] [--run 10000]
-#                       [--dead 50] [--heartbeat-lease 40] [--threads 16] [--csv FILE] [--keep]
+#                       [--dead 50] [--heartbeat-lease 40] [--threads 16] [--churn-minutes 3]
+#                       [--apf with|without|off] [--csv FILE] [--keep]
 #
 # The nodes are bench_fleet_sim processes (tests/bench/fleet_sim.cc): each node the production
 # node agent (its informers, Workers, heartbeat Lease and status writes) over the no-op runtime
 # driver, many to a process; the last --dead nodes in a process of their own. The controller is
-# the real `stasis controller`, its own process.
+# the real `stasis controller`, its own process. Both authenticate as their ServiceAccounts
+# (tokens from `kubectl create token`) under the shipped RBAC; with --apf with (the default) the
+# API server runs API Priority and Fairness with the shipped FlowSchemas
+# (manifests/base/flowcontrol.yaml), --apf without runs it with the built-in ones only (stasis's
+# requests in `service-accounts`), --apf off without APF.
 #
 #   1. at rest: --actors suspended actors spread over the nodes (bench_fleet populate); etcd's
 #      database size; the controller started on them: ready (its caches synced) and settled (its
 #      queue empty), against the API server's own paged LIST of the same objects; then the
 #      fleet started; peak RSS of the controller, the API server and etcd, and the fleet's
 #      memory per node;
-#   2. a burst: --run unpinned actors asked to run at once; the binder places them (as many as
-#      there are free workers): actors bound per second, and the time until every placed one is
-#      RUNNING; against the API server's own ceiling for the binder's two writes per actor
-#      (bench_fleet bind-ceiling, --threads clients, on actors of its own, in the same run);
+#   2. a burst: --run unpinned actors asked to run at once (created while the controller is
+#      stopped with SIGSTOP, then continued); the binder places them (as many as there are free
+#      workers): actors bound per second, and the time until every placed one is RUNNING; against the API server's own ceiling for the binder's two writes per actor
+#      (bench_fleet bind-ceiling, --threads clients as the controller's ServiceAccount, on actors
+#      of its own, in the same run); and what the burst costs a client unrelated to stasis (its
+#      own ServiceAccount, one GET every 50 ms: bench_fleet probe), at rest and during the burst;
+#   4. steady churn: 1 % of all actors flipped per minute, for --churn-minutes (0: skipped),
+#      among the burst's RUNNING actors (suspends and resumes; bench_fleet churn); the API
+#      server's requests a second and latency by FlowSchema (with --apf with: by client), its
+#      writes per transition by resource (status writes, Events, Workers), the controller's CPU
+#      (run before 3, which ends nodes);
 #   3. node loss: the --dead nodes' process killed (kill -9: no agent says goodbye); the time
 #      until every actor they ran is cleaned (`Stuck=True NodeLost`) and every worker of theirs
 #      Free, against the heartbeat lease (--heartbeat-lease; target: within it + 30 s).
@@ -32,7 +44,7 @@
 source "$(dirname "$0")/../lib.sh"
 source "${HACK_DIR}/bench/lib.sh"
 
-nodes=1000 per_node=8 actors=100000 run=10000 dead=50 lease=40 threads=16 csv="" keep=0
+nodes=1000 per_node=8 actors=100000 run=10000 dead=50 lease=40 threads=16 churn_minutes=3 apf=with csv="" keep=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -42,12 +54,15 @@ while [[ $# -gt 0 ]]; do
     --dead) dead="$2"; shift 2 ;;
     --heartbeat-lease) lease="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
+    --churn-minutes) churn_minutes="$2"; shift 2 ;;
+    --apf) apf="$2"; shift 2 ;;
     --csv) csv="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
     *) die "unknown argument: $1 (see the header of $0)" ;;
   esac
 done
 ((dead < nodes)) || die "--dead (${dead}) must be fewer than --nodes (${nodes})"
+[[ "${apf}" == with || "${apf}" == without || "${apf}" == off ]] || die "--apf: with, without or off, not ${apf}"
 
 bench_build stasis bench_fleet bench_fleet_sim
 "${HACK_DIR}/build-control-plane.sh" >/dev/null
@@ -56,22 +71,47 @@ export PATH="${PATH}:${STASIS_CACHE}/bin/kubernetes-${KUBERNETES_VERSION}"
 work="$(mktemp -d /tmp/stasis-bench-fleet.XXXXXX)"
 export STASIS_CONTROL_PLANE_DIR="${work}/control-plane"
 csv="${csv:-${work}/fleet.csv}"
-ctl_pid="" live_pid="" dead_pid=""
+ctl_pid="" live_pid="" dead_pid="" probe_pid=""
 teardown() {
   local rc=$?
   set +e
-  stop_process "${ctl_pid}"; stop_process "${live_pid}"; stop_process "${dead_pid}"
+  stop_process "${probe_pid}"; stop_process "${ctl_pid}"; stop_process "${live_pid}"; stop_process "${dead_pid}"
   bench_teardown "${work}" "${keep}"
   exit "${rc}"
 }
 trap teardown EXIT
 trap 'exit 130' INT TERM
 
-bench_control_plane_up stasis-system fleet fleet-burst fleet-ceiling
+# (hack/control-plane.sh turns APF off for the tests; a later flag wins.)
+[[ "${apf}" == off ]] || export STASIS_APISERVER_EXTRA_FLAGS="${STASIS_APISERVER_EXTRA_FLAGS:-} --enable-priority-and-fairness=true"
+bench_control_plane_up stasis-system fleet fleet-burst fleet-ceiling fleet-probe
 cp_dir="${STASIS_CONTROL_PLANE_DIR}"
 api_pid="$(cat "${cp_dir}/kube-apiserver.pid")" etcd_pid="$(cat "${cp_dir}/etcd.pid")"
 mkdir -p "${work}/bundles/noop/rootfs" && echo '{}' >"${work}/bundles/noop/config.json"
 bundle="${work}/bundles/noop"
+
+# sa_kubeconfig NS SA FILE: this control plane's server and CA with a token of the ServiceAccount.
+sa_kubeconfig() {
+  local token user
+  token="$(kubectl -n "$1" create token "$2" --duration 24h)" || die "no token for $1/$2"
+  kubectl config view --raw --minify >"$3"
+  user="$(KUBECONFIG="$3" kubectl config view -o jsonpath='{.contexts[0].context.user}')"
+  KUBECONFIG="$3" kubectl config unset "users.${user}" >/dev/null
+  KUBECONFIG="$3" kubectl config set-credentials "${user}" --token="${token}" >/dev/null
+}
+# The roles as deployed: their ServiceAccounts and RBAC, and with --apf with the FlowSchemas.
+# The probe: a ServiceAccount that may read one ConfigMap.
+kubectl apply -n stasis-system -f "${REPO_ROOT}/manifests/base/node-rbac.yaml" \
+  -f "${REPO_ROOT}/manifests/base/controller-rbac.yaml" >/dev/null
+[[ "${apf}" == with ]] && kubectl apply -f "${REPO_ROOT}/manifests/base/flowcontrol.yaml" >/dev/null
+kubectl -n fleet-probe create serviceaccount probe >/dev/null
+kubectl -n fleet-probe create configmap probe --from-literal=probe=1 >/dev/null
+kubectl -n fleet-probe create role probe --verb=get --resource=configmaps >/dev/null
+kubectl -n fleet-probe create rolebinding probe --role=probe --serviceaccount=fleet-probe:probe >/dev/null
+sa_kubeconfig stasis-system stasis-node "${work}/node.kubeconfig"
+sa_kubeconfig stasis-system stasis-controller "${work}/controller.kubeconfig"
+sa_kubeconfig fleet-probe probe "${work}/probe.kubeconfig"
+probe=("${build}/tests/bench_fleet" probe --kubeconfig "${work}/probe.kubeconfig" --namespace fleet-probe --configmap probe)
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 ctl_port="$(free_port)"
@@ -87,7 +127,7 @@ record() { echo "$1,$2,$3,$4" >>"${csv}"; printf '  %-64s %12s %s\n' "$2" "$3" "
 etcd_db_bytes() { stat -c %s "$(find "${cp_dir}" -path '*member/snap/db' | head -1)"; }
 
 start_fleet() {  # start_fleet FIRST COUNT LOG: one bench_fleet_sim process, its pid in fleet_pid
-  "${build}/tests/bench_fleet_sim" --kubeconfig "${KUBECONFIG}" --root "${work}/nodes" --bundle-root "${work}/bundles" \
+  "${build}/tests/bench_fleet_sim" --kubeconfig "${work}/node.kubeconfig" --root "${work}/nodes" --bundle-root "${work}/bundles" \
     --first "$1" --nodes "$2" --workers-per-node "${per_node}" --heartbeat-lease "${lease}" \
     --start-per-second 100 >>"${work}/$3.log" 2>&1 &
   fleet_pid=$!
@@ -111,7 +151,8 @@ wait_settled() {  # wait_settled PORT PID: until the controller's queue is empty
 
 echo "controller: ${STASIS_FLEET_CONTROLLER:-${build}/stasis} ${STASIS_FLEET_CONTROLLER_FLAGS:-}"
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); stasis $(git -C "${REPO_ROOT}" rev-parse --short HEAD 2>/dev/null || echo unknown), kube-apiserver ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}"
-echo "fleet: ${nodes} nodes × ${per_node} workers, ${actors} actors at rest, a burst of ${run}, ${dead} nodes lost"
+echo "fleet: ${nodes} nodes × ${per_node} workers, ${actors} actors at rest, a burst of ${run}, ${churn_minutes} min of churn, ${dead} nodes lost"
+echo "API Priority and Fairness: ${apf}$([[ "${apf}" == with ]] && echo " (manifests/base/flowcontrol.yaml)")"
 
 # ---- 1. at rest ------------------------------------------------------------------------------
 echo "scenario 1: ${actors} actors at rest on ${nodes} nodes"
@@ -123,7 +164,7 @@ t0="$(now)"
 # STASIS_FLEET_CONTROLLER_FLAGS is split into words on purpose (several flags).
 # shellcheck disable=SC2086
 "${STASIS_FLEET_CONTROLLER:-${build}/stasis}" controller --leader-elect=false --namespace stasis-system \
-  --metrics-addr "127.0.0.1:${ctl_port}" ${STASIS_FLEET_CONTROLLER_FLAGS:-} >>"${work}/controller.log" 2>&1 &
+  --kubeconfig "${work}/controller.kubeconfig" --metrics-addr "127.0.0.1:${ctl_port}" ${STASIS_FLEET_CONTROLLER_FLAGS:-} >>"${work}/controller.log" 2>&1 &
 ctl_pid=$!
 until curl -fs "127.0.0.1:${ctl_port}/readyz" >/dev/null 2>&1; do require_alive controller "${ctl_pid}"; sleep 0.05; done
 ready_s="$(calc "$(now) - ${t0}")"
@@ -158,10 +199,18 @@ count_status() {
   kubectl get actors -n fleet-burst -o jsonpath='{range .items[*]}{.status.nodeName} {.status.status}{"\n"}{end}' 2>/dev/null \
     | awk -v want="$1" '($1 != "" && want == "bound") || $2 == want { n++ } END { print n + 0 }'
 }
+quiet_probe="$("${probe[@]}" --seconds 10 | sed -n 's/^RESULT //p')"
+"${probe[@]}" >"${work}/probe-burst.txt" 2>>"${work}/probe.log" &
+probe_pid=$!
+# The controller stopped (SIGSTOP) while the burst is created, so that binding is measured on its
+# own, not at the pace of the creations: every actor is there, wanting to run, when it goes on.
+kill -STOP "${ctl_pid}"
 t0="$(now)"
 "${build}/tests/bench_fleet" populate --kubeconfig "${KUBECONFIG}" --namespace fleet-burst --nodes "${nodes}" \
   --actors "${run}" --threads "${threads}" --bundle "${bundle}" --desired Running --unpinned 1 --prefix burst | sed 's/^/  /'
 created_s="$(calc "$(now) - ${t0}")"
+kill -CONT "${ctl_pid}"
+t0="$(now)"
 bound_s="" deadline=$((SECONDS + 1200))
 while ((SECONDS < deadline)); do
   b="$(count_status bound)"
@@ -171,25 +220,53 @@ while ((SECONDS < deadline)); do
   sleep 1
 done
 running_s="$(calc "$(now) - ${t0}")"
+kill -INT "${probe_pid}"; wait "${probe_pid}"; probe_pid=""
+burst_probe="$(sed -n 's/^RESULT //p' "${work}/probe-burst.txt")"
 [[ -n "${bound_s}" ]] || refuse "only $(count_status bound) of ${placed} actors were bound in 20 min"
 record 2 "created (${run} actors, ${threads} clients)" "${created_s}" s
-record 2 "every placeable actor bound" "${bound_s}" s
+record 2 "the controller continued → every placeable actor bound" "${bound_s}" s
 record 2 "binding throughput" "$(calc "${placed} / ${bound_s}")" "actors/s"
-record 2 "every placed actor RUNNING" "${running_s}" s
-ceiling="$("${build}/tests/bench_fleet" bind-ceiling --kubeconfig "${KUBECONFIG}" --namespace fleet-ceiling \
+record 2 "the controller continued → every placed actor RUNNING" "${running_s}" s
+ceiling="$("${build}/tests/bench_fleet" bind-ceiling --kubeconfig "${work}/controller.kubeconfig" --namespace fleet-ceiling \
   --actors "${placed}" --threads "${threads}" | sed -n 's/^RESULT bind_ceiling_per_s=\([0-9.]*\).*/\1/p')"
 require_positive "the bind ceiling" "${ceiling}"
 record 2 "  the API server's ceiling for the binder's writes (${threads} clients)" "${ceiling}" "binds/s"
 bind_ratio="$(calc "${placed} / ${bound_s} / ${ceiling}")"
 record 2 "binding throughput ÷ that ceiling" "${bind_ratio}" ratio
+field() { sed -n "s/.*\b$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
+record 2 "unrelated client's GET at rest: p50 / p99" "$(field probe_p50_ms "${quiet_probe}") / $(field probe_p99_ms "${quiet_probe}")" ms
+record 2 "unrelated client's GET during the burst: p50 / p99 / max" \
+  "$(field probe_p50_ms "${burst_probe}") / $(field probe_p99_ms "${burst_probe}") / $(field probe_max_ms "${burst_probe}")" ms
+
+# ---- 4. steady churn -------------------------------------------------------------------------
+if ((churn_minutes > 0)); then
+  per_minute=$(((actors + run + 99) / 100))
+  echo "scenario 4: ${per_minute} flips a minute (1 % of $((actors + run)) actors) for ${churn_minutes} min"
+  kubectl get --raw /metrics >"${work}/apiserver-before.txt"
+  ticks0="$(awk '{print $14 + $15}' "/proc/${ctl_pid}/stat")" t0="$(now)"
+  "${build}/tests/bench_fleet" churn --kubeconfig "${KUBECONFIG}" --namespace fleet-burst --per-minute "${per_minute}" \
+    --minutes "${churn_minutes}" >"${work}/churn.txt" 2>>"${work}/churn.log" || refuse "churn: $(cat "${work}/churn.txt" "${work}/churn.log")"
+  churn_s="$(calc "$(now) - ${t0}")"
+  ticks1="$(awk '{print $14 + $15}' "/proc/${ctl_pid}/stat")"
+  kubectl get --raw /metrics >"${work}/apiserver-after.txt"
+  churn="$(sed -n 's/^RESULT //p' "${work}/churn.txt")"
+  record 4 "flips made / actors settled" "$(field flips "${churn}") / $(field settled "${churn}")" ""
+  record 4 "window (the flips, then until every flipped actor settled)" "${churn_s}" s
+  record 4 "controller CPU" "$(calc "100 * (${ticks1} - ${ticks0}) / $(getconf CLK_TCK) / ${churn_s}")" "% of a core"
+  while IFS=, read -r figure value unit; do record 4 "${figure}" "${value}" "${unit}"; done < <(
+    python3 "${HACK_DIR}/bench/apiserver-delta.py" "${work}/apiserver-before.txt" "${work}/apiserver-after.txt" \
+      "${churn_s}" "$(field flips "${churn}")")
+fi
 
 # ---- 3. node loss ----------------------------------------------------------------------------
 doomed_re="^fleet-node-($(seq -f '%04g' $((nodes - dead)) $((nodes - 1)) | paste -sd'|'))\$"
 on_doomed() {
   kubectl get actors -n fleet-burst -o jsonpath='{range .items[*]}{.status.nodeName} {.status.status} {.status.conditions[?(@.type=="Stuck")].reason}{"\n"}{end}' 2>/dev/null \
-    | awk -v re="${doomed_re}" -v want="$1" '$1 ~ re && (want == "all" || $3 == want) { n++ } END { print n + 0 }'
+    | awk -v re="${doomed_re}" -v want="$1" '$1 ~ re && ((want == "live" && $2 != "STATUS_SUSPENDED") || $3 == want) { n++ } END { print n + 0 }'
 }
-doomed_actors="$(on_doomed all)"
+# The actors there that are not at rest (the churn suspended some, and a suspended actor on a
+# lost node has nothing to clean).
+doomed_actors="$(on_doomed live)"
 echo "scenario 3: ${dead} nodes lost at once, running ${doomed_actors} actors"
 t0="$(now)"
 kill -KILL "${dead_pid}"; wait "${dead_pid}" 2>/dev/null || true; dead_pid=""

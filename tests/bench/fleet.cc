@@ -6,6 +6,8 @@
 //                        [--bundle DIR]
 //   bench_fleet list --kubeconfig K [--repeat 3]
 //   bench_fleet bind-ceiling --kubeconfig K --namespace NS [--actors 2000] [--threads 16]
+//   bench_fleet probe --kubeconfig K --namespace NS --configmap NAME [--interval-ms 50] [--seconds 0]
+//   bench_fleet churn --kubeconfig K --namespace NS --per-minute N --minutes M [--settle-s 120]
 //
 // list: the baseline for an initial sync, in the same run: a paged LIST (pages of 500, as the
 // informer asks) of every Actor and every Worker, parsed into JSON and nothing else — what any
@@ -15,6 +17,15 @@
 // (wanting Suspended, so that no controller or agent acts on them) given exactly the binder's
 // two writes each — the node label, then status.nodeName with the resourceVersion it read — by
 // --threads clients as fast as the API server takes them. Prints the binds per second.
+//
+// probe: a client unrelated to stasis (its own identity in K) measuring what the fleet costs
+// everyone else: one GET of a ConfigMap every --interval-ms, for --seconds (0: until SIGINT or
+// SIGTERM). Prints the latency's p50, p99 and max and the failed requests.
+//
+// churn: steady churn on the RUNNING actors of NS, N desired-state flips a minute, evenly spaced,
+// for M minutes: every other flip suspends the next of them, and the flips between resume the
+// oldest this run suspended (once five are suspended). Then waits (--settle-s at most) until every flipped actor shows the status
+// its last flip asked for, and prints the flips made and settled (`RESULT flips=… settled=…`).
 //
 // populate:
 // Actors <prefix>-00000…, pinned to node N, SUSPENDED the way a node agent leaves them after a
@@ -29,6 +40,8 @@
 // there (a second batch beside a first).
 // Prints the rates and a `RESULT k=v …` line.
 #include <cstdio>
+#include <deque>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -231,16 +244,112 @@ int BindCeiling(const Flags& f) {
   return failed.load() == 0 ? 0 : 1;
 }
 
+int Probe(const Flags& f) {
+  InstallStopSignals();
+  const std::string ns = f.Get("namespace"), name = f.Get("configmap");
+  const auto interval = std::chrono::milliseconds(f.Int("interval-ms", 50));
+  const long seconds = f.Int("seconds", 0);
+  const ResourceType configmaps{"", "v1", "configmaps", true};
+  auto client = NewClient(f.Get("kubeconfig"));
+  std::vector<double> ms;
+  long failed = 0;
+  const auto end = SteadyClock::now() + std::chrono::seconds(seconds);
+  while (!g_stop && (seconds == 0 || SteadyClock::now() < end)) {
+    const auto t0 = SteadyClock::now();
+    auto r = client->Get(configmaps, ns, name);
+    ms.push_back(Millis(SteadyClock::now() - t0));
+    if (!r.ok() && failed++ < 5) std::fprintf(stderr, "probe: %s\n", r.status().ToString().c_str());
+    std::this_thread::sleep_until(t0 + interval);
+  }
+  if (ms.empty()) return 1;
+  std::printf("probe: %zu GETs, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %ld failed\n", ms.size(), Percentile(ms, 50),
+              Percentile(ms, 99), Percentile(ms, 100), failed);
+  std::printf("RESULT probe_n=%zu probe_p50_ms=%.1f probe_p99_ms=%.1f probe_max_ms=%.1f failed=%ld\n", ms.size(),
+              Percentile(ms, 50), Percentile(ms, 99), Percentile(ms, 100), failed);
+  return failed == 0 ? 0 : 1;
+}
+
+// The status an actor shows once its desired state is reached (the states churn asks for).
+std::string SettledStatus(const std::string& desired) {
+  return desired == "Running" ? "STATUS_RUNNING" : "STATUS_SUSPENDED";
+}
+
+int Churn(const Flags& f) {
+  InstallStopSignals();
+  const std::string ns = f.Get("namespace");
+  const long per_minute = f.Int("per-minute", 1), minutes = f.Int("minutes", 1), lag = 5;
+  auto client = NewClient(f.Get("kubeconfig"));
+  auto listed = client->List(kActors, ns);
+  if (!listed.ok()) {
+    std::fprintf(stderr, "churn: list: %s\n", listed.status().ToString().c_str());
+    return 1;
+  }
+  std::vector<std::string> running;
+  for (const auto& a : (*listed)["items"]) {
+    if (a.value("status", json::object()).value("status", "") == "STATUS_RUNNING") running.push_back(a["metadata"]["name"]);
+  }
+  const long flips = per_minute * minutes;
+  if (static_cast<long>(running.size()) < flips / 2 + lag) {
+    std::fprintf(stderr, "churn: %zu RUNNING actors in %s; %ld flips need %ld\n", running.size(), ns.c_str(), flips,
+                 flips / 2 + lag);
+    return 1;
+  }
+  std::map<std::string, std::string> desired;  // actor → what its last flip asked
+  std::deque<std::string> suspended;            // by this run, oldest first
+  size_t next = 0;                              // the next RUNNING actor to suspend
+  const auto gap = std::chrono::microseconds(60'000'000 / per_minute);
+  const auto start = SteadyClock::now();
+  long made = 0, failed = 0;
+  for (long k = 0; k < flips && !g_stop; ++k) {
+    std::this_thread::sleep_until(start + gap * k);
+    const bool suspend = k % 2 == 0 || static_cast<long>(suspended.size()) < lag;
+    if (suspend && next == running.size()) break;
+    const std::string name = suspend ? running[next++] : suspended.front();
+    if (!suspend) suspended.pop_front();
+    const std::string want = suspend ? "Suspended" : "Running";
+    auto r = client->Patch(kActors, ns, name, PatchType::kMerge, {{"spec", {{"desiredState", want}}}});
+    if (!r.ok()) {
+      if (failed++ < 5) std::fprintf(stderr, "churn: %s: %s\n", name.c_str(), r.status().ToString().c_str());
+      continue;
+    }
+    desired[name] = want;
+    if (suspend) suspended.push_back(name);
+    ++made;
+  }
+  const double churn_s = Seconds(SteadyClock::now() - start);
+  long settled = 0;
+  const auto settle_end = SteadyClock::now() + std::chrono::seconds(f.Int("settle-s", 120));
+  while (!g_stop) {
+    settled = 0;
+    if (auto now = client->List(kActors, ns); now.ok()) {
+      for (const auto& a : (*now)["items"]) {
+        auto it = desired.find(a["metadata"].value("name", ""));
+        if (it != desired.end() && a.value("status", json::object()).value("status", "") == SettledStatus(it->second)) ++settled;
+      }
+    }
+    if (settled == static_cast<long>(desired.size()) || SteadyClock::now() > settle_end) break;
+    std::this_thread::sleep_for(1s);
+  }
+  std::printf("churn: %ld flips over %.1f s (%ld failed), %ld of %zu actors settled %.1f s after the last\n", made,
+              churn_s, failed, settled, desired.size(), Seconds(SteadyClock::now() - start) - churn_s);
+  std::printf("RESULT flips=%ld churn_s=%.1f settled=%ld actors=%zu failed=%ld\n", made, churn_s, settled,
+              desired.size(), failed);
+  return failed == 0 && settled == static_cast<long>(desired.size()) ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace stasis::bench
 
 int main(int argc, char** argv) {
   stasis::bench::Flags f;
   if (!stasis::bench::ParseFlags(argc, argv, f) ||
-      (f.mode != "populate" && f.mode != "list" && f.mode != "bind-ceiling")) {
-    std::fprintf(stderr, "usage: bench_fleet populate|list|bind-ceiling --kubeconfig K … (see the file's header)\n");
+      (f.mode != "populate" && f.mode != "list" && f.mode != "bind-ceiling" && f.mode != "probe" &&
+       f.mode != "churn")) {
+    std::fprintf(stderr, "usage: bench_fleet populate|list|bind-ceiling|probe|churn --kubeconfig K … (see the file's header)\n");
     return 2;
   }
   if (f.mode == "list") return stasis::bench::List(f);
+  if (f.mode == "probe") return stasis::bench::Probe(f);
+  if (f.mode == "churn") return stasis::bench::Churn(f);
   return f.mode == "bind-ceiling" ? stasis::bench::BindCeiling(f) : stasis::bench::Populate(f);
 }
