@@ -178,10 +178,14 @@ Result<ReconcileOutcome> ClusterReconciler::Reconcile(const Request& request) {
     pruned_for_.erase(request.Key());
     return ReconcileOutcome{};
   }
-  // Most actors are at rest most of the time: decide those from the cache. Anything to write
-  // is decided on a quorum read (the controller's writes race with the node agent's).
+  // Most actors are at rest most of the time: decide those from the cache. Anything else to
+  // write is decided on a quorum read (the controller's writes race with the node agent's),
+  // but a bind: it is decided on the cache and written with the cached resourceVersion as its
+  // precondition, so a stale cache costs a conflict, never a wrong bind, and a burst's binds
+  // skip a read (a third of their requests).
   if (auto cached = api::ActorFromJson(*obj); cached.ok()) {
     if (auto quiet = QuietOutcome(*cached)) return *quiet;
+    if (BindsFromCache(*cached)) return Bind(*cached);
   }
   auto live = client_.Get(kActorType, request.ns, request.name);
   if (!live.ok()) {
@@ -245,6 +249,14 @@ std::optional<ReconcileOutcome> ClusterReconciler::QuietOutcome(const api::Actor
     return ReconcileOutcome{options_.recheck};
   }
   return ReconcileOutcome{};
+}
+
+bool ClusterReconciler::BindsFromCache(const api::Actor& cached) {
+  const std::string node = cached.spec.node_name.empty() ? cached.status.node_name : cached.spec.node_name;
+  // What Reconcile would do first on a quorum read: finish a deletion, clean a stuck actor,
+  // prune its snapshots.
+  return !cached.metadata.IsBeingDeleted() && IsBindCandidate(cached) &&
+         !DetectStuck(cached, Now(), options_.grace, NodeAlive(node)) && !PrunePending(cached);
 }
 
 Result<ReconcileOutcome> ClusterReconciler::ForceClean(api::Actor& a, const std::string& reason,
@@ -389,7 +401,7 @@ ObjectReference RefTo(const api::Actor& a) {
 }
 }  // namespace
 
-Result<ReconcileOutcome> ClusterReconciler::Bind(api::Actor& a) {
+Result<ReconcileOutcome> ClusterReconciler::Bind(api::Actor a) {
   const auto& snap = a.status.latest_snapshot;
   const bool snapshot_local = snap && !snap->node_name.empty();
   const api::Condition* ready = api::FindCondition(a.status.conditions, api::kConditionReady);
@@ -440,9 +452,19 @@ Result<ReconcileOutcome> ClusterReconciler::ReportUnplaced(api::Actor& a, const 
 }
 
 Result<ReconcileOutcome> ClusterReconciler::BindTo(const api::Actor& a, const Placement& p) {
-  // The label first (main endpoint), then status.nodeName (which hands it to the agent).
-  auto labeled = client_.Patch(kActorType, a.metadata.namespace_, a.metadata.name, PatchType::kMerge,
-                               {{"metadata", {{"labels", {{api::kNodeLabel, p.node}}}}}});
+  // The label first (main endpoint), then status.nodeName (which hands it to the agent), each
+  // on the version before it: the actor as decided on, then as the label left it.
+  auto labeled = client_.Patch(
+      kActorType, a.metadata.namespace_, a.metadata.name, PatchType::kMerge,
+      {{"metadata", {{"resourceVersion", a.metadata.resource_version}, {"labels", {{api::kNodeLabel, p.node}}}}}});
+  if (!labeled.ok() && labeled.status().code() == Code::kAborted) {
+    // Changed since it was read (the cache lagged): again soon, on the change, not an error.
+    spdlog::debug("bind conflict actor={}/{} read={}", a.metadata.namespace_, a.metadata.name,
+                  a.metadata.resource_version);
+    ReconcileOutcome again;
+    again.requeue = true;
+    return again;
+  }
   if (!labeled.ok()) return labeled.status();
   auto fresh = api::ActorFromJson(*labeled);
   if (!fresh.ok()) return fresh.status();

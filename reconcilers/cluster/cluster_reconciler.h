@@ -13,8 +13,9 @@
 //  - Binding: an unpinned actor that wants Running and has no node (or a lost one, or waits
 //    for a worker on a full node) gets status.nodeName and the label stasis.dev/node: a paused
 //    actor only to the node that holds its snapshot, others to the live node with the most
-//    free workers (Place, placement.h). Workers are claimed by the node agent (CAS), so a
-//    worker is never double-booked, also across a leader failover. An actor with no live node
+//    free workers (Place, placement.h), decided on the cache and written with the cached
+//    resourceVersion as the precondition (a conflict: again soon). Workers are claimed by the
+//    node agent (CAS), so a worker is never double-booked, also across a leader failover. An actor with no live node
 //    that it cannot place gets Ready=False (NoFreeWorker or Unschedulable, the candidates
 //    counted) and a FailedBinding Event once per new message; a binding replaces that
 //    condition (Ready=False Bound) and is an Event Bound.
@@ -126,7 +127,10 @@ class ClusterReconciler : public Reconciler {
   // reason: the Stuck condition's (a StuckVerdict's).
   Result<ReconcileOutcome> ForceClean(api::Actor& a, const std::string& reason,
                                       const std::string& message);
-  Result<ReconcileOutcome> Bind(api::Actor& a);
+  // Whether the cached actor is to be bound, with nothing Reconcile would do before (finish a
+  // deletion, clean it up as stuck, prune its snapshots): then it is bound from the cache.
+  bool BindsFromCache(const api::Actor& cached);
+  Result<ReconcileOutcome> Bind(api::Actor a);
   // What Place needs to place `a`, from the cache; `avoid`: a node whose agent found no free
   // worker.
   PlacementInput PlacementInputFor(const api::Actor& a, const std::string& avoid) const;

@@ -336,6 +336,32 @@ TEST_F(ClusterReconcilerTest, BindsGpuActorsToGpuWorkersAndCpuActorsToSlots) {
   EXPECT_EQ(node_of("two-gpus"), "") << "no worker holds two GPUs";
 }
 
+// A bind is decided on the cache and written with the cached resourceVersion as its
+// precondition: an actor changed since the cache saw it is not bound on that stale copy (a
+// conflict, nothing written), and is bound once the cache holds the change, which is kept.
+TEST_F(ClusterReconcilerTest, ABindOnAStaleCacheConflictsAndBindsOnceTheCacheCatchesUp) {
+  NodeWithWorkers("stale-bind-n1", 1, 0);
+  UnpinnedActor("late");
+  auto seen = client_->Get(kActorType, ns_, "late");
+  ASSERT_TRUE(seen.ok());
+  actors_.Upsert(std::make_shared<const json>(*seen));
+  auto touched = client_->Patch(kActorType, ns_, "late", PatchType::kMerge,
+                                {{"metadata", {{"labels", {{"team", "a"}}}}}});
+  ASSERT_TRUE(touched.ok()) << touched.status().ToString();
+
+  auto stale = reconciler_.Reconcile(Request{ns_, "late"});
+  ASSERT_TRUE(stale.ok()) << stale.status().ToString();
+  EXPECT_TRUE(stale->requeue) << "a conflict is looked at again, not counted as an error";
+  EXPECT_EQ(Actor("late").value("/status/nodeName"_json_pointer, std::string()), "") << "bound on a stale copy";
+  EXPECT_FALSE(Actor("late")["metadata"]["labels"].contains(api::kNodeLabel));
+
+  Reconcile("late");  // the cache caught up
+  const json bound = Actor("late");
+  EXPECT_EQ(bound.value("/status/nodeName"_json_pointer, std::string()), "stale-bind-n1");
+  EXPECT_EQ(bound["metadata"]["labels"].value(api::kNodeLabel, ""), "stale-bind-n1");
+  EXPECT_EQ(bound["metadata"]["labels"].value("team", ""), "a") << "the change the cache missed was lost";
+}
+
 // An unpinned actor on a cluster whose every worker is held waits with Ready=False
 // NoFreeWorker and one FailedBinding Event, however often it is reconciled; a new count is a
 // new message and a new Event; it binds when a worker frees, with a Bound Event, and the
