@@ -3,7 +3,8 @@
 # exited, an empty sample, or a missing case — each refused with its reason and exit 1 — and a
 # verdict from sound figures. And hack/bench/request_mix.py, which cuts the audit log of a
 # recorded flip into the transitions the transitions ceiling replays: the right requests of the
-# right actor in the right order, and a refusal when a direction was never recorded.
+# right actor in the right order, and a refusal when a direction was never recorded. And
+# hack/bench/apiserver-delta.py, fleet scenario 4's reading of the API server's metrics.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -122,8 +123,44 @@ if python3 "${root}/hack/bench/request_mix.py" "${tmp}/paused-only.log" "${tmp}/
 fi
 grep -q "no Running transition" "${tmp}/mix2.out" || fail "request_mix.py did not say why: $(cat "${tmp}/mix2.out")"
 
+# hack/bench/apiserver-delta.py (fleet scenario 4): what the API server did between two scrapes —
+# requests a second and execution mean/p99 by FlowSchema (idle ones left out), writes by
+# resource per transition (reads and the flips themselves not counted), Leases a second.
+fs='flow_schema="stasis-node-agents",priority_level="stasis-node-agents"'
+req() { echo "apiserver_request_total{code=\"$1\",group=\"g\",resource=\"$2\",subresource=\"$3\",verb=\"$4\"} $5"; }
+{
+  echo "apiserver_flowcontrol_dispatched_requests_total{${fs}} 100"
+  echo 'apiserver_flowcontrol_dispatched_requests_total{flow_schema="stasis-leases",priority_level="stasis-leases"} 50'
+  echo "apiserver_flowcontrol_request_execution_seconds_bucket{${fs},type=\"regular\",le=\"0.01\"} 90"
+  echo "apiserver_flowcontrol_request_execution_seconds_bucket{${fs},type=\"regular\",le=\"0.1\"} 100"
+  echo "apiserver_flowcontrol_request_execution_seconds_bucket{${fs},type=\"regular\",le=\"+Inf\"} 100"
+  echo "apiserver_flowcontrol_request_execution_seconds_sum{${fs},type=\"regular\"} 1"
+  req 200 actors status PATCH 10; req 200 actors "" GET 500; req 200 leases "" PUT 20
+} >"${tmp}/before.txt"
+{
+  echo "apiserver_flowcontrol_dispatched_requests_total{${fs}} 300"
+  echo 'apiserver_flowcontrol_dispatched_requests_total{flow_schema="stasis-leases",priority_level="stasis-leases"} 50'
+  echo "apiserver_flowcontrol_request_execution_seconds_bucket{${fs},type=\"regular\",le=\"0.01\"} 190"
+  echo "apiserver_flowcontrol_request_execution_seconds_bucket{${fs},type=\"regular\",le=\"0.1\"} 300"
+  echo "apiserver_flowcontrol_request_execution_seconds_bucket{${fs},type=\"regular\",le=\"+Inf\"} 300"
+  echo "apiserver_flowcontrol_request_execution_seconds_sum{${fs},type=\"regular\"} 5"
+  req 200 actors status PATCH 50; req 409 actors "" PATCH 20; req 200 actors "" GET 900; req 200 leases "" PUT 120
+} >"${tmp}/after.txt"
+delta="$(python3 "${root}/hack/bench/apiserver-delta.py" "${tmp}/before.txt" "${tmp}/after.txt" 100 20 2>&1)" \
+  || fail "apiserver-delta.py failed: ${delta}"
+expected="requests by FlowSchema stasis-node-agents,2.0,req/s
+  stasis-node-agents: execution mean / p99,20.0 / 98,ms
+writes (all resources),1.6,writes/s
+  writes to leases,1.0,writes/s
+  writes to actors/status per transition,2.00,writes
+  writes to actors per transition (less the flip itself),0.00,writes"
+[[ "${delta}" == "${expected}" ]] || fail "apiserver-delta.py printed:
+${delta}
+not:
+${expected}"
+
 if ((failures > 0)); then
   echo "${failures} failure(s)" >&2
   exit 1
 fi
-echo "ok: every refusal refused with its reason; verdicts and the request mix as expected"
+echo "ok: every refusal refused with its reason; verdicts, the request mix and the metrics delta as expected"
