@@ -395,6 +395,16 @@ api::NodeDrain ClusterReconciler::DrainOf(const std::string& node) const {
 }
 
 namespace {
+// A bind's write refused for a version the cache had not caught up with: the actor is looked
+// at again soon (its newer version is on the way), without counting an error.
+ReconcileOutcome AgainAfterConflict(const api::Actor& a, const char* write) {
+  spdlog::debug("bind conflict actor={}/{} write={} read={}", a.metadata.namespace_, a.metadata.name, write,
+                a.metadata.resource_version);
+  ReconcileOutcome again;
+  again.requeue = true;
+  return again;
+}
+
 ObjectReference RefTo(const api::Actor& a) {
   return ObjectReference{api::kApiVersion, api::kActorKind, a.metadata.namespace_, a.metadata.name,
                          a.metadata.uid, "", ""};
@@ -439,6 +449,7 @@ Result<ReconcileOutcome> ClusterReconciler::ReportUnplaced(api::Actor& a, const 
     (*patch)["metadata"]["resourceVersion"] = before.metadata.resource_version;
     auto r = client_.Patch(kActorType, a.metadata.namespace_, a.metadata.name, PatchType::kMerge,
                            *patch, "status");
+    if (!r.ok() && r.status().code() == Code::kAborted) return AgainAfterConflict(before, "unplaced");
     if (!r.ok()) return r.status();
   }
   // Once per new message, as the scheduler's FailedScheduling: requeues and rechecks that
@@ -457,14 +468,7 @@ Result<ReconcileOutcome> ClusterReconciler::BindTo(const api::Actor& a, const Pl
   auto labeled = client_.Patch(
       kActorType, a.metadata.namespace_, a.metadata.name, PatchType::kMerge,
       {{"metadata", {{"resourceVersion", a.metadata.resource_version}, {"labels", {{api::kNodeLabel, p.node}}}}}});
-  if (!labeled.ok() && labeled.status().code() == Code::kAborted) {
-    // Changed since it was read (the cache lagged): again soon, on the change, not an error.
-    spdlog::debug("bind conflict actor={}/{} read={}", a.metadata.namespace_, a.metadata.name,
-                  a.metadata.resource_version);
-    ReconcileOutcome again;
-    again.requeue = true;
-    return again;
-  }
+  if (!labeled.ok() && labeled.status().code() == Code::kAborted) return AgainAfterConflict(a, "label");
   if (!labeled.ok()) return labeled.status();
   auto fresh = api::ActorFromJson(*labeled);
   if (!fresh.ok()) return fresh.status();

@@ -15,10 +15,10 @@
 //    actor only to the node that holds its snapshot, others to the live node with the most
 //    free workers (Place, placement.h), decided on the cache and written with the cached
 //    resourceVersion as the precondition (a conflict: again soon). Workers are claimed by the
-//    node agent (CAS), so a worker is never double-booked, also across a leader failover. An actor with no live node
-//    that it cannot place gets Ready=False (NoFreeWorker or Unschedulable, the candidates
-//    counted) and a FailedBinding Event once per new message; a binding replaces that
-//    condition (Ready=False Bound) and is an Event Bound.
+//    node agent (CAS), so a worker is never double-booked, also across a leader failover. An
+//    actor with no live node that it cannot place gets Ready=False (NoFreeWorker or
+//    Unschedulable, the candidates counted) and a FailedBinding Event once per new message; a
+//    binding replaces that condition (Ready=False Bound) and is an Event Bound.
 //  - Drain: a cordoned or draining node (api/node_drain.h) takes no new actors; an actor at
 //    rest on a draining node that wants Running (its agent suspended it) is bound elsewhere.
 //  - Retention (with the snapshot store mounted or an object store, and --retain N): once per

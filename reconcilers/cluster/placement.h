@@ -37,9 +37,9 @@ bool HoldsAWorkerPromise(const api::Actor& o);
 
 // Whether a change of a Worker (`before` null: added; `after` null: deleted) may let an actor
 // waiting to bind be placed: only a worker that is Free afterwards, and was not Free before or
-// has changed what it offers (spec, labels). A worker claimed, deleted or rewritten without
-// change takes nothing away from a waiting actor's chances, and requeueing every waiting actor
-// on each of a burst's claims would place the same actors again and again.
+// has changed what it offers (spec, labels). A worker claimed or deleted, or rewritten without
+// change, cannot help an actor that waits, and requeueing every waiting actor on each of a
+// burst's claims would place the same actors again and again.
 bool WorkerChangeMayUnblock(const nlohmann::json* before, const nlohmann::json* after);
 
 struct Placement {

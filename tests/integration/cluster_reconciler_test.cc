@@ -362,6 +362,25 @@ TEST_F(ClusterReconcilerTest, ABindOnAStaleCacheConflictsAndBindsOnceTheCacheCat
   EXPECT_EQ(bound["metadata"]["labels"].value("team", ""), "a") << "the change the cache missed was lost";
 }
 
+// The same for the binder's other write, Ready=False when it cannot place an actor: on a
+// stale copy it is refused and tried again soon, not counted as an error; then written.
+TEST_F(ClusterReconcilerTest, AnUnplacedReportOnAStaleCacheIsTriedAgainNotAnError) {
+  NodeWithWorkers("stale-full-n1", 0, 1);
+  UnpinnedActor("waits");
+  auto seen = client_->Get(kActorType, ns_, "waits");
+  ASSERT_TRUE(seen.ok());
+  actors_.Upsert(std::make_shared<const json>(*seen));
+  ASSERT_TRUE(client_->Patch(kActorType, ns_, "waits", PatchType::kMerge, {{"metadata", {{"labels", {{"team", "b"}}}}}}).ok());
+
+  auto stale = reconciler_.Reconcile(Request{ns_, "waits"});
+  ASSERT_TRUE(stale.ok()) << stale.status().ToString();
+  EXPECT_TRUE(stale->requeue);
+  EXPECT_EQ(Ready(Actor("waits")).value("reason", ""), "") << "written on a stale copy";
+
+  Reconcile("waits");
+  EXPECT_EQ(Ready(Actor("waits")).value("reason", ""), api::kReasonNoFreeWorker);
+}
+
 // An unpinned actor on a cluster whose every worker is held waits with Ready=False
 // NoFreeWorker and one FailedBinding Event, however often it is reconciled; a new count is a
 // new message and a new Event; it binds when a worker frees, with a Bound Event, and the
