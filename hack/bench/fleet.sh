@@ -23,10 +23,11 @@
 #      memory per node;
 #   2. a burst: --run unpinned actors asked to run at once (created while the controller is
 #      stopped with SIGSTOP, then continued); the binder places them (as many as there are free
-#      workers): actors bound per second, and the time until every placed one is RUNNING; against the API server's own ceiling for the binder's two writes per actor
-#      (bench_fleet bind-ceiling, --threads clients as the controller's ServiceAccount, on actors
-#      of its own, in the same run); and what the burst costs a client unrelated to stasis (its
-#      own ServiceAccount, one GET every 50 ms: bench_fleet probe), at rest and during the burst;
+#      workers): actors bound per second, and the time until every placed one is RUNNING;
+#      against the API server's own ceiling for the binder's two writes per actor (bench_fleet
+#      bind-ceiling, --threads clients as the controller's ServiceAccount, on actors of its own,
+#      in the same run); and what the burst costs a client unrelated to stasis (its own
+#      ServiceAccount, one GET every 50 ms: bench_fleet probe), at rest and during the burst;
 #   4. steady churn: 1 % of all actors flipped per minute, for --churn-minutes (0: skipped),
 #      among the burst's RUNNING actors (suspends and resumes; bench_fleet churn); the API
 #      server's requests a second and latency by FlowSchema (with --apf with: by client), its
