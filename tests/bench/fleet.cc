@@ -24,8 +24,9 @@
 //
 // churn: steady churn on the RUNNING actors of NS, N desired-state flips a minute, evenly spaced,
 // for M minutes: every other flip suspends the next of them, and the flips between resume the
-// oldest this run suspended (once five are suspended). Then waits (--settle-s at most) until every flipped actor shows the status
-// its last flip asked for, and prints the flips made and settled (`RESULT flips=… settled=…`).
+// oldest this run suspended (once five are suspended). Then waits (--settle-s at most) until
+// every flipped actor shows the status its last flip asked for, and prints the flips made and
+// settled (`RESULT flips=… settled=…`).
 //
 // populate:
 // Actors <prefix>-00000…, pinned to node N, SUSPENDED the way a node agent leaves them after a
@@ -278,6 +279,10 @@ int Churn(const Flags& f) {
   InstallStopSignals();
   const std::string ns = f.Get("namespace");
   const long per_minute = f.Int("per-minute", 1), minutes = f.Int("minutes", 1), lag = 5;
+  if (per_minute < 1 || minutes < 1) {
+    std::fprintf(stderr, "churn: --per-minute and --minutes must be at least 1\n");
+    return 2;
+  }
   auto client = NewClient(f.Get("kubeconfig"));
   auto listed = client->List(kActors, ns);
   if (!listed.ok()) {
