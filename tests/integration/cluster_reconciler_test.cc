@@ -152,6 +152,16 @@ class ClusterReconcilerTest : public ::testing::Test {
     ASSERT_TRUE(client_->Create(kActorType, ns_, a).ok());
   }
 
+  // The actor as the API server holds it now, in the cache; then changed (the label team=TEAM)
+  // behind the cache's back: a stale cache.
+  void CachedThenLabelled(const std::string& name, const std::string& team) {
+    auto seen = client_->Get(kActorType, ns_, name);
+    ASSERT_TRUE(seen.ok()) << seen.status().ToString();
+    actors_.Upsert(std::make_shared<const json>(*seen));
+    auto touched = client_->Patch(kActorType, ns_, name, PatchType::kMerge, {{"metadata", {{"labels", {{"team", team}}}}}});
+    ASSERT_TRUE(touched.ok()) << touched.status().ToString();
+  }
+
   json Actor(const std::string& name) {
     auto a = client_->Get(kActorType, ns_, name);
     EXPECT_TRUE(a.ok()) << a.status().ToString();
@@ -342,12 +352,7 @@ TEST_F(ClusterReconcilerTest, BindsGpuActorsToGpuWorkersAndCpuActorsToSlots) {
 TEST_F(ClusterReconcilerTest, ABindOnAStaleCacheConflictsAndBindsOnceTheCacheCatchesUp) {
   NodeWithWorkers("stale-bind-n1", 1, 0);
   UnpinnedActor("late");
-  auto seen = client_->Get(kActorType, ns_, "late");
-  ASSERT_TRUE(seen.ok());
-  actors_.Upsert(std::make_shared<const json>(*seen));
-  auto touched = client_->Patch(kActorType, ns_, "late", PatchType::kMerge,
-                                {{"metadata", {{"labels", {{"team", "a"}}}}}});
-  ASSERT_TRUE(touched.ok()) << touched.status().ToString();
+  CachedThenLabelled("late", "a");
 
   auto stale = reconciler_.Reconcile(Request{ns_, "late"});
   ASSERT_TRUE(stale.ok()) << stale.status().ToString();
@@ -367,10 +372,7 @@ TEST_F(ClusterReconcilerTest, ABindOnAStaleCacheConflictsAndBindsOnceTheCacheCat
 TEST_F(ClusterReconcilerTest, AnUnplacedReportOnAStaleCacheIsTriedAgainNotAnError) {
   NodeWithWorkers("stale-full-n1", 0, 1);
   UnpinnedActor("waits");
-  auto seen = client_->Get(kActorType, ns_, "waits");
-  ASSERT_TRUE(seen.ok());
-  actors_.Upsert(std::make_shared<const json>(*seen));
-  ASSERT_TRUE(client_->Patch(kActorType, ns_, "waits", PatchType::kMerge, {{"metadata", {{"labels", {{"team", "b"}}}}}}).ok());
+  CachedThenLabelled("waits", "b");
 
   auto stale = reconciler_.Reconcile(Request{ns_, "waits"});
   ASSERT_TRUE(stale.ok()) << stale.status().ToString();
