@@ -22,11 +22,36 @@ std::optional<T> Parsed(Result<T> r) {
   return r.ok() ? std::optional<T>(std::move(*r)) : std::nullopt;
 }
 
-// The string at a JSON pointer of an object, or `def` when absent: what the index functions
-// read instead of parsing the whole actor (they run on every actor event and relist).
+// The string at a JSON pointer of an object, or `def` when absent.
 std::string StringAt(const json& o, const char* pointer, const char* def) {
   const json::json_pointer p(pointer);
   return o.contains(p) && o.at(p).is_string() ? o.at(p).get<std::string>() : std::string(def);
+}
+
+// The few fields of an actor that IsBindCandidate and HoldsAWorkerPromise read, from its JSON:
+// the index functions run on every actor event and over every actor at a relist, so they do
+// not parse the whole actor. Absent fields take the API's defaults (desiredState Running,
+// status unspecified); nullopt for a value the API would not hold.
+std::optional<api::Actor> IndexedFields(const json& o) {
+  auto desired = api::ParseDesiredState(StringAt(o, "/spec/desiredState", "Running"));
+  const std::string state = StringAt(o, "/status/status", "");
+  auto parsed_state = state.empty() ? std::optional(ActorState::kUnspecified) : api::ParseActorState(state);
+  if (!desired || !parsed_state) return std::nullopt;
+  api::Actor a;
+  a.spec.desired_state = *desired;
+  a.spec.node_name = StringAt(o, "/spec/nodeName", "");
+  a.spec.bundle = StringAt(o, "/spec/bundle", "");
+  a.spec.image = StringAt(o, "/spec/image", "");
+  if (o.contains(json::json_pointer("/spec/templateRef"))) a.spec.template_ref = api::LocalObjectReference{};
+  a.status.status = *parsed_state;
+  a.status.node_name = StringAt(o, "/status/nodeName", "");
+  a.status.worker_name = StringAt(o, "/status/workerName", "");
+  return a;
+}
+
+// The node an actor is on or is pinned to: spec.nodeName when pinned, else status.nodeName.
+const std::string& NodeOf(const api::Actor& a) {
+  return a.spec.node_name.empty() ? a.status.node_name : a.spec.node_name;
 }
 }  // namespace
 
@@ -184,8 +209,9 @@ Result<ReconcileOutcome> ClusterReconciler::Reconcile(const Request& request) {
   // precondition, so a stale cache costs a conflict, never a wrong bind, and a burst's binds
   // skip a read (a third of their requests).
   if (auto cached = api::ActorFromJson(*obj); cached.ok()) {
-    if (auto quiet = QuietOutcome(*cached)) return *quiet;
-    if (BindsFromCache(*cached)) return Bind(*cached);
+    const CachedDecision d = DecideFromCache(*cached);
+    if (d.next == CachedDecision::kDone) return d.outcome;
+    if (d.next == CachedDecision::kBind) return Bind(*cached);
   }
   auto live = client_.Get(kActorType, request.ns, request.name);
   if (!live.ok()) {
@@ -195,7 +221,7 @@ Result<ReconcileOutcome> ClusterReconciler::Reconcile(const Request& request) {
   auto parsed = api::ActorFromJson(*live);
   if (!parsed.ok()) return ReconcileOutcome{};
   api::Actor a = *parsed;
-  const std::string node = a.spec.node_name.empty() ? a.status.node_name : a.spec.node_name;
+  const std::string node = NodeOf(a);
   const std::optional<bool> alive = NodeAlive(node);
 
   if (a.metadata.IsBeingDeleted()) {
@@ -233,30 +259,26 @@ Result<ReconcileOutcome> ClusterReconciler::Reconcile(const Request& request) {
   return ReconcileOutcome{};
 }
 
-std::optional<ReconcileOutcome> ClusterReconciler::QuietOutcome(const api::Actor& a) {
-  const std::string node = a.spec.node_name.empty() ? a.status.node_name : a.spec.node_name;
+ClusterReconciler::CachedDecision ClusterReconciler::DecideFromCache(const api::Actor& a) {
+  const std::string& node = NodeOf(a);
   const std::optional<bool> alive = NodeAlive(node);
-  // Mirrors Reconcile's decisions; every branch that may write returns nullopt.
+  const CachedDecision read_live{CachedDecision::kReadLive, {}};
+  auto done = [](ReconcileOutcome o) { return CachedDecision{CachedDecision::kDone, o}; };
+  // Mirrors Reconcile's decisions, in its order; every branch that may write, but a bind,
+  // reads the actor live.
   if (a.metadata.IsBeingDeleted()) {
-    if (!a.metadata.HasFinalizer(api::kActorFinalizer)) return ReconcileOutcome{};
-    if (node.empty() || alive == std::optional<bool>(false)) return std::nullopt;
-    return ReconcileOutcome{options_.recheck};
+    if (!a.metadata.HasFinalizer(api::kActorFinalizer)) return done({});
+    if (node.empty() || alive == std::optional<bool>(false)) return read_live;
+    return done({options_.recheck});
   }
-  if (DetectStuck(a, Now(), options_.grace, alive)) return std::nullopt;
-  if (IsBindCandidate(a)) return std::nullopt;
-  if (!api::IsTransitioning(a.status.status) && PrunePending(a)) return std::nullopt;
+  if (DetectStuck(a, Now(), options_.grace, alive)) return read_live;
+  // Retention runs before a bind (Reconcile prunes, then binds).
+  if (IsBindCandidate(a)) return PrunePending(a) ? read_live : CachedDecision{CachedDecision::kBind, {}};
+  if (!api::IsTransitioning(a.status.status) && PrunePending(a)) return read_live;
   if (api::IsTransitioning(a.status.status) || a.status.status == ActorState::kRunning) {
-    return ReconcileOutcome{options_.recheck};
+    return done({options_.recheck});
   }
-  return ReconcileOutcome{};
-}
-
-bool ClusterReconciler::BindsFromCache(const api::Actor& cached) {
-  const std::string node = cached.spec.node_name.empty() ? cached.status.node_name : cached.spec.node_name;
-  // What Reconcile would do first on a quorum read: finish a deletion, clean a stuck actor,
-  // prune its snapshots.
-  return !cached.metadata.IsBeingDeleted() && IsBindCandidate(cached) &&
-         !DetectStuck(cached, Now(), options_.grace, NodeAlive(node)) && !PrunePending(cached);
+  return done({});
 }
 
 Result<ReconcileOutcome> ClusterReconciler::ForceClean(api::Actor& a, const std::string& reason,
@@ -310,41 +332,18 @@ bool IsBindCandidate(const api::Actor& a) {
 }
 
 IndexFunc IndexBindCandidates() {
-  // Runs on every actor event and over every actor at a relist: reads the few fields
-  // IsBindCandidate needs instead of parsing the whole actor. Absent fields take the API's
-  // defaults (desiredState Running, status unspecified).
+  // IsBindCandidate on the actor's IndexedFields.
   return [](const json& o) -> std::vector<std::string> {
-    auto str = [&](const char* pointer, const char* def) { return StringAt(o, pointer, def); };
-    api::Actor a;
-    auto desired = api::ParseDesiredState(str("/spec/desiredState", "Running"));
-    auto state = str("/status/status", "");
-    auto parsed_state = state.empty() ? std::optional(ActorState::kUnspecified) : api::ParseActorState(state);
-    if (!desired || !parsed_state) return {};
-    a.spec.desired_state = *desired;
-    a.spec.node_name = str("/spec/nodeName", "");
-    a.spec.bundle = str("/spec/bundle", "");
-    a.spec.image = str("/spec/image", "");
-    if (o.contains(json::json_pointer("/spec/templateRef"))) a.spec.template_ref = api::LocalObjectReference{};
-    a.status.status = *parsed_state;
-    if (!IsBindCandidate(a)) return {};
-    return {kBindCandidate};
+    const auto a = IndexedFields(o);
+    return a && IsBindCandidate(*a) ? std::vector<std::string>{kBindCandidate} : std::vector<std::string>{};
   };
 }
 
 IndexFunc IndexPromised() {
-  // HoldsAWorkerPromise (placement.h) on the four fields it reads, taken from the JSON as
-  // IndexBindCandidates does: absent fields take the API's defaults.
+  // HoldsAWorkerPromise (placement.h) on the actor's IndexedFields.
   return [](const json& o) -> std::vector<std::string> {
-    auto desired = api::ParseDesiredState(StringAt(o, "/spec/desiredState", "Running"));
-    const std::string state = StringAt(o, "/status/status", "");
-    auto parsed_state = state.empty() ? std::optional(ActorState::kUnspecified) : api::ParseActorState(state);
-    if (!desired || !parsed_state) return {};
-    api::Actor a;
-    a.spec.desired_state = *desired;
-    a.status.status = *parsed_state;
-    a.status.node_name = StringAt(o, "/status/nodeName", "");
-    a.status.worker_name = StringAt(o, "/status/workerName", "");
-    return HoldsAWorkerPromise(a) ? std::vector<std::string>{kPromised} : std::vector<std::string>{};
+    const auto a = IndexedFields(o);
+    return a && HoldsAWorkerPromise(*a) ? std::vector<std::string>{kPromised} : std::vector<std::string>{};
   };
 }
 
@@ -524,7 +523,7 @@ void ClusterReconciler::UpdateGauges() {
     if (!a.ok()) continue;
     const std::string s = api::ToString(a->status.status);
     by_status[s]++;
-    const std::string node = a->spec.node_name.empty() ? a->status.node_name : a->spec.node_name;
+    const std::string& node = NodeOf(*a);
     if (DetectStuck(*a, now, options_.grace, NodeAlive(node))) stuck[s]++;
   }
   metrics_.SetActors(by_status, stuck);

@@ -117,19 +117,22 @@ class ClusterReconciler : public Reconciler {
   api::NodeDrain DrainOf(const std::string& node) const;
 
  private:
-  // The outcome when the cached copy says there is nothing to write (a recheck at most), so
-  // that no quorum read is made; nullopt when the cache suggests an action, which is then
-  // decided again on a quorum read. A stale cache cannot hide work: the newer version's watch
-  // event queues the key again.
-  std::optional<ReconcileOutcome> QuietOutcome(const api::Actor& cached);
+  // What the cached copy decides, so that most reconciles make no quorum read: kDone with the
+  // outcome when there is nothing to write (a recheck at most); kBind when the actor is to be
+  // bound, with nothing Reconcile does first (finish a deletion, clean it up as stuck, prune
+  // its snapshots): bound from the cache, its resourceVersion the write's precondition;
+  // kReadLive when another write may be due, decided again on a quorum read. A stale cache
+  // cannot hide work: the newer version's watch event queues the key again.
+  struct CachedDecision {
+    enum Next { kDone, kBind, kReadLive } next;
+    ReconcileOutcome outcome;  // kDone's
+  };
+  CachedDecision DecideFromCache(const api::Actor& cached);
   // Whether retention has still to run for this actor's latestSnapshot.
   bool PrunePending(const api::Actor& a);
   // reason: the Stuck condition's (a StuckVerdict's).
   Result<ReconcileOutcome> ForceClean(api::Actor& a, const std::string& reason,
                                       const std::string& message);
-  // Whether the cached actor is to be bound, with nothing Reconcile would do before (finish a
-  // deletion, clean it up as stuck, prune its snapshots): then it is bound from the cache.
-  bool BindsFromCache(const api::Actor& cached);
   Result<ReconcileOutcome> Bind(api::Actor a);
   // What Place needs to place `a`, from the cache; `avoid`: a node whose agent found no free
   // worker.
