@@ -41,7 +41,9 @@
 # (default "pause suspend": the pause and the resume from its image; the suspend into the
 # agent's filesystem store and the resume from it), each mode given an equal share of the time
 # left; the reports are in the Markdown report and in $OUT/pause-overhead.txt (pause) and
-# $OUT/pause-overhead-suspend.txt.
+# $OUT/pause-overhead-suspend.txt. STASIS_GPU_E2E_BENCH_STORE=s3 (with the mode suspend) commits
+# to SeaweedFS on the GPU machine instead (the platform mode's archive, which carries it), and
+# the direct side adds curl's upload and download of the same image (pause-overhead.sh --store s3).
 #
 # STASIS_GPU_E2E_MODE=template runs hack/gpu-e2e-templates.sh instead of steps 4 and 5: a GPU
 # ActorTemplate whose golden snapshot holds a CUDA context, and actors restored from it onto
@@ -65,6 +67,7 @@ HARD_S="${STASIS_GPU_E2E_HARD_S:-560}"   # the device tool's call limit is 600 s
 MODE="${STASIS_GPU_E2E_MODE:-e2e}"
 CYCLES="${STASIS_GPU_E2E_CYCLES:-50}"
 BENCH_MODES="${STASIS_GPU_E2E_BENCH_MODES:-pause suspend}"
+BENCH_STORE="${STASIS_GPU_E2E_BENCH_STORE:-dir}"
 NS=gpu-e2e
 NODE=gpu-node
 HELPER_HOST=/usr/lib/stasis/cuda-checkpoint          # manifests/cdi's hostPath (a directory)
@@ -372,6 +375,11 @@ if [[ "${MODE}" == platform ]]; then
   source "${REPO_ROOT}/hack/gpu-e2e-platform.sh"
   platform_services_up
   platform_cdi
+elif [[ "${MODE}" == pause-overhead && "${BENCH_STORE}" == s3 ]]; then
+  # The platform mode's services (its archive carries SeaweedFS): the agent commits to the
+  # object store there, and the benchmark's direct side uploads and downloads with curl.
+  source "${REPO_ROOT}/hack/gpu-e2e-platform.sh"
+  platform_services_up
 fi
 AGENT_PID=""
 start_agent() {  # start_agent RUNSC_PATH LOGNAME [ENV...]
@@ -506,6 +514,8 @@ if [[ "${MODE}" == pause-overhead ]]; then
   gib="${SIZES%% *}"
   make_bundle "${gib}"
   read -ra modes <<<"${BENCH_MODES}"
+  bench_store_flags=()
+  [[ "${BENCH_STORE}" == s3 ]] && bench_store_flags=(--peer-object-store --agent-store-cache "${WORK}/root/store-cache")
   for i in "${!modes[@]}"; do
     m="${modes[$i]}" suffix=""
     [[ "${m}" == pause ]] || suffix="-${m}"
@@ -523,7 +533,8 @@ if [[ "${MODE}" == pause-overhead ]]; then
       --namespace "${NS}" --name "bench-${m}" --work-dir "${WORK}/bench-${m}" --cycles "${CYCLES}" --warmup 1 \
       --agent-log "${WORK}/node-agent.log" --csv "${RESULTS}/pause-overhead${suffix}.csv" \
       --gpu-uuid "${want_uuid}" --cdi-spec-dirs "${WORK}/cdi" --cuda-checkpoint-path "${CKPT_PATH}" \
-      --leave-running-side=false --time-budget "$((budget - 30))s" > "${RESULTS}/pause-overhead${suffix}.txt" 2> "${WORK}/bench${suffix}.log"
+      --leave-running-side=false --time-budget "$((budget - 30))s" "${bench_store_flags[@]}" \
+      > "${RESULTS}/pause-overhead${suffix}.txt" 2> "${WORK}/bench${suffix}.log"
     rc=$?
     check "pause-overhead benchmark, mode ${m}, ${gib} GiB, ${CYCLES} cycles" "${rc}" \
       "$(grep -E 'target|ratio end-to-end' "${RESULTS}/pause-overhead${suffix}.txt" | one_line) $(tail -2 "${WORK}/bench${suffix}.log" | one_line)"

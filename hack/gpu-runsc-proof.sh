@@ -368,8 +368,10 @@ if [[ "${CPU_ONLY}" != 1 ]]; then
   done
 fi
 CAPS='"CAP_CHOWN","CAP_DAC_OVERRIDE","CAP_FOWNER","CAP_FSETID","CAP_KILL","CAP_SETGID","CAP_SETUID","CAP_SETPCAP","CAP_NET_BIND_SERVICE","CAP_SYS_CHROOT","CAP_SYS_PTRACE","CAP_SYS_ADMIN","CAP_SYS_NICE","CAP_SYS_RESOURCE","CAP_IPC_LOCK"'
-# write_config DIR GIB: one bundle per workload size, all on the same rootfs.
+# write_config DIR GIB [COMMAND]: one bundle per workload size, all on the same rootfs; COMMAND
+# (default: the workload of GIB GiB) runs under /bin/sh -c with its output in /tmp/w.log.
 write_config() {
+local cmd="${3:-exec /w/workload --gib $2 --spin-ms 5000}"
 mkdir -p "$1"
 cat > "$1/config.json" <<EOF
 {
@@ -377,7 +379,7 @@ cat > "$1/config.json" <<EOF
  "process": {
   "terminal": false,
   "user": {"uid": 0, "gid": 0},
-  "args": ["/bin/sh", "-c", "exec /w/workload --gib $2 --spin-ms 5000 >/tmp/w.log 2>&1"],
+  "args": ["/bin/sh", "-c", "${cmd} >/tmp/w.log 2>&1"],
   "env": [${ENV}],
   "cwd": "/",
   "capabilities": {"bounding": [${CAPS}], "effective": [${CAPS}], "permitted": [${CAPS}]},
@@ -402,6 +404,10 @@ if command -v python3 >/dev/null && ! python3 -m json.tool "${BUNDLE}/config.jso
 fi
 cp "${BUNDLE}/config.json" "${RESULTS}/config.json"
 say "bundle ${BUNDLE}: $(one_line < "${BUNDLE}/config.json" | head -c 3000)"
+
+# The steps of a copy-speed GPU snapshot (hack/gpu-fast-snapshot.sh) instead of the steps below.
+# shellcheck source=gpu-fast-snapshot.sh
+[[ "${STASIS_GPU_RUNSC_MODE:-}" == fast-snapshot ]] && source "${REPO_ROOT}/hack/gpu-fast-snapshot.sh"
 
 # ---- step 1: the workload in sandboxes -----------------------------------------------------
 # start ID: run -detach, then wait for the workload's "ready" and a few ticks.
