@@ -9,12 +9,19 @@
 #   bin/umoci, bin/skopeo          build the workload's image there (as hack/image.sh builds
 #                                  stasis's) and push it to the registry (as the tests do)
 #   lib/                           skopeo's shared libraries beyond glibc
+#   bin/bench_object_store_transfer  hack/bench/object-store.sh's program (stasis's libraries are
+#                                  the main archive's), for the transfer benchmark there
 #
 # The main archive and this one together pass the device tool's 64 MiB: they travel in two
 # calls (the machine keeps a copy made under build/ between calls while it stays warm).
 #
-#   hack/gpu-e2e-platform-bundle.sh
+#   hack/gpu-e2e-platform-bundle.sh [BUILD_DIR]   (default build: the benchmark's Release build)
 source "$(dirname "$0")/lib.sh"
+
+build_dir="${1:-${REPO_ROOT}/build}"
+cmake -S "${REPO_ROOT}" -B "${build_dir}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTASIS_SANITIZE=OFF \
+  -DSTASIS_BUILD_TESTS=ON >/dev/null
+cmake --build "${build_dir}" --target bench_object_store_transfer
 
 out_dir="${REPO_ROOT}/.gpu-carry/platform"
 archive="${out_dir}/platform.tar.xz"
@@ -28,6 +35,7 @@ trap 'rm -rf "${stage}"' EXIT
 mkdir -p "${stage}/bin" "${stage}/lib" "${stage}/cache/bin/seaweedfs-${SEAWEEDFS_VERSION}"
 strip -o "${stage}/cache/bin/seaweedfs-${SEAWEEDFS_VERSION}/weed" "${weed}"
 for tool in docker-registry umoci skopeo; do strip -o "${stage}/bin/${tool}" "/usr/bin/${tool}"; done
+strip -o "${stage}/bin/bench_object_store_transfer" "${build_dir}/tests/bench_object_store_transfer"
 # skopeo's libraries minus glibc itself, which the GPU machine brings (as the main archive).
 ldd /usr/bin/skopeo | awk '$3 ~ /^\// { print $3 }' | sort -u | while read -r lib; do
   case "$(basename "${lib}")" in
