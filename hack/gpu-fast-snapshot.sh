@@ -15,7 +15,9 @@
 #   F3. sandbox plain-<N>: the same memory checkpointed and restored by the plain path (the
 #       toggle moves it all), the baseline of the same run;
 #   F4. (first size only) sandbox pinned-<N>: staged with its pinned arena still mapped, then
-#       checkpointed: what runsc's save does with a live pinned mapping.
+#       checkpointed: what runsc's save does with a live pinned mapping;
+#   F5. (first size only) what one helper call costs in the sandbox before any memory moves
+#       (`runsc exec` of the helper's --get-state against `runsc exec` of /bin/true).
 #
 # The sentries' own times (toggle, save, load) come from their debug logs. Uses
 # gpu-runsc-proof.sh's helpers (rs, wlog, check, gpu_used, image_bytes, …).
@@ -95,6 +97,21 @@ cycle() {
   wt=${DUR}
   CYCLE_ROW="${ck} | ${rt} | ${wt} | $(gib_of "${bytes}")"
 }
+# helper_overhead ID (F5): what one helper call costs before any device memory moves — a
+# process started in the sandbox, the driver loaded and asked — against `runsc exec` of
+# /bin/true, five of each, medians.
+helper_overhead() {
+  local t0 i helper=() plain=()
+  for i in 1 2 3 4 5; do
+    t0=$(now)
+    timeout 30 "${RUNSC}" "${FLAGS[@]}" exec "$1" /bin/true > /dev/null 2>&1
+    plain+=("$(secs "${t0}" "$(now)")")
+    t0=$(now)
+    timeout 30 "${RUNSC}" "${FLAGS[@]}" exec "$1" "${CKPT_PATH}" --get-state --pid 1 > "${WORK}/get-state.out" 2>&1
+    helper+=("$(secs "${t0}" "$(now)")")
+  done
+  FIGURES+=("- F5. per helper call in sandbox $1: \`runsc exec … cuda-checkpoint --get-state --pid 1\` $(printf '%s\n' "${helper[@]}" | sort -n | sed -n 3p) s median (answer: $(one_line < "${WORK}/get-state.out" | head -c 120)) against \`runsc exec … /bin/true\` $(printf '%s\n' "${plain[@]}" | sort -n | sed -n 3p) s; all: ${helper[*]} / ${plain[*]}")
+}
 # finish_probe ID: the image removed (the disk holds one size at a time), the sandbox gone.
 finish_probe() {
   rs "end-$1" 60 delete -force "$1"
@@ -138,6 +155,7 @@ for g in ${FAST_GIB}; do
   # F3. the plain path, same size, same run
   id="plain-${g}"
   if start_probe "${id}" "${g}"; then
+    [[ ${first} == 1 ]] && helper_overhead "${id}"
     if cycle "${id}" "${g}"; then
       timeout 30 "${RUNSC}" "${FLAGS[@]}" kill "${id}" USR2 > /dev/null 2>&1
       pc=$(probe_line "${id}" check 300); pu=$?
