@@ -76,6 +76,22 @@ install_binary() {
   done
 }
 
+# install_driver_dependencies ROOT: what the driver's libraries (mounted by the CDI spec) link
+# beyond themselves — the C library's libdl, libpthread and librt, which libcuda still names
+# though a program built against glibc ≥ 2.34 no longer does — as any distribution's base image
+# has them. Without them the workload's CUDA runtime cannot load libcuda and the actor dies.
+install_driver_dependencies() {
+  local lib dep
+  for lib in $(awk '/hostPath: .*libnvidia|hostPath: .*libcuda/ { sub(/,$/, "", $3); print $3 }' "${WORK}/cdi/nvidia.yaml"); do
+    for dep in $(ldd "${lib}" 2>/dev/null | awk '$3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+      case "$(basename "${dep}")" in libcuda.so*|libnvidia-*) continue ;; esac
+      [[ -e "$1${dep}" ]] && continue
+      mkdir -p "$1$(dirname "${dep}")"
+      cp -L "${dep}" "$1${dep}"
+    done
+  done
+}
+
 build_and_push_image() {
   local oci="${PLAT}/oci" bundle="${PLAT}/image-bundle" t
   rm -rf "${oci}" "${bundle}"
@@ -85,6 +101,7 @@ build_and_push_image() {
   mkdir -m 1777 "${bundle}/rootfs/tmp"
   for t in sh cat grep sleep; do install_binary "${bundle}/rootfs" "$(readlink -f "$(command -v "${t}")")" "/bin/${t}"; done
   install_binary "${bundle}/rootfs" "${WORK}/w/workload" /w/workload
+  install_driver_dependencies "${bundle}/rootfs"
   umoci repack --image "${oci}:v1" "${bundle}" &&
     umoci config --image "${oci}:v1" --author "stasis gpu-e2e" --config.cmd /w/workload \
       --config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --config.env HOME=/tmp \
