@@ -34,6 +34,7 @@ toggle_done() { grep -l "cuda-checkpoint on [0-9]* processes took" "${WORK}"/dbg
 kill_checkpoint() {
   local t0 pid deadline
   mkdir -p "$2"
+  SANDBOX_PID=$(timeout 30 "${RUNSC}" "${FLAGS[@]}" state "$1" 2>/dev/null | awk -F'[:,]' '/"pid"/ { gsub(/ /, "", $2); print $2; exit }')
   t0=$(now)
   setsid "${RUNSC}" "${FLAGS[@]}" checkpoint -image-path "$2" -cuda-checkpoint-path "${CKPT_PATH}" "$1" \
     > "${WORK}/kill-$1.out" 2> "${WORK}/kill-$1.err" < /dev/null &
@@ -49,21 +50,28 @@ kill_checkpoint() {
   KILLED_AFTER=$(secs "${t0}" "$(now)")
   say "runsc checkpoint of $1 killed after ${KILLED_AFTER} s ($3); its stderr: $(one_line < "${WORK}/kill-$1.err")"
 }
-# after_kill ID IMAGE_DIR PHASE: observations, then stasis's cleanup and its effect.
+# holds_gpu PID: the GPU's compute processes include PID (the sandbox's host process).
+holds_gpu() { nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -qx "$1"; }
+# after_kill ID IMAGE_DIR PHASE: observations, then stasis's cleanup and its effect. The
+# check is on the killed sandbox's own process (SANDBOX_PID, from `runsc state` before the
+# kill): the GPU's total also counts the other sandbox, and a sandbox whose toggle finished has
+# already given its device memory up before the delete.
 after_kill() {
-  local used_before_delete used_after rc
+  local used_before_delete used_after rc held_before
   observe "$1" "killed in the ${3} (${KILLED_AFTER} s in) +0 s" "$2"
   sleep 3; observe "$1" "+3 s" "$2"
   sleep 12; observe "$1" "+15 s" "$2"
   used_before_delete=$(gpu_used)
+  held_before=no
+  [[ "${CPU_ONLY}" != 1 ]] && holds_gpu "${SANDBOX_PID}" && held_before=yes
   rs "delete-$1" 60 delete -force "$1"
   rc=${RC}
   sleep 2
   used_after=$(gpu_used)
   DEADLINE_ROWS+=("| $1 | after \`runsc delete -force\` (exit ${rc}, ${DUR} s) | $(state_of "$1") | — | — | $(image_files "$2") | ${used_after} |")
-  check "D. $1 killed in the ${3}: runsc delete -force removes it and the GPU memory is released" \
-    "$([[ ${rc} == 0 && "$(state_of "$1")" == "(no state)" ]] && { [[ "${CPU_ONLY}" == 1 ]] || ((used_after < used_before_delete)); }; echo $?)" \
-    "GPU memory used ${used_before_delete} → ${used_after} MiB; compute apps after: $(gpu_apps)"
+  check "D. $1 killed in the ${3}: runsc delete -force removes it and its process holds no GPU memory" \
+    "$([[ ${rc} == 0 && "$(state_of "$1")" == "(no state)" ]] && { [[ "${CPU_ONLY}" == 1 ]] || ! holds_gpu "${SANDBOX_PID}"; }; echo $?)" \
+    "sandbox process ${SANDBOX_PID:-?} held GPU memory just before the delete: ${held_before}; GPU memory used ${used_before_delete} → ${used_after} MiB (the other sandbox included); compute apps after: $(gpu_apps)"
 }
 
 baseline_two=$(gpu_used)
