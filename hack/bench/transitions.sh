@@ -29,6 +29,9 @@
 # /metrics) in each phase say where the time goes.
 # No verdict is printed — the script says why and exits 1 — when a ceiling or a flip failed
 # or measured nothing, or the agent died.
+# STASIS_TRANSITIONS_AGENT_FLAGS adds flags to both halves' agents (e.g. "--kube-api-qps 1000
+# --kube-api-burst 2000": the agent's own client-side limit, 50 requests/s by default, is then
+# out of the way and the figure is its path against the server's).
 # Root is needed for the runsc half. Everything is torn down at exit. Last line: RESULT k=v ….
 source "$(dirname "$0")/../lib.sh"
 source "${HACK_DIR}/bench/lib.sh"
@@ -244,7 +247,8 @@ flip_half() {
 
 # Half 1: the no-op driver (no sandbox): the agent's own path.
 "${build}/tests/bench_node_noop" --kubeconfig "${KUBECONFIG}" --node-name noop-node --root "${work}/noop-node" --bundle-root "${work}/bundles" \
-  --workers "${actors}" --concurrency "${concurrency}" --metrics-addr "127.0.0.1:${port}" >"${work}/noop.log" 2>&1 &
+  --workers "${actors}" --concurrency "${concurrency}" --metrics-addr "127.0.0.1:${port}" ${STASIS_TRANSITIONS_AGENT_FLAGS:-} \
+  >"${work}/noop.log" 2>&1 &
 agent_pid=$!
 wait_ready noop
 flip_half noop noop "${actors}" "${rounds}" "${work}/bundles/noop-bundle"
@@ -271,7 +275,7 @@ R[noop_ratio_watched]="$(calc "${R[noop_tps]} * ${R[noop_writes]} / ${ceiling_wa
 "${HACK_DIR}/make-bundle.sh" "${work}/bundles/bundle" >/dev/null
 "${build}/stasis" node --node-name runsc-node --runsc "${RUNSC}" --root "${work}/runsc-node" --bundle-root "${work}/bundles" \
   --workers "${runsc_actors}" --concurrency "${concurrency}" --metrics-addr "127.0.0.1:${port}" \
-  >"${work}/runsc.log" 2>&1 &
+  ${STASIS_TRANSITIONS_AGENT_FLAGS:-} >"${work}/runsc.log" 2>&1 &
 agent_pid=$!
 wait_ready runsc
 flip_half runsc runsc "${runsc_actors}" "${runsc_rounds}" "${work}/bundles/bundle"
