@@ -204,10 +204,13 @@ admission_refusal() {
     || { check "admission: a ${gib} GiB actor runs" 1 "$(jp "${a}" '{.status}') $(wlog "${a}" | tail -2)"; return; }
   local before; before=$(last_tick "${a}")
   patch_desired "${a}" Suspended
+  # A running actor already carries CheckpointFailed=False (ClearedOnResume): wait for True.
   local deadline=$((SECONDS + 60)) reason=""
   while ((SECONDS < deadline)); do
-    reason=$(jp "${a}" '{.status.conditions[?(@.type=="CheckpointFailed")].reason}')
-    [[ -n "${reason}" ]] && break
+    if [[ "$(jp "${a}" '{.status.conditions[?(@.type=="CheckpointFailed")].status}')" == True ]]; then
+      reason=$(jp "${a}" '{.status.conditions[?(@.type=="CheckpointFailed")].reason}')
+      break
+    fi
     sleep 0.3
   done
   local after; after=$(tick_after "${a}" "${before}" 30)
