@@ -38,7 +38,9 @@
 # after this many seconds), STASIS_GPU_RUNSC_HARD_S=540 (a step that could run past this is
 # skipped and the skip recorded), STASIS_RUNSC_XZ (default .gpu-carry/runsc.xz), STASIS_RUNSC
 # (an unpacked runsc instead), STASIS_GPU_RUNSC_MODE=deadline (instead of steps 2-6, what a
-# checkpoint killed at its deadline leaves: hack/gpu-runsc-deadline.sh).
+# checkpoint killed at its deadline leaves: hack/gpu-runsc-deadline.sh) or =fast-snapshot
+# (instead of steps 1-6, the steps of a copy-speed GPU snapshot timed on the host and in runsc:
+# hack/gpu-fast-snapshot.sh, STASIS_GPU_FAST_GIB).
 set -uo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WORK="${REPO_ROOT}/build/gpu-runsc"
