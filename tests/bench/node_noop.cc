@@ -2,13 +2,14 @@
 // runsc, for hack/bench/transitions.sh: the agent's own cost per transition, with no sandbox.
 //
 //   bench_node_noop --kubeconfig K --node-name N --root DIR [--bundle-root DIR] [--workers 1] [--concurrency 4]
-//                   [--metrics-addr 127.0.0.1:0] [--log-level info]
+//                   [--metrics-addr 127.0.0.1:0] [--log-level info] [--kube-api-qps 50] [--kube-api-burst 100]
 //
 // Everything but the driver is the production agent (RunNodeAgent); SIGTERM stops it.
 #include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <cstdio>
+#include <string>
 
 #include "reconcilers/node/node_agent.h"
 #include "tests/bench/bench_common.h"
@@ -22,7 +23,8 @@ int main(int argc, char** argv) {
   if (!stasis::bench::ParseFlags(static_cast<int>(args.size()), args.data(), f) ||
       f.Get("node-name").empty() || f.Get("root").empty()) {
     std::fprintf(stderr, "usage: bench_node_noop --kubeconfig K --node-name N --root DIR [--workers 1] "
-                         "[--concurrency 4] [--metrics-addr ADDR] [--bundle-root DIR] [--log-level info]\n");
+                         "[--concurrency 4] [--metrics-addr ADDR] [--bundle-root DIR] [--log-level info] "
+                         "[--kube-api-qps 50] [--kube-api-burst 100]\n");
     return 2;
   }
   spdlog::set_level(spdlog::level::from_str(f.Get("log-level", "info")));
@@ -37,6 +39,10 @@ int main(int argc, char** argv) {
   o.metrics_addr = f.Get("metrics-addr", "127.0.0.1:0");
   o.concurrency = static_cast<int>(f.Int("concurrency", 4));
   o.workers.assign(static_cast<size_t>(f.Int("workers", 1)), {});
+  // The agent's client-side limit, as `stasis node` takes it (same defaults): transitions.sh
+  // lifts it to measure the agent's path rather than its budget of requests.
+  o.kube_api_qps = std::stod(f.Get("kube-api-qps", "50"));
+  o.kube_api_burst = static_cast<int>(f.Int("kube-api-burst", 100));
   o.driver = &driver;
   stasis::bench::InstallStopSignals();
   if (auto s = stasis::RunNodeAgent(o, &stasis::bench::g_stop); !s.ok()) {
