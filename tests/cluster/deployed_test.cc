@@ -132,8 +132,9 @@ std::vector<std::string> AgentLeftovers(const std::vector<std::string>& live_san
 // A paused actor and a checkpoint in flight when the agent's pod goes. PAUSED stays PAUSED on
 // its snapshot and resumes with its counter continued. A suspend whose agent pod is deleted
 // mid-checkpoint finishes within the pod's grace period; one whose agent is killed outright
-// mid-checkpoint is recovered by the next agent: either way the actor ends SUSPENDED on a
-// snapshot it resumes from, and nothing unfinished is left in the agent's directory.
+// mid-checkpoint is recovered by the next agent, on the new snapshot if it was complete and
+// otherwise on the one the actor had: either way the actor ends SUSPENDED on a snapshot it
+// resumes from, and nothing unfinished is left in the agent's directory.
 TEST_F(ClusterTest, PausedAndCheckpointingActorsOutliveTheirAgent) {
   SuspendAll();
   SetActor("napper", "Running");
@@ -151,12 +152,18 @@ TEST_F(ClusterTest, PausedAndCheckpointingActorsOutliveTheirAgent) {
 
   // Two suspends, each with a second's worth of checkpoint (1 GiB of random bytes in the
   // sandbox's memory) so that the agent can be lost while it runs.
-  const std::vector<std::pair<std::string, std::vector<std::string>>> ends = {
-      {"the agent's pod deleted", {"delete", "pod", "--wait=false"}},
-      {"the agent's pod deleted without grace", {"delete", "pod", "--wait=false", "--grace-period=1"}},
+  struct End {
+    std::string what;
+    std::vector<std::string> verb;
+    bool graceful;  // the agent has time to finish the checkpoint it is in
   };
-  for (const auto& [what, verb] : ends) {
+  const std::vector<End> ends = {
+      {"the agent's pod deleted", {"delete", "pod", "--wait=false"}, true},
+      {"the agent's pod deleted without grace", {"delete", "pod", "--wait=false", "--grace-period=1"}, false},
+  };
+  for (const auto& [what, verb, graceful] : ends) {
     SCOPED_TRACE(what);
+    const std::string previous = Get("actor/napper", "{.status.latestSnapshot.id}");
     SetActor("napper", "Running");
     ASSERT_TRUE(Reaches("napper", "STATUS_RUNNING")) << StatusOf("napper");
     long before = -1;
@@ -179,7 +186,15 @@ TEST_F(ClusterTest, PausedAndCheckpointingActorsOutliveTheirAgent) {
     ASSERT_TRUE(Reaches("napper", "STATUS_SUSPENDED", 180s)) << StatusOf("napper");
     std::cout << "[ measure  ] " << what << " mid-checkpoint → SUSPENDED: "
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - lost).count() << " s\n";
-    EXPECT_FALSE(Get("actor/napper", "{.status.latestSnapshot.id}").empty());
+    const std::string taken = Get("actor/napper", "{.status.latestSnapshot.id}");
+    EXPECT_FALSE(taken.empty());
+    // Killed outright, the agent may die before the checkpoint is complete (it takes seconds
+    // here): a partial image is never adopted, and the actor rests on the snapshot it had.
+    const bool fell_back = !graceful && taken == previous;
+    if (graceful) {
+      EXPECT_NE(taken, previous) << "a graceful delete finishes the checkpoint in flight";
+    }
+    if (fell_back) std::cout << "[ notice   ] killed before the checkpoint completed: SUSPENDED on " << taken << "\n";
     EXPECT_TRUE(Eventually([] { return Get("worker/" + kWorker, "{.status.phase}", "") == "Free"; }, 30s));
     EXPECT_TRUE(Eventually([] { return AgentLeftovers({}).empty(); }, 30s))
         << ::testing::PrintToString(AgentLeftovers({}));
@@ -187,7 +202,11 @@ TEST_F(ClusterTest, PausedAndCheckpointingActorsOutliveTheirAgent) {
     ASSERT_TRUE(Reaches("napper", "STATUS_RUNNING")) << StatusOf("napper");
     long after = -1;
     ASSERT_TRUE(Eventually([&] { return (after = Counter("napper")) > 0; }, 30s));
-    EXPECT_GE(after, before) << "the resumed actor's counter went back before the suspend began";
+    // From the suspend's own snapshot the counter goes on from where the suspend began; from the
+    // earlier one it may be lower, as that snapshot was (the resume still works: it runs).
+    if (!fell_back) {
+      EXPECT_GE(after, before) << "the resumed actor's counter went back before the suspend began";
+    }
     auto ballast = InAgent({"runsc", "-root", "/var/lib/stasis/run/" + Get("actor/napper", "{.status.sandboxID}"),
                             "exec", Get("actor/napper", "{.status.sandboxID}"), "/bin/busybox", "rm", "-f",
                             "/tmp/ballast"});
