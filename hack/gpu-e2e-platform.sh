@@ -64,16 +64,24 @@ store_bytes() { metric stasis_object_store_bytes_total "direction=\"$1\""; }
 platform_cdi() { cdi_driver_libraries "hack/gpu-e2e-platform.sh"; }
 
 # ---- 1. the workload's image ------------------------------------------------------------------
-# install_binary ROOT SOURCE DEST: SOURCE copied to ROOT/DEST, with the shared libraries ldd
-# names for it and the loader, each at the path ldd gives (a script has none).
-install_binary() {
-  local root=$1 lib
-  mkdir -p "${root}$(dirname "$3")"
-  cp -L "$2" "${root}$3"
+# install_libraries ROOT FILE: the shared libraries ldd names for FILE and the loader, each at the
+# path ldd gives, except the driver's own (the CDI spec mounts those) and what ROOT already has.
+install_libraries() {
+  local lib
   for lib in $(ldd "$2" 2>/dev/null | awk '$3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
-    mkdir -p "${root}$(dirname "${lib}")"
-    [[ -e "${root}${lib}" ]] || cp -L "${lib}" "${root}${lib}"
+    case "$(basename "${lib}")" in libcuda.so*|libnvidia-*) continue ;; esac
+    [[ -e "$1${lib}" ]] && continue
+    mkdir -p "$1$(dirname "${lib}")"
+    cp -L "${lib}" "$1${lib}"
   done
+}
+
+# install_binary ROOT SOURCE DEST: SOURCE copied to ROOT/DEST, with its libraries (a script has
+# none).
+install_binary() {
+  mkdir -p "$1$(dirname "$3")"
+  cp -L "$2" "$1$3"
+  install_libraries "$1" "$2"
 }
 
 # install_driver_dependencies ROOT: what the driver's libraries (mounted by the CDI spec) link
@@ -81,14 +89,9 @@ install_binary() {
 # though a program built against glibc ≥ 2.34 no longer does — as any distribution's base image
 # has them. Without them the workload's CUDA runtime cannot load libcuda and the actor dies.
 install_driver_dependencies() {
-  local lib dep
+  local lib
   for lib in $(awk '/hostPath: .*libnvidia|hostPath: .*libcuda/ { sub(/,$/, "", $3); print $3 }' "${WORK}/cdi/nvidia.yaml"); do
-    for dep in $(ldd "${lib}" 2>/dev/null | awk '$3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
-      case "$(basename "${dep}")" in libcuda.so*|libnvidia-*) continue ;; esac
-      [[ -e "$1${dep}" ]] && continue
-      mkdir -p "$1$(dirname "${dep}")"
-      cp -L "${dep}" "$1${dep}"
-    done
+    install_libraries "$1" "${lib}"
   done
 }
 
