@@ -44,6 +44,9 @@
 # $OUT/pause-overhead-suspend.txt. STASIS_GPU_E2E_BENCH_STORE=s3 (with the mode suspend) commits
 # to SeaweedFS on the GPU machine instead (the platform mode's archive, which carries it), and
 # the direct side adds curl's upload and download of the same image (pause-overhead.sh --store s3).
+# Before it, bench_object_store_transfer (hack/bench/object-store.sh's program) moves
+# STASIS_GPU_E2E_TRANSFER_MB MiB (default 1024; 0 skips) against curl on the same store, into
+# $OUT/object-store-transfer.txt.
 #
 # STASIS_GPU_E2E_MODE=template runs hack/gpu-e2e-templates.sh instead of steps 4 and 5: a GPU
 # ActorTemplate whose golden snapshot holds a CUDA context, and actors restored from it onto
@@ -68,6 +71,7 @@ MODE="${STASIS_GPU_E2E_MODE:-e2e}"
 CYCLES="${STASIS_GPU_E2E_CYCLES:-50}"
 BENCH_MODES="${STASIS_GPU_E2E_BENCH_MODES:-pause suspend}"
 BENCH_STORE="${STASIS_GPU_E2E_BENCH_STORE:-dir}"
+TRANSFER_MB="${STASIS_GPU_E2E_TRANSFER_MB:-1024}"
 NS=gpu-e2e
 NODE=gpu-node
 HELPER_HOST=/usr/lib/stasis/cuda-checkpoint          # manifests/cdi's hostPath (a directory)
@@ -516,6 +520,16 @@ if [[ "${MODE}" == pause-overhead ]]; then
   read -ra modes <<<"${BENCH_MODES}"
   bench_store_flags=()
   [[ "${BENCH_STORE}" == s3 ]] && bench_store_flags=(--peer-object-store --agent-store-cache "${WORK}/root/store-cache")
+  if [[ "${BENCH_STORE}" == s3 && "${TRANSFER_MB}" != 0 ]]; then
+    # hack/bench/object-store.sh's measurement on this machine's cores, against the same store.
+    say "=== object-store transfer, ${TRANSFER_MB} MiB, 3 rounds"
+    LD_LIBRARY_PATH="${PKG}/lib" timeout 240 "${PKG}/bin/bench_object_store_transfer" --mb "${TRANSFER_MB}" \
+      --rounds 3 --dir "${WORK}/transfer" > "${RESULTS}/object-store-transfer.txt" 2> "${WORK}/transfer.log"
+    rc=$?
+    rm -rf "${WORK}/transfer"
+    check "object-store transfer, ${TRANSFER_MB} MiB, against curl" "${rc}" \
+      "$(grep -E '^ratio' "${RESULTS}/object-store-transfer.txt" | one_line) $(tail -2 "${WORK}/transfer.log" | one_line)"
+  fi
   for i in "${!modes[@]}"; do
     m="${modes[$i]}" suffix=""
     [[ "${m}" == pause ]] || suffix="-${m}"
