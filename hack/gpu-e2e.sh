@@ -46,7 +46,8 @@
 # the direct side adds curl's upload and download of the same image (pause-overhead.sh --store s3).
 # Before it, bench_object_store_transfer (hack/bench/object-store.sh's program) moves
 # STASIS_GPU_E2E_TRANSFER_MB MiB (default 1024; 0 skips) against curl on the same store, into
-# $OUT/object-store-transfer.txt.
+# $OUT/object-store-transfer.txt. STASIS_GPU_E2E_WARMUP (default 1) unreported cycles come first;
+# 0 where the disk holds one cycle's images only (8 GiB against the object store: ~45 GB).
 #
 # STASIS_GPU_E2E_MODE=template runs hack/gpu-e2e-templates.sh instead of steps 4 and 5: a GPU
 # ActorTemplate whose golden snapshot holds a CUDA context, and actors restored from it onto
@@ -72,6 +73,7 @@ CYCLES="${STASIS_GPU_E2E_CYCLES:-50}"
 BENCH_MODES="${STASIS_GPU_E2E_BENCH_MODES:-pause suspend}"
 BENCH_STORE="${STASIS_GPU_E2E_BENCH_STORE:-dir}"
 TRANSFER_MB="${STASIS_GPU_E2E_TRANSFER_MB:-1024}"
+WARMUP="${STASIS_GPU_E2E_WARMUP:-1}"
 NS=gpu-e2e
 NODE=gpu-node
 HELPER_HOST=/usr/lib/stasis/cuda-checkpoint          # manifests/cdi's hostPath (a directory)
@@ -544,7 +546,7 @@ if [[ "${MODE}" == pause-overhead ]]; then
     say "=== pause-overhead benchmark, mode ${m}, ${gib} GiB, ${CYCLES} cycles, ${budget} s at most"
     LD_LIBRARY_PATH="${PKG}/lib" timeout -s INT "${budget}" "${PKG}/bin/bench_pause_overhead" --kubeconfig "${KUBECONFIG}" \
       --mode "${m}" --runsc "${RUNSC}" --runsc-flags "${RUNSC_FLAGS}" --bundle "${BUNDLES}/bundle-${gib}" --node "${NODE}" \
-      --namespace "${NS}" --name "bench-${m}" --work-dir "${WORK}/bench-${m}" --cycles "${CYCLES}" --warmup 1 \
+      --namespace "${NS}" --name "bench-${m}" --work-dir "${WORK}/bench-${m}" --cycles "${CYCLES}" --warmup "${WARMUP}" \
       --agent-log "${WORK}/node-agent.log" --csv "${RESULTS}/pause-overhead${suffix}.csv" \
       --gpu-uuid "${want_uuid}" --cdi-spec-dirs "${WORK}/cdi" --cuda-checkpoint-path "${CKPT_PATH}" \
       --leave-running-side=false --time-budget "$((budget - 30))s" "${bench_store_flags[@]}" \
