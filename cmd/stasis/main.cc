@@ -126,6 +126,9 @@ void DefineNodeFlags(stasis::Flags& f) {
   f.Define("host-error-attempts", "5", "consecutive host errors (unwritable directory, full disk) after which a transition is retried only when its spec changes");
   f.Define("pause-snapshot-sync", "deferred",
            "when a Pause snapshot is fsynced (and a Full one hashed): deferred (after the PAUSED write; verified on resume after a reboot) or before-status");
+  f.Define("resume-writes", "overlapped",
+           "a resume's worker claim and RESUMING write: overlapped (beside the restore, an intent record on the node's disk "
+           "first) or serial (both before runsc starts)");
   f.Define("snapshot-store-credentials", "",
            "for an s3:// store: a directory of files AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (a mounted Secret); default those environment variables");
   f.Define("snapshot-store-compression", "none",
@@ -220,6 +223,11 @@ stasis::Result<stasis::NodeAgentOptions> NodeOptions(const stasis::Flags& f) {
   } else if (f.Get("pause-snapshot-sync") != "deferred") {
     return Invalid("--pause-snapshot-sync must be deferred or before-status, not \"" +
                    f.Get("pause-snapshot-sync") + "\"");
+  }
+  if (f.Get("resume-writes") == "serial") {
+    o.overlap_resume_writes = false;
+  } else if (f.Get("resume-writes") != "overlapped") {
+    return Invalid("--resume-writes must be overlapped or serial, not \"" + f.Get("resume-writes") + "\"");
   }
   auto digest_threads = f.GetInt("snapshot-digest-threads", 0, 1024);
   if (!digest_threads.ok()) return digest_threads.status();

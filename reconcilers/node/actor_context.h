@@ -27,6 +27,7 @@ struct ActorReconciler::Ctx {
   RuntimeDriver* driver = nullptr;  // the driver of spec.runtime
   bool wrote = false;    // an API write of this reconcile succeeded
   bool claimed = false;  // Resume claimed a worker
+  bool through_intent = false;  // `a` is read through a resume's intent record (resume_intent.h)
   std::string bundle_root;  // the --bundle-root the bundle was confined to (bundle_confinement.h)
   Observation observed;  // what Decide sees
   std::vector<api::FieldError> spec_errors;  // what kValidateSpec found

@@ -14,6 +14,7 @@
 #include "reconcilers/node/actor_context.h"
 #include "reconcilers/node/readiness_gate.h"
 #include "reconcilers/node/restore_readiness.h"
+#include "reconcilers/node/resume_intent.h"
 #include "reconcilers/node/sandbox_id.h"
 #include "reconcilers/node/stray_state.h"
 
@@ -93,9 +94,11 @@ ActorReconciler::Ctx ActorReconciler::NewCtx(const api::Actor& a, const Request&
   c.key = request.Key();
   c.ref.bundle = a.spec.bundle;
   c.driver = DriverFor(a.spec.runtime);
+  // A resume whose RESUMING write had not landed when the last agent stopped: read as if it had.
+  c.through_intent = ThroughIntent(c.ref, c.a);
   Observation& o = c.observed;
   o.source = source;
-  o.status = a.status.status;
+  o.status = c.a.status.status;
   o.desired = a.spec.desired_state;
   o.node_draining = draining_.load();
   o.owned_here = OwnedHere(a);
@@ -114,6 +117,15 @@ ActorReconciler::Ctx ActorReconciler::NewCtx(const api::Actor& a, const Request&
   o.resume_backoff = retries_.Wait(c.key, RetryOp::kResume, gen).count() > 0 || retries_.GaveUp(c.key, RetryOp::kResume, gen);
   o.unsettled_worker = retries_.Unsettled(c.key);
   return c;
+}
+
+bool ActorReconciler::ThroughIntent(const SandboxRef& ref, api::Actor& a) {
+  auto intent = ReadIntent(IntentPath(ref.root));
+  if (!intent || !IntentApplies(*intent, a)) return false;
+  Overlay(*intent, a);
+  spdlog::debug("resume intent read actor={}/{} worker={} sandbox={}", a.metadata.namespace_, a.metadata.name,
+                intent->worker_name, intent->sandbox_id);
+  return true;
 }
 
 Result<bool> ActorReconciler::ReadQuorum(Ctx& c, const Request& request, bool unsettled) {
@@ -354,6 +366,7 @@ void ActorReconciler::RemoveSandboxRoot(const SandboxRef& ref) {
   std::error_code ec;
   fs::remove_all(ref.root, ec);
   fs::remove(ref.root + kOwnerSuffix, ec);
+  RemoveIntent(IntentPath(ref.root));
 }
 
 void ActorReconciler::RemoveSandboxFiles(const SandboxRef& ref) {

@@ -100,6 +100,9 @@ struct ActorReconcilerOptions {
   // (--pause-snapshot-sync): kDeferred, after the PAUSED write (snapshot_store.h says why
   // nothing is lost); kSynced, before it.
   Durability pause_durability = Durability::kDeferred;
+  // A resume's Worker claim and RESUMING write beside its restore, the intent record on the
+  // node's disk first (resume_overlap.cc; --resume-writes overlapped), or both before it (serial).
+  bool overlap_resume_writes = true;
   // Free space a checkpoint must leave on the snapshot's file system beyond the image it is
   // expected to write (the sandbox's memory): CheckpointFits (transitions.h).
   int64_t checkpoint_space_margin = int64_t{64} << 20;
@@ -170,6 +173,9 @@ class ActorReconciler : public Reconciler {
   bool OwnedHere(const api::Actor& a) const;
   RuntimeDriver* DriverFor(api::Runtime runtime) const;
   Ctx NewCtx(const api::Actor& a, const Request& request, ActorSource source);
+  // `a` through the resume intent record beside `ref`'s root when it still applies
+  // (resume_intent.h): true when it did.
+  static bool ThroughIntent(const SandboxRef& ref, api::Actor& a);
   // A quorum read replaces c's actor and observations; false: nothing to act on (gone, or
   // unreadable until it changes). `unsettled`: the actor may hold a worker it should not.
   [[nodiscard]] Result<bool> ReadQuorum(Ctx& c, const Request& request, bool unsettled);
@@ -267,6 +273,15 @@ class ActorReconciler : public Reconciler {
   Result<SnapshotStore::RestoreSource> CheckRestoreSource(const Ctx& c) const;
   // Restores or boots the claimed sandbox (the status says RESUMING).
   [[nodiscard]] Status StartSandbox(Ctx& c, const api::Worker& worker);
+  // resume_overlap.cc: StartSandbox while the claim of the reserved `worker` and RESUMING are
+  // written on another thread, the intent record (resume_intent.h) on disk first. The start's
+  // own status and seconds in `result` and `took`; nullopt when both writes landed, else what
+  // the resume returns (the start undone).
+  std::optional<Result<ReconcileOutcome>> StartBesideResumingWrite(Ctx& c, const api::Worker& worker, Status& result,
+                                                                   double& took);
+  // Deletes a sandbox whose RESUMING write (or worker claim) failed and gives back the worker
+  // when its claim had landed.
+  void UndoStart(Ctx& c, const api::Worker& worker, bool claimed, const Status& started);
   Result<ReconcileOutcome> ResumeFailed(Ctx& c, api::ActorState resting, const Status& result);
   // Verifies a Data snapshot against its manifest and unpacks its directories (data_dirs.h).
   [[nodiscard]] Status RestoreData(Ctx& c, const api::Snapshot& snap, std::chrono::milliseconds deadline);

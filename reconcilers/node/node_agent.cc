@@ -229,6 +229,7 @@ ActorReconcilerOptions ReconcilerOptionsFor(const NodeAgentOptions& o) {
   ro.cdi_spec_dirs = o.cdi_spec_dirs;
   ro.gpu_cdi_kind = o.gpu_cdi_kind;
   ro.pause_durability = o.pause_durability;
+  ro.overlap_resume_writes = o.overlap_resume_writes;
   ro.host_error_attempts = o.host_error_attempts;
   return ro;
 }

@@ -80,6 +80,7 @@ struct NodeAgentOptions {
   int heartbeat_lease_seconds = 40;
   int shutdown_grace_seconds = 30;
   Durability pause_durability = Durability::kDeferred;  // --pause-snapshot-sync
+  bool overlap_resume_writes = true;  // --resume-writes (actor_reconciler.h)
   int snapshot_digest_threads = 0;  // --snapshot-digest-threads (0: every CPU in the affinity mask)
   int host_error_attempts = 5;  // --host-error-attempts (actor_reconciler.h)
   // The runtime driver; nullptr = runsc (RunscDriver with `runsc` and `runsc_flags`), the only

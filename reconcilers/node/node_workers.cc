@@ -258,6 +258,55 @@ Result<api::Worker> NodeWorkers::Claim(const api::ActorRef& actor, size_t gpus) 
   return Status(Code::kUnavailable, "no free worker on node " + node_, "no_free_worker");
 }
 
+std::optional<api::Worker> NodeWorkers::Reserve(const api::ActorRef& actor, size_t gpus) {
+  auto pick = Pick(actor, gpus, /*cached=*/true);
+  if (!pick.ok() || pick->outcome != PickOutcome::kTry) return std::nullopt;
+  api::Worker held = pick->worker;
+  held.status.phase = api::WorkerPhase::kHeld;
+  held.status.actor_ref = actor;
+  return held;
+}
+
+void NodeWorkers::Unreserve(const std::string& worker_name) {
+  std::lock_guard lock(known_mu_);
+  claiming_.erase(worker_name);
+}
+
+Status NodeWorkers::ClaimReserved(const api::Worker& reserved, const api::ActorRef& actor) {
+  api::Worker seen = reserved;  // as last seen: free, at the version the cache had
+  seen.status.phase = api::WorkerPhase::kFree;
+  seen.status.actor_ref.reset();
+  Status s = SetHolder(seen, actor);
+  Unreserve(reserved.metadata.name);
+  if (s.ok()) {
+    spdlog::info("worker claimed worker={} actor={}", reserved.metadata.name, actor.Key());
+    return s;
+  }
+  if (s.code() != Code::kAborted && s.code() != Code::kNotFound) return s;
+  return ClaimNamed(reserved.metadata.name, actor);
+}
+
+Status NodeWorkers::ClaimNamed(const std::string& worker_name, const api::ActorRef& actor) {
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    auto all = List();
+    if (!all.ok()) return all.status();
+    auto it = std::find_if(all->begin(), all->end(),
+                           [&](const api::Worker& w) { return w.metadata.name == worker_name; });
+    if (it == all->end()) return Status(Code::kNotFound, "worker " + worker_name + " does not exist", "worker_taken");
+    if (it->IsHeldBy(actor)) return OkStatus();
+    if (!it->IsFree()) {
+      return Status(Code::kAborted, "worker " + worker_name + " is held by another actor", "worker_taken");
+    }
+    Status s = SetHolder(*it, actor);
+    if (s.ok()) {
+      spdlog::info("worker claimed worker={} actor={}", worker_name, actor.Key());
+      return s;
+    }
+    if (s.code() != Code::kAborted) return s;
+  }
+  return Status(Code::kAborted, "worker " + worker_name + " kept changing while claiming it", "worker_taken");
+}
+
 Result<NodeWorkers::Picked> NodeWorkers::Pick(const api::ActorRef& actor, size_t gpus, bool cached) {
   std::lock_guard lock(known_mu_);
   if (!known_valid_) return Picked{PickOutcome::kAskServer, {}};

@@ -35,6 +35,20 @@ class NodeWorkers {
   // kUnavailable ("no_free_worker") when every suitable worker is held; kInvalidArgument
   // ("gpu_count_unavailable") when no worker of the node has that many GPUs.
   Result<api::Worker> Claim(const api::ActorRef& actor, size_t gpus = 0);
+  // Claim in two halves, for a resume that starts its sandbox while the claim is written
+  // (resume.cc). Reserve: a free worker as this agent last saw them, no API call, kept from
+  // this agent's other claims until ClaimReserved (or Unreserve) for it returns; nullopt when
+  // the cache cannot settle it (nothing seen yet, the actor may hold one, none free there), and
+  // the caller claims with Claim. The Worker returned is the one to be written, held by `actor`.
+  std::optional<api::Worker> Reserve(const api::ActorRef& actor, size_t gpus = 0);
+  // Writes the reserved claim: a compare-and-swap on the worker as last seen, then, if that
+  // version is stale, ClaimNamed.
+  Status ClaimReserved(const api::Worker& reserved, const api::ActorRef& actor);
+  void Unreserve(const std::string& worker_name);
+  // Holds the named worker for `actor` if it is free or already held by it, on a LIST:
+  // kAborted ("worker_taken") when another actor holds it. For a recovery that must keep the
+  // worker a sandbox already runs on.
+  Status ClaimNamed(const std::string& worker_name, const api::ActorRef& actor);
   // Frees every worker of this node held by `actor`. OK when it holds none.
   Status Free(const api::ActorRef& actor);
   // Frees the named worker if `actor` holds it, in one JSON patch whose `test` operations make

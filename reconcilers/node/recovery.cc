@@ -12,6 +12,7 @@
 #include "reconcilers/node/actor_context.h"
 #include "reconcilers/node/actor_reconciler.h"
 #include "reconcilers/node/restore_readiness.h"
+#include "reconcilers/node/resume_intent.h"
 
 namespace stasis {
 namespace {
@@ -35,6 +36,14 @@ std::string ActorKeyOfSandbox(const fs::path& run, const std::string& id) {
 }  // namespace
 
 Result<ReconcileOutcome> ActorReconciler::RecoverResumed(Ctx& c) {
+  // Read through a resume's intent record: its claim may not have landed, or may have been
+  // freed at start-up before the record was read. The sandbox runs on that worker's devices,
+  // so it is that worker or none: taken by another actor, the start is made again.
+  if (c.through_intent) {
+    Status held = workers_.ClaimNamed(c.a.status.worker_name, c.actor_ref);
+    if (held.code() == Code::kAborted || held.code() == Code::kNotFound) return RestartResume(c);
+    if (!held.ok()) return held;
+  }
   // The sandbox was restored, but the agent may have died before or during the postRestore
   // hook: it runs again before RUNNING, so that no restore runs without its identity (a hook
   // must be idempotent, docs/api.md).
@@ -50,10 +59,12 @@ Result<ReconcileOutcome> ActorReconciler::RecoverResumed(Ctx& c) {
     SetCondition(c, api::kConditionRestored, false, api::kReasonRestoring, kAfterRestart);
     SetCondition(c, api::kConditionReady, false, api::kReasonRestoring, kAfterRestart);
     if (Status s = WriteStatus(c); !s.ok()) return s;
+    if (c.through_intent) RemoveIntent(IntentPath(c.ref.root));
     return FinishRestore(c, std::nullopt);
   }
   SetCondition(c, api::kConditionReady, true, api::kReasonRunning, kAfterRestart);
   if (Status s = WriteStatus(c); !s.ok()) return s;
+  if (c.through_intent) RemoveIntent(IntentPath(c.ref.root));  // the API speaks for it now
   return ReconcileOutcome{options_.liveness_period};
 }
 
@@ -208,6 +219,7 @@ Status ActorReconciler::RecoverAtStartup() {
     if (!obj) return false;
     auto a = api::ActorFromJson(*obj);
     if (!a.ok() || !OwnedHere(*a)) return false;
+    ThroughIntent(SandboxFor(ref.namespace_, ref.name, a->status.sandbox_id), *a);
     return a->status.status == ActorState::kRunning || api::IsTransitioning(a->status.status);
   });
 }
@@ -220,9 +232,10 @@ void ActorReconciler::RemoveLeftoverSandboxes() {
   for (const auto& entry : fs::directory_iterator(run, ec)) {
     const std::string file = entry.path().filename().string();
     if (!entry.is_directory(ec)) {
-      const bool owner = file.size() > std::strlen(kOwnerSuffix) && file.ends_with(kOwnerSuffix);
-      if (owner && !fs::exists(run / file.substr(0, file.size() - std::strlen(kOwnerSuffix)), ec)) {
-        fs::remove(entry.path(), ec);
+      // An owner file or a resume's intent record (resume_intent.h) beside no sandbox root.
+      for (const std::string& suffix : {std::string(kOwnerSuffix), std::string(kIntentSuffix), kIntentSuffix + std::string(".tmp")}) {
+        const bool beside = file.size() > suffix.size() && file.ends_with(suffix);
+        if (beside && !fs::exists(run / file.substr(0, file.size() - suffix.size()), ec)) fs::remove(entry.path(), ec);
       }
       continue;
     }

@@ -1,5 +1,6 @@
 // The node agent's resume action: PAUSED / SUSPENDED / FAILED / never started → RUNNING. A
-// worker is claimed and RESUMING written before the sandbox starts; a failure gives the worker
+// worker is claimed and RESUMING written before the sandbox starts (or beside it, with the
+// intent record on disk first: resume_overlap.cc); a failure gives the worker
 // back and either fails the actor (a bundle or image that cannot work) or returns it to where
 // it rested, retried with backoff.
 #include <spdlog/spdlog.h>
@@ -219,9 +220,14 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   if (auto failed = FetchBeforeClaim(c, resting)) return std::move(*failed);
   const auto& snap = c.a.status.latest_snapshot;
   const bool from_snapshot = FromFullSnapshot(c.a) || c.clone, from_data = FromDataSnapshot(c.a);
-  auto worker = workers_.Claim(c.actor_ref, static_cast<size_t>(c.a.spec.gpu.count));
+  // A worker free in this agent's last view is claimed beside the start (resume_overlap.cc);
+  // anything the view cannot settle is claimed first, and RESUMING written, as before.
+  const auto gpus = static_cast<size_t>(c.a.spec.gpu.count);
+  const std::optional<api::Worker> reserved = options_.overlap_resume_writes ? workers_.Reserve(c.actor_ref, gpus)
+                                                                            : std::nullopt;
+  auto worker = reserved ? Result<api::Worker>(*reserved) : workers_.Claim(c.actor_ref, gpus);
   if (!worker.ok()) return ClaimFailed(c, worker.status());
-  c.claimed = true;
+  c.claimed = !reserved;
   c.a.status.status = ActorState::kResuming;
   c.a.status.transition_start_time.reset();
   c.a.status.node_name = options_.node;
@@ -233,11 +239,17 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
                from_snapshot ? "restoring " + RestoreWhat(c.a, c.clone)
                : from_data   ? "restoring the data of snapshot " + snap->id + ", then booting from the bundle"
                              : "booting from the bundle");
-  if (Status s = WriteStatus(c); !s.ok()) return s;
-
-  const auto start = clock_.Now();
-  Status result = StartSandbox(c, *worker);
-  const double took = Seconds(clock_.Now() - start);
+  Status result;
+  double took = 0;
+  auto start = clock_.Now();
+  if (reserved) {
+    if (auto undone = StartBesideResumingWrite(c, *worker, result, took)) return std::move(*undone);
+  } else {
+    if (Status s = WriteStatus(c); !s.ok()) return s;
+    start = clock_.Now();
+    result = StartSandbox(c, *worker);
+    took = Seconds(clock_.Now() - start);
+  }
   // A CUDA snapshot's restore is not over when runsc returns (restore_readiness.h).
   const bool finishes_later = from_snapshot && result.ok() && RestoresCudaState(c.a, c.clone);
   const std::string trigger = from_snapshot || from_data ? RestoreTrigger(c.a, c.clone) : "";

@@ -63,6 +63,7 @@ class ActorReconcilerTest : public ::testing::Test {
     o.pause_durability = Durability::kSynced;
     o.host_error_attempts = host_error_attempts;
     o.retry_base = retry_base;
+    o.overlap_resume_writes = overlap_resume_writes_;
     reconciler_ = std::make_unique<ActorReconciler>(
         o, *client_, [this](const std::string& key) { return cache_.Get(key); }, drivers, *store_, *workers_,
         *metrics_, &events_);
@@ -174,6 +175,7 @@ class ActorReconcilerTest : public ::testing::Test {
   std::unique_ptr<SnapshotStore> store_;
   std::unique_ptr<NodeWorkers> workers_;
   ObjectStore cache_;
+  bool overlap_resume_writes_ = true;  // the next NewReconciler's --resume-writes
   FakeRuntimeDriver driver_;
   RecordedEvents events_;
   std::unique_ptr<ActorReconciler> reconciler_;

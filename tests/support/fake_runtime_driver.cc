@@ -70,6 +70,7 @@ Status FakeRuntimeDriver::Checkpoint(const SandboxRef& ref, const CheckpointOpti
 }
 
 Status FakeRuntimeDriver::Restore(const SandboxRef& ref, const RestoreOptions& options) {
+  if (before_restore_) before_restore_(ref);
   {
     std::lock_guard lock(mu_);
     restored_from_.push_back(options.image_dir);

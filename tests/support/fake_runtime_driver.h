@@ -37,6 +37,9 @@ class FakeRuntimeDriver : public RuntimeDriver, public CudaCheckpointCapability 
   void SetAfterCheckpoint(std::function<void(const std::string& image_dir)> hook) {
     after_checkpoint_ = std::move(hook);
   }
+  // Called at the start of every Restore with its sandbox: what the host looks like while the
+  // restore runs (the agent's files written before it).
+  void SetBeforeRestore(std::function<void(const SandboxRef&)> hook) { before_restore_ = std::move(hook); }
   // What MemoryUsage answers (bytes); unset, it answers "unknown" as a driver that cannot tell.
   void SetMemoryUsage(int64_t bytes) { memory_usage_ = bytes; }
   // The image directory of every Restore, in order.
@@ -77,6 +80,7 @@ class FakeRuntimeDriver : public RuntimeDriver, public CudaCheckpointCapability 
   bool supports_cuda_ = true;
   int exec_exit_code_ = 0;
   std::function<void(const std::string&)> after_checkpoint_;
+  std::function<void(const SandboxRef&)> before_restore_;
   std::optional<int64_t> memory_usage_;
   std::vector<std::string> restored_from_;
 };
