@@ -184,6 +184,13 @@ void StageRequest(char* reply, size_t n) {
     snprintf(reply, n, "fallback already staged (unstage first)");
     return;
   }
+  // An unsupported process answers at once rather than after draining the gate for nothing;
+  // the reason is checked again once the gate is closed, in case it came meanwhile.
+  Registry* early = RegistryLock();
+  const int unsupported = early->unsupported[0] != '\0';
+  if (unsupported) snprintf(reply, n, "fallback %s", early->unsupported);
+  RegistryUnlock();
+  if (unsupported) return;
   if (!GateClose(kDrainTimeoutMs)) {
     snprintf(reply, n, "fallback a CUDA call in flight did not return within %d ms",
              kDrainTimeoutMs);
