@@ -10,6 +10,9 @@
 //                  that rewrite buffer A's pattern, in a loop: "launching"
 //   launches       "launches <count>" kernels completed so far
 //   launch-stop    "stopped <count>"
+//   free           free A and D (cuMemFree_v2, exported and through cuGetProcAddress) and C
+//                  (unmap, release of the handle cuMemCreate gave, address free), with the
+//                  handle and pointers it got at start: "freed <rc> <rc> <rc> <rc> <rc>"
 //   exit
 // Its first line is "ready tracked=<bytes of allocations >= 2 MiB>".
 #define _GNU_SOURCE
@@ -47,12 +50,17 @@ CUresult cuMemAddressReserve(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned
 CUresult cuMemCreate(unsigned long long*, size_t, const Prop*, unsigned long long);
 CUresult cuMemMap(CUdeviceptr, size_t, size_t, unsigned long long, unsigned long long);
 CUresult cuMemSetAccess(CUdeviceptr, size_t, const Access*, size_t);
+CUresult cuMemUnmap(CUdeviceptr, size_t);
+CUresult cuMemRelease(unsigned long long);
+CUresult cuMemAddressFree(CUdeviceptr, size_t);
+CUresult cuMemFree_v2(CUdeviceptr);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void*, size_t);
 CUresult cuMemcpyDtoH_v2(void*, CUdeviceptr, size_t);
 size_t fake_vmm_live_device_bytes(void);
 
 typedef CUresult (*GetProc)(const char*, void**, int, unsigned long long, int*);
 typedef CUresult (*AllocFn)(CUdeviceptr*, size_t);
+typedef CUresult (*FreeFn)(CUdeviceptr);
 typedef CUresult (*LaunchFn)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, void*, void**, void**);
 
@@ -61,6 +69,8 @@ static const char kNames[kBuffers] = {'A', 'B', 'C', 'D'};
 static const size_t kSizes[kBuffers] = {8u << 20, 64u << 10, 4u << 20, 6u << 20};
 static CUdeviceptr buffers[kBuffers];
 static LaunchFn launch;
+static FreeFn proc_free;
+static unsigned long long handle_c;
 
 static void Die(const char* what, CUresult rc) {
   printf("failed %s %d\n", what, rc);
@@ -79,10 +89,9 @@ static void Allocate(void) {
   if ((rc = cuMemAlloc_v2(&buffers[1], kSizes[1])) != 0) Die("cuMemAlloc_v2 B", rc);
   Prop prop = {.type = 1, .location = {1, 0}};
   Access access = {.location = {1, 0}, .flags = 3};
-  unsigned long long handle = 0;
   if ((rc = cuMemAddressReserve(&buffers[2], kSizes[2], 0, 0, 0)) != 0) Die("reserve C", rc);
-  if ((rc = cuMemCreate(&handle, kSizes[2], &prop, 0)) != 0) Die("create C", rc);
-  if ((rc = cuMemMap(buffers[2], kSizes[2], 0, handle, 0)) != 0) Die("map C", rc);
+  if ((rc = cuMemCreate(&handle_c, kSizes[2], &prop, 0)) != 0) Die("create C", rc);
+  if ((rc = cuMemMap(buffers[2], kSizes[2], 0, handle_c, 0)) != 0) Die("map C", rc);
   if ((rc = cuMemSetAccess(buffers[2], kSizes[2], &access, 1)) != 0) Die("access C", rc);
   // As libcudart does: its own handle, dlsym for cuGetProcAddress_v2, everything else from it.
   void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -92,6 +101,7 @@ static void Allocate(void) {
   int status = 0;
   if ((rc = get_proc("cuMemAlloc", (void**)&alloc, 12000, 0, &status)) != 0) Die("proc alloc", rc);
   if ((rc = alloc(&buffers[3], kSizes[3])) != 0) Die("proc cuMemAlloc D", rc);
+  if ((rc = get_proc("cuMemFree", (void**)&proc_free, 12000, 0, &status)) != 0) Die("proc free", rc);
   rc = get_proc("cuLaunchKernel", (void**)&launch, 12000, kPerThreadStream, &status);
   if (rc != 0) Die("proc launch", rc);
 }
@@ -160,6 +170,10 @@ static void Command(const char* line) {
     __atomic_store_n(&launching, 0, __ATOMIC_RELEASE);
     pthread_join(launcher, NULL);
     printf("stopped %lu\n", launches);
+  } else if (strcmp(line, "free") == 0) {
+    CUresult a = cuMemFree_v2(buffers[0]), d = proc_free(buffers[3]);
+    CUresult unmap = cuMemUnmap(buffers[2], kSizes[2]), release = cuMemRelease(handle_c);
+    printf("freed %d %d %d %d %d\n", a, d, unmap, release, cuMemAddressFree(buffers[2], kSizes[2]));
   } else if (strcmp(line, "exit") == 0) {
     exit(0);
   } else {

@@ -201,6 +201,12 @@ TEST_F(FastsnapTest, ToggleStagesReleasesAndPutsBackAtTheSameAddresses) {
   EXPECT_EQ(Toggle(w.pid(), "running").err.rfind(Staged(tracked), 0), 0u);
   EXPECT_EQ(Toggle(w.pid(), "checkpointed").err.rfind(Unstaged(tracked), 0), 0u);
   EXPECT_EQ(w.Ask("check"), "check ok") << w.Log();
+
+  // The workload frees with what it got at start: the pointers, and the VMM handle that the
+  // unstages replaced under it. Everything tracked is gone afterwards.
+  EXPECT_EQ(w.Ask("free"), "freed 0 0 0 0 0");
+  EXPECT_EQ(w.Live(), kSmallBytes);
+  EXPECT_EQ(Toggle(w.pid(), "running").err, "fast-snapshot: fallback: no tracked device memory to stage\n");
 }
 
 TEST_F(FastsnapTest, WithoutTheLibraryTheToggleIsThePlainOne) {
