@@ -36,6 +36,14 @@ const char kHelpText[] =
     "                        the device memory of GPU <old> onto GPU <new>, both UUIDs as\n"
     "                        nvidia-smi -L prints them (GPU-...); name every checkpointed GPU.\n"
     "                        Needs driver R580 or newer.\n"
+    "  --fast-snapshot-timeout-ms <ms>\n"
+    "                        --toggle only: how long each exchange with a process that preloads\n"
+    "                        libstasis-fastsnap.so may take (default 60000). Such a process\n"
+    "                        stages its device memory into pinned host memory before the lock\n"
+    "                        and puts it back after the unlock; a process without the library\n"
+    "                        gets the plain toggle. Lines on stderr: \"fast-snapshot: staged\n"
+    "                        <bytes> bytes in <ms> ms\", \"fast-snapshot: unstaged ...\" or\n"
+    "                        \"fast-snapshot: fallback: <reason>\" (the plain toggle then runs).\n"
     "  --help, -h            this text\n"
     "\n"
     "Exit status: 0 success, 1 a CUDA call failed, 2 bad command line, 3 lock timed out\n"
@@ -120,7 +128,7 @@ static int SetCommand(Args* args, Command command, const char* flag, char* why, 
 
 // The values once the whole line is read: the command decides which are required or allowed.
 static int CheckValues(const char* pid_text, const char* timeout_text, const char* map_text,
-                       Args* args, char* why, size_t n) {
+                       const char* fast_text, Args* args, char* why, size_t n) {
   if (args->command == kCommandNone) {
     snprintf(why, n,
              "no command given (--get-state, --toggle, --action, --get-restore-tid or --help)");
@@ -149,6 +157,17 @@ static int CheckValues(const char* pid_text, const char* timeout_text, const cha
     }
     args->timeout_ms = (unsigned int)number;
   }
+  if (fast_text != NULL) {
+    if (args->command != kCommandToggle) {
+      snprintf(why, n, "--fast-snapshot-timeout-ms applies only to --toggle");
+      return 0;
+    }
+    if (!ParseNumber(fast_text, 1, UINT_MAX, &number)) {
+      snprintf(why, n, "invalid fast-snapshot timeout '%s' (milliseconds, at least 1)", fast_text);
+      return 0;
+    }
+    args->fast_snapshot_timeout_ms = (unsigned int)number;
+  }
   if (map_text != NULL) {
     if (args->command != kCommandRestore && args->command != kCommandToggle) {
       snprintf(why, n, "--device-map applies only to --action restore and --toggle");
@@ -162,7 +181,9 @@ static int CheckValues(const char* pid_text, const char* timeout_text, const cha
 int ParseArgs(int argc, char** argv, Args* args, char* why, size_t n) {
   memset(args, 0, sizeof *args);
   args->timeout_ms = kDefaultLockTimeoutMs;
+  args->fast_snapshot_timeout_ms = kDefaultFastSnapshotTimeoutMs;
   const char* pid_text = NULL;
+  const char* fast_text = NULL;
   const char* timeout_text = NULL;
   const char* map_text = NULL;
 
@@ -171,7 +192,7 @@ int ParseArgs(int argc, char** argv, Args* args, char* why, size_t n) {
     int takes_value = strcmp(arg, "--pid") == 0 || strcmp(arg, "-p") == 0 ||
                       strcmp(arg, "--timeout") == 0 || strcmp(arg, "-t") == 0 ||
                       strcmp(arg, "--action") == 0 || strcmp(arg, "--device-map") == 0 ||
-                      strcmp(arg, "-d") == 0;
+                      strcmp(arg, "-d") == 0 || strcmp(arg, "--fast-snapshot-timeout-ms") == 0;
     const char* value = NULL;
     if (takes_value) {
       if (i + 1 >= argc) {
@@ -208,11 +229,13 @@ int ParseArgs(int argc, char** argv, Args* args, char* why, size_t n) {
       timeout_text = value;
     } else if (strcmp(arg, "--device-map") == 0 || strcmp(arg, "-d") == 0) {
       map_text = value;
+    } else if (strcmp(arg, "--fast-snapshot-timeout-ms") == 0) {
+      fast_text = value;
     } else {
       snprintf(why, n, "unknown argument '%s'; see --help", argv[i]);
       return 0;
     }
   }
 
-  return CheckValues(pid_text, timeout_text, map_text, args, why, n);
+  return CheckValues(pid_text, timeout_text, map_text, fast_text, args, why, n);
 }

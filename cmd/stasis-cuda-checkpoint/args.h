@@ -23,6 +23,11 @@ enum {
 // runsc (which runs --toggle with no timeout of its own).
 enum { kDefaultLockTimeoutMs = 30000 };
 
+// How long --toggle waits for each exchange with a process that preloads libstasis-fastsnap
+// (fastsnap_client.h). A stage copies all of its tracked device memory at ~55 GB/s, but on its
+// first run also allocates the pinned arena (~0.5 s/GiB): tens of GiB need tens of seconds.
+enum { kDefaultFastSnapshotTimeoutMs = 60000 };
+
 typedef enum {
   kCommandNone = 0,
   kCommandHelp,
@@ -48,6 +53,7 @@ typedef struct {
   Command command;
   int pid;                  // > 0 for every command but help
   unsigned int timeout_ms;  // for lock and toggle; 0 = wait forever
+  unsigned int fast_snapshot_timeout_ms;  // toggle only; >= 1
   GpuPair device_map[kMaxGpuPairs];  // --action restore and --toggle only
   unsigned int device_map_count;     // 0 = restore onto the same GPUs
 } Args;

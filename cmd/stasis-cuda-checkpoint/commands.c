@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fastsnap_client.h"
 #include "report.h"
 
 static const char* StateName(CUprocessState state) {
@@ -64,8 +65,8 @@ static int CallFailed(const CudaDriver* d, const char* verb, int pid, CUresult r
                      CudaErrorText(d, result), result);
 }
 
-static int LockOrReport(const CudaDriver* d, int pid, unsigned int timeout_ms) {
-  CUresult result = Lock(d, pid, timeout_ms);
+static int ReportLockFailure(const CudaDriver* d, int pid, unsigned int timeout_ms,
+                             CUresult result) {
   if (result == CUDA_ERROR_NOT_READY) {
     // The driver documents that a timed-out lock leaves the process RUNNING: the caller can
     // retry later without cleaning up.
@@ -74,7 +75,12 @@ static int LockOrReport(const CudaDriver* d, int pid, unsigned int timeout_ms) {
                        "the process is still running",
                        pid, timeout_ms);
   }
-  return result == CUDA_SUCCESS ? kExitOk : CallFailed(d, "lock", pid, result);
+  return CallFailed(d, "lock", pid, result);
+}
+
+static int LockOrReport(const CudaDriver* d, int pid, unsigned int timeout_ms) {
+  CUresult result = Lock(d, pid, timeout_ms);
+  return result == CUDA_SUCCESS ? kExitOk : ReportLockFailure(d, pid, timeout_ms, result);
 }
 
 static int GetState(const CudaDriver* d, int pid, CUprocessState* state) {
@@ -86,16 +92,35 @@ static int GetState(const CudaDriver* d, int pid, CUprocessState* state) {
   return kExitOk;
 }
 
-static int ToggleToCheckpointed(const CudaDriver* d, int pid, unsigned int timeout_ms) {
-  int status = LockOrReport(d, pid, timeout_ms);
-  if (status != kExitOk) return status;
-  CUresult result = Checkpoint(d, pid);
+// After a failed lock or checkpoint of a staged process: the memory goes back only into a
+// running process (a locked one's CUDA calls, the library's included, would wait for an unlock).
+static void UnstageIfRunning(const CudaDriver* d, int pid, unsigned int timeout_ms) {
+  CUprocessState state = CU_PROCESS_STATE_FAILED;
+  if (d->cuCheckpointProcessGetState(pid, &state) == CUDA_SUCCESS &&
+      state == CU_PROCESS_STATE_RUNNING) {
+    FastsnapUnstageAfterFailure(pid, timeout_ms);
+  } else {
+    fprintf(stderr, "fast-snapshot: the staged device memory stays staged: the process is %s\n",
+            StateName(state) != NULL ? StateName(state) : "in an unknown state");
+  }
+}
+
+static int ToggleToCheckpointed(const CudaDriver* d, const Args* a) {
+  const int pid = a->pid;
+  const int staged = FastsnapStage(pid, a->fast_snapshot_timeout_ms);
+  CUresult result = Lock(d, pid, a->timeout_ms);
+  if (result != CUDA_SUCCESS) {
+    if (staged) UnstageIfRunning(d, pid, a->fast_snapshot_timeout_ms);
+    return ReportLockFailure(d, pid, a->timeout_ms, result);
+  }
+  result = Checkpoint(d, pid);
   if (result == CUDA_SUCCESS) return kExitOk;
 
   // Undo our lock so the process runs on; if that is impossible, say where it was left.
   CUprocessState state = CU_PROCESS_STATE_FAILED;
   int unlocked = d->cuCheckpointProcessGetState(pid, &state) == CUDA_SUCCESS &&
                  state == CU_PROCESS_STATE_LOCKED && Unlock(d, pid) == CUDA_SUCCESS;
+  if (staged) UnstageIfRunning(d, pid, a->fast_snapshot_timeout_ms);
   const char* where = unlocked                   ? "unlocked it again, the process is running"
                       : StateName(state) != NULL ? StateName(state)
                                                  : "in an unknown state";
@@ -115,7 +140,7 @@ static int ToggleToRunning(const CudaDriver* d, const Args* a) {
                        "the process is left locked",
                        pid, CudaErrorText(d, result), result);
   }
-  return kExitOk;
+  return FastsnapUnstage(pid, a->fast_snapshot_timeout_ms);
 }
 
 static int Toggle(const CudaDriver* d, const Args* a) {
@@ -129,7 +154,7 @@ static int Toggle(const CudaDriver* d, const Args* a) {
       if (a->device_map_count > 0) {
         return ReportError(kExitUsage, "process ID %d is running: --device-map applies to a restore", pid);
       }
-      return ToggleToCheckpointed(d, pid, a->timeout_ms);
+      return ToggleToCheckpointed(d, a);
     case CU_PROCESS_STATE_CHECKPOINTED:
       return ToggleToRunning(d, a);
     case CU_PROCESS_STATE_LOCKED:

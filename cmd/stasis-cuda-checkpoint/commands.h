@@ -4,6 +4,9 @@
 // Toggle follows NVIDIA's tool: running -> lock (with the timeout) + checkpoint;
 // checkpointed -> restore + unlock. A checkpoint that fails after a successful lock is
 // followed by an unlock, so the process is not left with its CUDA calls blocked.
+// With a process that preloads libstasis-fastsnap, toggle also stages its device memory before
+// the lock and puts it back after the unlock (or after a failed lock or checkpoint);
+// fastsnap_client.h.
 #pragma once
 
 #include "args.h"
