@@ -40,7 +40,8 @@
 # (an unpacked runsc instead), STASIS_GPU_RUNSC_MODE=deadline (instead of steps 2-6, what a
 # checkpoint killed at its deadline leaves: hack/gpu-runsc-deadline.sh) or =fast-snapshot
 # (instead of steps 1-6, the steps of a copy-speed GPU snapshot timed on the host and in runsc:
-# hack/gpu-fast-snapshot.sh, STASIS_GPU_FAST_GIB).
+# hack/gpu-fast-snapshot.sh, STASIS_GPU_FAST_GIB) or =fast-path (instead of steps 1-6, the fast
+# snapshot path through libstasis-fastsnap.so against the plain path: hack/gpu-fast-path.sh).
 set -uo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WORK="${REPO_ROOT}/build/gpu-runsc"
@@ -410,6 +411,9 @@ say "bundle ${BUNDLE}: $(one_line < "${BUNDLE}/config.json" | head -c 3000)"
 # The steps of a copy-speed GPU snapshot (hack/gpu-fast-snapshot.sh) instead of the steps below.
 # shellcheck source=gpu-fast-snapshot.sh
 [[ "${STASIS_GPU_RUNSC_MODE:-}" == fast-snapshot ]] && source "${REPO_ROOT}/hack/gpu-fast-snapshot.sh"
+# The fast snapshot path itself against the plain path (hack/gpu-fast-path.sh).
+# shellcheck source=gpu-fast-path.sh
+[[ "${STASIS_GPU_RUNSC_MODE:-}" == fast-path ]] && source "${REPO_ROOT}/hack/gpu-fast-path.sh"
 
 # ---- step 1: the workload in sandboxes -----------------------------------------------------
 # start ID: run -detach, then wait for the workload's "ready" and a few ticks.

@@ -7,9 +7,12 @@
 // Output, one line each, on stdout: "ready pid=P gib=N", "tick T" (T counts kernel runs; it
 // lives in device memory, so it survives only a faithful restore), "verify ok|FAILED
 // mismatches=M gib=N" after SIGUSR1, "spin launched ms=S" after SIGUSR2 (a kernel that keeps
-// the GPU busy for S ms, to test the lock timeout), "exit clean" after SIGTERM.
+// the GPU busy for S ms, to test the lock timeout), "exit clean" after SIGTERM. With --graph 1
+// each tick is one launch of a CUDA graph captured at start (the kernel and the copy of the
+// counter back): the graph holds the device addresses it was captured with, so it runs after a
+// restore only if every allocation came back where it was.
 //
-// Usage: workload --gib N [--seed S] [--spin-ms S]
+// Usage: workload --gib N [--seed S] [--spin-ms S] [--graph 1]
 #include <cuda_runtime.h>
 #include <signal.h>
 #include <stdint.h>
@@ -39,7 +42,7 @@ static void OnSignal(int sig) {
   } while (0)
 
 int main(int argc, char** argv) {
-  long gib = 0, spin_ms = 5000;
+  long gib = 0, spin_ms = 5000, graph = 0;
   uint32_t seed = 0x5717A515u;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--gib") == 0)
@@ -48,9 +51,11 @@ int main(int argc, char** argv) {
       seed = (uint32_t)strtoul(argv[i + 1], NULL, 0);
     else if (strcmp(argv[i], "--spin-ms") == 0)
       spin_ms = atol(argv[i + 1]);
+    else if (strcmp(argv[i], "--graph") == 0)
+      graph = atol(argv[i + 1]);
   }
   if (gib < 1) {
-    fprintf(stderr, "usage: workload --gib N [--seed S] [--spin-ms S]\n");
+    fprintf(stderr, "usage: workload --gib N [--seed S] [--spin-ms S] [--graph 1]\n");
     return 2;
   }
   struct sigaction sa;
@@ -75,7 +80,19 @@ int main(int argc, char** argv) {
   CHECK(cudaMallocHost(&host, sizeof *host));
   Fill<<<blocks, threads>>>(buf, words, seed);
   CHECK(cudaDeviceSynchronize());
-  printf("ready pid=%d gib=%ld\n", (int)getpid(), gib);
+  cudaStream_t stream;
+  cudaGraphExec_t tick_graph = NULL;
+  CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  if (graph) {
+    cudaGraph_t g;
+    CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    Tick<<<1, 1, 0, stream>>>(counter);
+    CHECK(cudaMemcpyAsync(host, counter, sizeof *host, cudaMemcpyDeviceToHost, stream));
+    CHECK(cudaStreamEndCapture(stream, &g));
+    CHECK(cudaGraphInstantiate(&tick_graph, g, 0));
+    CHECK(cudaGraphDestroy(g));
+  }
+  printf("ready pid=%d gib=%ld graph=%ld\n", (int)getpid(), gib, graph);
 
   const struct timespec period = {0, 50 * 1000 * 1000};
   while (!g_stop) {
@@ -93,11 +110,18 @@ int main(int argc, char** argv) {
       printf("spin launched ms=%ld\n", spin_ms);
     }
     // While the process is checkpointed these calls block inside the driver: the ticks stop.
-    Tick<<<1, 1>>>(counter);
-    CHECK(cudaMemcpy(host, counter, sizeof *host, cudaMemcpyDeviceToHost));
+    if (tick_graph) {
+      CHECK(cudaGraphLaunch(tick_graph, stream));
+      CHECK(cudaStreamSynchronize(stream));
+    } else {
+      Tick<<<1, 1>>>(counter);
+      CHECK(cudaMemcpy(host, counter, sizeof *host, cudaMemcpyDeviceToHost));
+    }
     printf("tick %llu\n", *host);
     nanosleep(&period, NULL);
   }
+  if (tick_graph) CHECK(cudaGraphExecDestroy(tick_graph));
+  CHECK(cudaStreamDestroy(stream));
   CHECK(cudaFree(buf));
   CHECK(cudaFree(counter));
   CHECK(cudaFree(mismatches));

@@ -61,6 +61,9 @@ static void Serve(int fd) {
   } else {
     snprintf(reply, sizeof reply - 1, "error unknown request");
   }
+  // One line per stage and unstage on the workload's stderr: its own log then says which path
+  // each checkpoint took (status queries are not events).
+  if (strcmp(request, "status") != 0) FastsnapLog("%s: %s", request, reply);
   size_t len = strlen(reply);
   reply[len++] = '\n';
   // MSG_NOSIGNAL: a helper that gave up must not kill the workload with SIGPIPE.
