@@ -49,6 +49,8 @@
 # $OUT/object-store-transfer.txt. STASIS_GPU_E2E_WARMUP (default 1) unreported cycles come first;
 # 0 where the disk holds one cycle's images only (8 GiB against the object store: ~45 GB).
 #
+# STASIS_GPU_E2E_AGENT_FLAGS adds flags to the agent's command line in this mode.
+#
 # STASIS_GPU_E2E_MODE=template runs hack/gpu-e2e-templates.sh instead of steps 4 and 5: a GPU
 # ActorTemplate whose golden snapshot holds a CUDA context, and actors restored from it onto
 # the GPU (STASIS_GPU_E2E_CLONES of them, default 2).
@@ -374,6 +376,10 @@ if [[ "${MODE}" == pause-overhead ]]; then
   # the agent's debug lines split each pause into its steps.
   RUNSC_FLAGS="-network=none -overlay2=root:memory"
   AGENT_FLAGS=(--log-level debug)
+  # STASIS_GPU_E2E_AGENT_FLAGS: more of the agent's flags (e.g. --resume-writes serial), to
+  # compare a setting against the default in runs on the same machine.
+  read -ra extra_agent_flags <<< "${STASIS_GPU_E2E_AGENT_FLAGS:-}"
+  AGENT_FLAGS+=("${extra_agent_flags[@]}")
 fi
 GPUS=auto
 [[ "${CPU_ONLY}" == 1 ]] && GPUS=GPU-cpu-stand-in-0

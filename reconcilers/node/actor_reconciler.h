@@ -271,6 +271,9 @@ class ActorReconciler : public Reconciler {
   // The image directory the start restores, from the actor's names (or its clone source's),
   // checked (snapshot_store.h: CheckForRestore); a failure as UnrestorableOrRetry says.
   Result<SnapshotStore::RestoreSource> CheckRestoreSource(const Ctx& c) const;
+  // c.a's status as the RESUMING write states it: this node, the worker, the sandbox, and for a
+  // clone the snapshot of its source it restores.
+  void SetResuming(Ctx& c, const std::string& worker_name);
   // Restores or boots the claimed sandbox (the status says RESUMING).
   [[nodiscard]] Status StartSandbox(Ctx& c, const api::Worker& worker);
   // resume_overlap.cc: StartSandbox while the claim of the reserved `worker` and RESUMING are

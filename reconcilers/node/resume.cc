@@ -211,6 +211,21 @@ Status ActorReconciler::RunPostRestoreHook(Ctx& c, const std::string& snapshot_i
   return Status(Code::kUnavailable, "the postRestore hook " + failure, "post_restore_hook_failed");
 }
 
+void ActorReconciler::SetResuming(Ctx& c, const std::string& worker_name) {
+  const auto& snap = c.a.status.latest_snapshot;
+  c.a.status.status = ActorState::kResuming;
+  c.a.status.transition_start_time.reset();
+  c.a.status.node_name = options_.node;
+  c.a.status.worker_name = worker_name;
+  c.a.status.sandbox_id = c.ref.id;
+  // Written with RESUMING: an agent restarted mid-start knows which snapshot the sandbox holds.
+  if (c.clone) c.a.status.cloned_from = api::ClonedFrom{c.clone->source_name, c.clone->source_uid, c.clone->snapshot_id};
+  SetCondition(c, api::kConditionProgressing, true, api::kReasonResuming,
+               FromFullSnapshot(c.a) || c.clone ? "restoring " + RestoreWhat(c.a, c.clone)
+               : FromDataSnapshot(c.a) ? "restoring the data of snapshot " + snap->id + ", then booting from the bundle"
+                                       : "booting from the bundle");
+}
+
 Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   const auto decided = clock_.Now();
   if (auto refused = RefuseResume(c)) return std::move(*refused);
@@ -220,25 +235,14 @@ Result<ReconcileOutcome> ActorReconciler::Resume(Ctx& c) {
   if (auto failed = FetchBeforeClaim(c, resting)) return std::move(*failed);
   const auto& snap = c.a.status.latest_snapshot;
   const bool from_snapshot = FromFullSnapshot(c.a) || c.clone, from_data = FromDataSnapshot(c.a);
-  // A worker free in this agent's last view is claimed beside the start (resume_overlap.cc);
-  // anything the view cannot settle is claimed first, and RESUMING written, as before.
+  // Beside the start when the agent's view has a free worker (resume_overlap.cc), else first.
   const auto gpus = static_cast<size_t>(c.a.spec.gpu.count);
   const std::optional<api::Worker> reserved = options_.overlap_resume_writes ? workers_.Reserve(c.actor_ref, gpus)
                                                                             : std::nullopt;
   auto worker = reserved ? Result<api::Worker>(*reserved) : workers_.Claim(c.actor_ref, gpus);
   if (!worker.ok()) return ClaimFailed(c, worker.status());
   c.claimed = !reserved;
-  c.a.status.status = ActorState::kResuming;
-  c.a.status.transition_start_time.reset();
-  c.a.status.node_name = options_.node;
-  c.a.status.worker_name = worker->metadata.name;
-  c.a.status.sandbox_id = c.ref.id;
-  // Written with RESUMING: an agent restarted mid-start knows which snapshot the sandbox holds.
-  if (c.clone) c.a.status.cloned_from = api::ClonedFrom{c.clone->source_name, c.clone->source_uid, c.clone->snapshot_id};
-  SetCondition(c, api::kConditionProgressing, true, api::kReasonResuming,
-               from_snapshot ? "restoring " + RestoreWhat(c.a, c.clone)
-               : from_data   ? "restoring the data of snapshot " + snap->id + ", then booting from the bundle"
-                             : "booting from the bundle");
+  SetResuming(c, worker->metadata.name);
   Status result;
   double took = 0;
   auto start = clock_.Now();
