@@ -45,6 +45,7 @@ check "P0. libstasis-fastsnap.so (cc), the VMM probe and the copy benchmark (nvc
 [[ -e "${HOST_LIB}" ]] || MADE+=("${HOST_LIB}")
 install -D -m 0644 "${WORK}/bin/libstasis-fastsnap.so" "${HOST_LIB}"
 mkdir -p "${ROOTFS}/opt/stasis/fastsnap"
+: > "${ROOTFS}${SANDBOX_LIB}"  # the mount point of the library's bind mount
 PLAIN_ENV="${ENV}" PLAIN_MOUNTS="${MOUNTS}"
 FAST_ENV="${ENV},\"LD_PRELOAD=${SANDBOX_LIB}\""
 FAST_MOUNTS="${MOUNTS},

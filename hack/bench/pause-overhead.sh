@@ -12,6 +12,7 @@
 #
 #   hack/bench/pause-overhead.sh [--mode pause|suspend] [--store dir|s3] [--cycles N] [--warmup N]
 #                                [--fill-mb N] [--no-leave-running] [--keep] [--out FILE]
+#                                [--agent-flags "FLAGS"]
 #
 #   --mode M     pause (default): PATCH Paused → PAUSED against the direct checkpoint, then the
 #                resume from that node-local image against the direct restore of the direct
@@ -29,6 +30,8 @@
 #                so that the checkpoint has that much more memory to save (default 0: the
 #                plain counter of hack/make-bundle.sh, a ~0.4 MB image)
 #   --out FILE   also write the report there (and FILE.csv: every cycle)
+#   --agent-flags "FLAGS"  more flags for the node agent, space-separated (e.g. "--resume-writes
+#                serial", to compare a setting against the default in back-to-back runs)
 #   --no-leave-running  leave out the LeaveRunningThenStop actor (a third side: a shorter run)
 #   --keep       keep the work directory (logs, CSV) after tearing down the processes
 #   --prometheus also scrape the agent with a real Prometheus (Debian's, every second) and check
@@ -38,7 +41,7 @@
 source "$(dirname "$0")/../lib.sh"
 source "${HACK_DIR}/bench/lib.sh"
 
-cycles=50 warmup=2 fill_mb=0 keep=0 out="" prometheus=0 mode=pause leave_running=true store=dir
+cycles=50 warmup=2 fill_mb=0 keep=0 out="" prometheus=0 mode=pause leave_running=true store=dir agent_flags=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --mode) mode="$2"; shift 2 ;;
@@ -49,10 +52,12 @@ while [[ $# -gt 0 ]]; do
     --fill-mb) fill_mb="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
+    --agent-flags) agent_flags="$2"; shift 2 ;;
     --prometheus) prometheus=1; shift ;;
     *) die "unknown argument: $1 (see the header of $0)" ;;
   esac
 done
+read -ra extra_agent_flags <<< "${agent_flags}"
 [[ "${mode}" == pause || "${mode}" == suspend ]] || die "--mode: pause or suspend, not ${mode}"
 [[ "${store}" == dir || "${store}" == s3 ]] || die "--store: dir or s3, not ${store}"
 [[ "${store}" == dir || "${mode}" == suspend ]] || die "--store s3 needs --mode suspend"
@@ -108,7 +113,7 @@ fi
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
 "${build}/stasis" node --node-name bench-node --runsc "${RUNSC}" --root "${work}/node" --bundle-root "${work}/bundles" \
   --snapshot-store "${store_flag}" --workers 2 --metrics-addr "127.0.0.1:${port}" \
-  --log-level debug >"${work}/node.log" 2>&1 &
+  --log-level debug "${extra_agent_flags[@]}" >"${work}/node.log" 2>&1 &
 node_pid=$!
 for _ in $(seq 200); do curl -fs "127.0.0.1:${port}/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 curl -fs "127.0.0.1:${port}/readyz" >/dev/null || { tail -20 "${work}/node.log" >&2; die "the node agent is not ready"; }
