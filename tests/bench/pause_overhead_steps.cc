@@ -1,5 +1,6 @@
 #include "tests/bench/pause_overhead_steps.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -100,14 +101,14 @@ const StepTable kPauseSteps = {
 const StepTable kResumeSteps = {
     {"watch_event", "PATCH → the agent's informer has its watch event"},
     {"queue", "work queue → a worker reconciles it"},
-    {"claim", "decision + Worker claimed (a Worker status write)"},
-    {"resuming_write", "status RESUMING written"},
-    {"before_restore", "RESUMING written → runsc restore starts"},
+    {"to_restore", "reconcile → runsc restore starts (serial: the claim and RESUMING first)"},
     {"leftover_delete", "  of which: runsc delete of a leftover sandbox"},
     {"snapshot_check", "  of which: snapshot check (manifest, owner, verify)"},
     {"gpu_bundle", "  of which: a GPU actor's bundle (CDI specs read, config.json written)"},
     {"runsc_restore", "runsc restore -detach (the agent's log)"},
-    {"running_write", "restore done → status RUNNING written"},
+    {"writes", "Worker claim + RESUMING written, from the reconcile's start (overlapped: beside the restore)"},
+    {"writes_after", "  of which after the restore returned (waited for)"},
+    {"running_write", "restore done and both written → status RUNNING written"},
     {"to_client", "watch event of RUNNING reaches the client"},
 };
 
@@ -150,31 +151,35 @@ std::optional<StepSplit> SplitResume(const std::vector<LogLine>& lines, const st
       f.Find([&](const std::string& t) { return Has(t, "worker claimed ") && EndsWith(t, " actor=" + actor); }, start);
   const LogLine* resuming = f.Find(
       [&](const std::string& t) { return Has(t, "status written actor=" + actor + " status=STATUS_RESUMING "); }, claimed);
-  if (!start || !claimed || !resuming) return std::nullopt;
+  // With --resume-writes overlapped (the default) the restore runs while the claim and RESUMING
+  // are written: its line may come before theirs. Both are looked for from the reconcile's start.
   const LogLine* restored = f.Find(
       [&](const std::string& t) { return Has(t, "component=runsc op=restore sandbox=" + sandbox + " result=ok"); },
-      resuming);
+      start);
+  if (!start || !claimed || !resuming || !restored) return std::nullopt;
+  const LogLine* last = resuming->wall_ms > restored->wall_ms ? resuming : restored;
   const LogLine* running = f.Find(
-      [&](const std::string& t) { return Has(t, "status written actor=" + actor + " status=STATUS_RUNNING "); }, restored);
-  if (!restored || !running) return std::nullopt;
+      [&](const std::string& t) { return Has(t, "status written actor=" + actor + " status=STATUS_RUNNING "); }, last);
+  if (!running) return std::nullopt;
   const LogLine* deleted = f.Find(
-      [&](const std::string& t) { return Has(t, "component=runsc op=delete sandbox=" + sandbox + " result=ok"); }, resuming);
+      [&](const std::string& t) { return Has(t, "component=runsc op=delete sandbox=" + sandbox + " result=ok"); }, start);
   const LogLine* checked =
-      f.Find([&](const std::string& t) { return Has(t, "snapshot checked for restore actor=" + actor + " "); }, resuming);
+      f.Find([&](const std::string& t) { return Has(t, "snapshot checked for restore actor=" + actor + " "); }, start);
   const LogLine* gpu =
-      f.Find([&](const std::string& t) { return Has(t, "gpu bundle prepared actor=" + actor + " "); }, resuming);
+      f.Find([&](const std::string& t) { return Has(t, "gpu bundle prepared actor=" + actor + " "); }, start);
   const double restore_ms = Field(restored->text, "duration_ms").value_or(0);
+  const double restore_start = static_cast<double>(restored->wall_ms) - restore_ms;
   StepSplit s;
   s["watch_event"] = static_cast<double>(event->wall_ms - t0);
   s["queue"] = Gap(event, start);
-  s["claim"] = Gap(start, claimed);
-  s["resuming_write"] = Gap(claimed, resuming);
-  s["before_restore"] = static_cast<double>(restored->wall_ms) - restore_ms - static_cast<double>(resuming->wall_ms);
+  s["to_restore"] = restore_start - static_cast<double>(start->wall_ms);
   s["leftover_delete"] = DurationBefore(deleted, restored);
   s["snapshot_check"] = DurationBefore(checked, restored);
   s["gpu_bundle"] = DurationBefore(gpu, restored);
   s["runsc_restore"] = restore_ms;
-  s["running_write"] = Gap(restored, running);
+  s["writes"] = Gap(start, resuming);
+  s["writes_after"] = std::max(0.0, static_cast<double>(resuming->wall_ms - restored->wall_ms));
+  s["running_write"] = Gap(last, running);
   s["to_client"] = static_cast<double>(t1 - running->wall_ms);
   return s;
 }
