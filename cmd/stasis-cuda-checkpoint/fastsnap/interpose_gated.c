@@ -53,6 +53,13 @@ typedef const void* Desc;  // CUDA_MEMCPY2D*, CUDA_MEMCPY3D*, launch configs: pa
      (d, s, n, c, at, ai, na, fi, st))                                                          \
   SZ(X, cuMemcpy3DBatchAsync,                                                                   \
      (size_t c, void* ops, size_t* fi, unsigned long long f, CUstream st), (c, ops, fi, f, st)) \
+  /* CUDA 13.0's batches, without the failure index; cudart 13 asks for them at start. */      \
+  SZ(X, cuMemcpyBatchAsync_v2,                                                                  \
+     (CUdeviceptr * d, CUdeviceptr * s, size_t * n, size_t c, void* at, size_t* ai, size_t na,  \
+      CUstream st),                                                                             \
+     (d, s, n, c, at, ai, na, st))                                                              \
+  SZ(X, cuMemcpy3DBatchAsync_v2, (size_t c, void* ops, unsigned long long f, CUstream st),      \
+     (c, ops, f, st))                                                                           \
   DS(X, cuMemsetD8_v2, (CUdeviceptr d, unsigned char v, size_t n), (d, v, n))                   \
   DS(X, cuMemsetD16_v2, (CUdeviceptr d, unsigned short v, size_t n), (d, v, n))                 \
   DS(X, cuMemsetD32_v2, (CUdeviceptr d, unsigned int v, size_t n), (d, v, n))                   \

@@ -71,6 +71,10 @@ static void* Wrap(const char* symbol, void* real, int version, cuuint64_t flags)
     wrapped_base = wrapped_base || SameBase(symbol, all[i].name);
   }
   if (wrapped_base) {
+    // Every such variant on its own line (the process keeps the first as its reason), so one run
+    // on a new driver or runtime names all that a newer table needs.
+    FastsnapLog("cuGetProcAddress(%s, version %d, flags %llu): a variant the library does not wrap",
+                symbol, version, (unsigned long long)flags);
     RegistryMarkUnsupported("cuGetProcAddress(%s, version %d, flags %llu) returned a variant "
                             "the library does not wrap", symbol, version, flags);
   }
