@@ -61,6 +61,10 @@ bool IsTransitioning(ActorState s);
 struct GpuSpec {
   int32_t count = 0;  // 0 = a CPU actor; at most kMaxGpuCount
   std::string cuda_checkpoint_path = kDefaultCudaCheckpointPath;  // inside the container
+  // The workload runs with kFastSnapshotLibrary preloaded, so the helper stages device memory
+  // through it; only with count > 0. Takes effect when the process starts (a boot, not a
+  // restore of a Full snapshot, whose process keeps the environment it was started with).
+  bool fast_snapshot = false;
   bool operator==(const GpuSpec&) const = default;
 };
 

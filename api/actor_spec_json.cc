@@ -126,6 +126,7 @@ void ReadActorSpec(Reader& r, const json& spec, const std::string& p, ActorSpec&
   if (const json* gpu = r.Object(spec, "gpu", p + "gpu")) {
     r.Integer(*gpu, "count", p + "gpu.count", s.gpu.count);
     r.String(*gpu, "cudaCheckpointPath", p + "gpu.cudaCheckpointPath", s.gpu.cuda_checkpoint_path);
+    r.Bool(*gpu, "fastSnapshot", p + "gpu.fastSnapshot", s.gpu.fast_snapshot);
   }
   r.Enum(spec, "desiredState", p + "desiredState", &ParseDesiredState, s.desired_state);
   r.Enum(spec, "checkpointPolicy", p + "checkpointPolicy", &ParseCheckpointPolicy,
@@ -153,7 +154,9 @@ nlohmann::json ActorSpecJson(const ActorSpec& s) {
   if (!s.bundle.empty()) j["bundle"] = s.bundle;
   json_internal::WriteImageFields(s, j);
   if (!s.node_name.empty()) j["nodeName"] = s.node_name;
-  j["gpu"] = {{"count", s.gpu.count}, {"cudaCheckpointPath", s.gpu.cuda_checkpoint_path}};
+  j["gpu"] = {{"count", s.gpu.count},
+              {"cudaCheckpointPath", s.gpu.cuda_checkpoint_path},
+              {"fastSnapshot", s.gpu.fast_snapshot}};
   j["desiredState"] = ToString(s.desired_state);
   j["checkpointPolicy"] = ToString(s.checkpoint_policy);
   j["snapshots"] = {{"onPause", ToString(s.snapshots.on_pause)},

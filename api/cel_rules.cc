@@ -139,6 +139,16 @@ openapi::Rule CudaPathOutsidePrivateDir() {
           kMessageCudaPathPrivateDir, ""};
 }
 
+openapi::Rule FastSnapshotNeedsGpu() {
+  return {[](const json& self) {
+            auto fast = self.find("fastSnapshot");
+            if (fast == self.end() || !fast->is_boolean() || !fast->get<bool>()) return true;
+            auto count = self.find("count");
+            return count != self.end() && count->is_number() && count->get<double>() > 0;
+          },
+          kMessageFastSnapshotNeedsGpu, "fastSnapshot"};
+}
+
 openapi::Rule NodeNameOrEmpty() { return {&IsEmptyOrDnsSubdomain, kMessageNodeName, ""}; }
 
 openapi::Rule NodeName() {

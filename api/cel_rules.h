@@ -16,6 +16,10 @@ std::vector<openapi::Rule> PathRules(const char* absolute_message, const char* d
 // spec.gpu.cudaCheckpointPath: self != '<dir>' && !self.startsWith('<dir>/'), the directory being
 // kCudaCheckpointPrivateDir (the helper's mount there would hide or be hidden by the directory).
 openapi::Rule CudaPathOutsidePrivateDir();
+// spec.gpu: !has(self.fastSnapshot) || !self.fastSnapshot || (has(self.count) && self.count > 0)
+// (fieldPath .fastSnapshot). The has() guards keep the rule true on the schema's default {},
+// which the server checks against the rules without defaulting inside it.
+openapi::Rule FastSnapshotNeedsGpu();
 
 // spec.nodeName: self == '' || self.matches('^[a-z0-9]…$') (an RFC 1123 subdomain).
 openapi::Rule NodeNameOrEmpty();

@@ -94,7 +94,9 @@ std::vector<openapi::Rule> CudaPathRules() {
 Properties ActorSpecRunFields() {
   Schema gpu = Object(
       {{"count", Integer("int32", 0, kMaxGpuCount)},
-       {"cudaCheckpointPath", String(kMaxPathLength, CudaPathRules())}});
+       {"cudaCheckpointPath", String(kMaxPathLength, CudaPathRules())},
+       {"fastSnapshot", Scalar(Type::kBoolean)}},
+      {}, {cel::FastSnapshotNeedsGpu()});
   Schema snapshots = Object(
       {{"onPause", Enum({"Full", "Data"})},
        {"onCommit", Enum({"Full", "Data"})},

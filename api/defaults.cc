@@ -47,6 +47,7 @@ void ApplyActorSpecDefaults(json& spec, bool with_desired_state) {
   Default(spec, "timeouts", json::object());
   Default(spec["gpu"], "count", 0);
   Default(spec["gpu"], "cudaCheckpointPath", kDefaultCudaCheckpointPath);
+  Default(spec["gpu"], "fastSnapshot", false);
   Default(spec["snapshots"], "onPause", "Full");
   Default(spec["snapshots"], "onCommit", "Full");
   Default(spec["timeouts"], "checkpointSeconds", kDefaultTimeoutSeconds);

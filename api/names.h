@@ -49,6 +49,10 @@ inline constexpr char kDefaultCudaCheckpointPath[] = "/usr/local/bin/cuda-checkp
 // mounted in GPU containers: the helper's interpreter and RPATH point there, so it runs whatever
 // C library the image has, or none (cmd/stasis-cuda-checkpoint/CMakeLists.txt; docs/gpu.md).
 inline constexpr char kCudaCheckpointPrivateDir[] = "/opt/stasis/cuda-checkpoint";
+// The GPU fast-snapshot library (cmd/stasis-cuda-checkpoint/fastsnap/), shipped in that private
+// directory: the node agent preloads it into an actor with spec.gpu.fastSnapshot
+// (docs/gpu-fast-snapshot.md, "Opting in").
+inline constexpr char kFastSnapshotLibrary[] = "/opt/stasis/cuda-checkpoint/libstasis-fastsnap.so";
 #if defined(__aarch64__)
 inline constexpr char kCudaCheckpointPrivateLoader[] =
     "/opt/stasis/cuda-checkpoint/lib/ld-linux-aarch64.so.1";

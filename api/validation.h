@@ -36,6 +36,8 @@ inline constexpr char kMessageCudaPathDotDot[] =
 inline constexpr char kMessageCudaPathPrivateDir[] =
     "cudaCheckpointPath must not be in /opt/stasis/cuda-checkpoint, where the helper's own "
     "directory is mounted";
+inline constexpr char kMessageFastSnapshotNeedsGpu[] =
+    "fastSnapshot applies only to GPU actors (gpu.count > 0)";
 inline constexpr char kMessageDataDirAbsolute[] = "dataDirs entries must be absolute paths";
 inline constexpr char kMessageDataDirDotDot[] = "dataDirs entries must not contain a '..' segment";
 inline constexpr char kMessageNodeName[] =

@@ -49,6 +49,7 @@ nlohmann::json ManifestToJson(const SnapshotManifest& m) {
   }
   if (!m.owner_uid.empty()) j["ownerUid"] = m.owner_uid;
   if (!m.image_digest.empty()) j["imageDigest"] = m.image_digest;
+  if (m.gpu_fast_snapshot) j["gpuFastSnapshot"] = true;
   if (m.gpu != SnapshotGpu{}) {
     j["gpu"] = {{"model", m.gpu.model},
                 {"driverVersion", m.gpu.driver_version},
@@ -107,6 +108,7 @@ SnapshotManifest ManifestFromJson(const nlohmann::json& j) {
   m.runtime_version = j.value("runtimeVersion", "");
   m.image_digest = j.value("imageDigest", "");
   m.cuda_checkpointed = j.value("cudaCheckpointed", false);
+  m.gpu_fast_snapshot = j.value("gpuFastSnapshot", false);
   if (j.contains("gpu")) {
     const nlohmann::json& g = j.at("gpu");
     m.gpu = {g.value("model", ""), g.value("driverVersion", ""), g.value("cudaVersion", ""),

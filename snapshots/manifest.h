@@ -68,6 +68,11 @@ struct SnapshotManifest {
   // a bundle actor, and in manifests written before it was recorded; written only when set.
   std::string image_digest;
   bool cuda_checkpointed = false;
+  // The actor asked for the GPU fast path (spec.gpu.fastSnapshot) when this checkpoint was
+  // taken: the request, not what the checkpoint did (the workload's log has one line per stage
+  // from the fast-snapshot library, staged or fallback). Written only when set; absent in
+  // manifests written before it was recorded, which read as false.
+  bool gpu_fast_snapshot = false;
   // Written only when set: with a CUDA checkpoint taken on a GPU whose identity was known.
   SnapshotGpu gpu;
   // RFC 3339, with microseconds since they order snapshots (older manifests: whole seconds).

@@ -352,6 +352,8 @@ Result<SnapshotManifest> ActorReconciler::CompleteSnapshot(Ctx& c, const Checkpo
   m.image_digest = c.a.status.image_digest;  // what a restore must run on (actor_image.cc)
   m.cuda_checkpointed = ck.gpu;
   if (ck.gpu) m.gpu = TakenOn(c);
+  // The request as the spec has it now; which path each stage took is in the workload's log.
+  m.gpu_fast_snapshot = ck.gpu && c.a.spec.gpu.fast_snapshot;
   m.taken_at = FormatMicroTime(clock_.WallNow());  // ordered within a second (snapshot_store.h)
   m.duration_seconds = ck.took;
   auto done = snapshots_.CompleteLocal(m, ck.durability);

@@ -471,6 +471,9 @@ Result<std::string> ActorReconciler::PrepareGpuBundle(const Ctx& c, const api::W
   request.helper_device = options_.cuda_checkpoint_cdi_device;
   request.cuda_checkpoint_path = c.a.spec.gpu.cuda_checkpoint_path;
   request.helper_private_dir = api::kCudaCheckpointPrivateDir;
+  // The library rides in with the helper's private directory (the CDI spec mounts it in every
+  // GPU container); preloading it is the actor's choice.
+  if (c.a.spec.gpu.fast_snapshot) request.preload_library = api::kFastSnapshotLibrary;
   auto written = cdi.ok() ? WriteGpuBundle(*cdi, request) : Result<std::string>(cdi.status());
   if (!written.ok() && written.status().reason() != "bad_bundle" &&
       written.status().reason() != "no_gpu_on_worker") {

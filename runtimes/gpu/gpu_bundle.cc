@@ -1,15 +1,47 @@
 #include "runtimes/gpu/gpu_bundle.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include <spdlog/spdlog.h>
 
 namespace stasis {
 namespace {
 namespace fs = std::filesystem;
+
+constexpr std::string_view kPreloadPrefix = "LD_PRELOAD=";
+
+// Whether the loader's list (separated by spaces or colons) names `library`.
+bool PreloadListHas(std::string_view list, std::string_view library) {
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t end = std::min(list.find_first_of(" :", start), list.size());
+    if (list.substr(start, end - start) == library) return true;
+    start = end + 1;
+  }
+  return false;
+}
 }  // namespace
+
+void PrependPreload(nlohmann::json& oci, const std::string& library) {
+  nlohmann::json& env = oci["process"]["env"];
+  if (!env.is_array()) env = nlohmann::json::array();
+  bool found = false;
+  for (nlohmann::json& entry : env) {
+    if (!entry.is_string()) continue;
+    const std::string& text = entry.get_ref<const std::string&>();
+    if (!text.starts_with(kPreloadPrefix)) continue;
+    found = true;
+    const std::string_view list = std::string_view(text).substr(kPreloadPrefix.size());
+    if (PreloadListHas(list, library)) continue;
+    // A space separates: the loader accepts both, and a path in the list may hold neither.
+    entry = std::string(kPreloadPrefix) + library + (list.empty() ? "" : " ") + std::string(list);
+  }
+  if (!found) env.push_back(std::string(kPreloadPrefix) + library);
+}
 
 Result<std::vector<CdiMount>> PlaceHelperMounts(std::vector<CdiMount> mounts,
                                                 const std::string& device,
@@ -79,6 +111,8 @@ Result<std::string> WriteGpuBundle(const CdiRegistry& cdi, const GpuBundleReques
                  "namespace to run them in\"", request.out_dir, edits->hooks);
   }
   if (Status s = ApplyCdiEdits(spec, *edits); !s.ok()) return s;
+  // After the CDI edits, so that a preload one of them sets is kept too.
+  if (!request.preload_library.empty()) PrependPreload(spec, request.preload_library);
 
   std::error_code ec;
   fs::create_directories(request.out_dir, ec);

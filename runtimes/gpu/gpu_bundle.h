@@ -5,9 +5,12 @@
 //   - the cuda-checkpoint helper (manifests/cdi/stasis-cuda-checkpoint.yaml): the helper's
 //     mount moved to the actor's spec.gpu.cudaCheckpointPath, and its private directory (its
 //     own loader and C library) kept where the spec puts it.
+// When asked (preload_library), the process also gets that library in LD_PRELOAD, before any
+// the config already lists: the GPU fast-snapshot library of an actor that opted in.
 // runsc is then run and restored with -bundle <out_dir> (and -nvproxy, see SandboxRef::gpu).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -26,6 +29,9 @@ struct GpuBundleRequest {
   // Where the helper's private directory is mounted (api::kCudaCheckpointPrivateDir): the one
   // mount of the helper device that is not the helper itself.
   std::string helper_private_dir;
+  // A library for process.env's LD_PRELOAD, put first (spec.gpu.fastSnapshot:
+  // api::kFastSnapshotLibrary); empty: LD_PRELOAD is left as the config has it.
+  std::string preload_library;
 };
 
 // The helper device's mounts with the helper's own moved to `cuda_checkpoint_path`: exactly one
@@ -34,6 +40,11 @@ struct GpuBundleRequest {
 [[nodiscard]] Result<std::vector<CdiMount>> PlaceHelperMounts(
     std::vector<CdiMount> mounts, const std::string& device, const std::string& private_dir,
     const std::string& cuda_checkpoint_path);
+
+// Puts `library` first in every LD_PRELOAD entry of oci's process.env (the loader reads the
+// list separated by spaces or colons), adding LD_PRELOAD=<library> when there is none. What
+// the config preloads is kept after it; a list that names the library already is left alone.
+void PrependPreload(nlohmann::json& oci, const std::string& library);
 
 // Returns out_dir. kNotFound/kInvalidArgument (from the CDI registry or the source bundle) say
 // exactly which spec, device or file is missing; the source bundle is only read.

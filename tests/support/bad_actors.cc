@@ -78,7 +78,10 @@ json GoodActor(const std::string& name, bool with_status) {
                  {{"runtime", "microvm"},
                   {"bundle", "/var/lib/stasis/bundles/counter"},
                   {"nodeName", "node-a"},
-                  {"gpu", {{"count", 2}, {"cudaCheckpointPath", "/opt/nvidia/cuda-checkpoint"}}},
+                  {"gpu",
+                   {{"count", 2},
+                    {"cudaCheckpointPath", "/opt/nvidia/cuda-checkpoint"},
+                    {"fastSnapshot", true}}},
                   {"desiredState", "Paused"},
                   {"checkpointPolicy", "LeaveRunningThenStop"},
                   {"snapshots",
@@ -133,7 +136,10 @@ json GoodImageActor(const std::string& name, bool with_status) {
                   {"env", {{{"name", "COUNTER_START"}, {"value", "7"}}, {{"name", "log.level"}}}},
                   {"workingDir", "/srv/counter"},
                   {"nodeName", "node-a"},
-                  {"gpu", {{"count", 1}, {"cudaCheckpointPath", "/opt/nvidia/cuda-checkpoint"}}},
+                  {"gpu",
+                   {{"count", 1},
+                    {"cudaCheckpointPath", "/opt/nvidia/cuda-checkpoint"},
+                    {"fastSnapshot", true}}},
                   {"desiredState", "Paused"},
                   {"checkpointPolicy", "LeaveRunningThenStop"},
                   {"snapshots", {{"onPause", "Full"}, {"onCommit", "Full"}}},
@@ -211,7 +217,10 @@ json GoodActorTemplate(const std::string& name, bool with_status) {
        {{"actor",
          {{"runtime", "gvisor"},
           {"bundle", "/var/lib/stasis/bundles/counter"},
-          {"gpu", {{"count", 1}, {"cudaCheckpointPath", "/opt/nvidia/cuda-checkpoint"}}},
+          {"gpu",
+           {{"count", 1},
+            {"cudaCheckpointPath", "/opt/nvidia/cuda-checkpoint"},
+            {"fastSnapshot", true}}},
           {"checkpointPolicy", "LeaveRunningThenStop"},
           {"snapshots", {{"onPause", "Full"}, {"onCommit", "Full"}}},
           {"timeouts", {{"checkpointSeconds", 900}, {"restoreSeconds", 120}}},
@@ -343,8 +352,9 @@ const std::vector<BadObject>& BadActors() {
               {{"spec", {{"gpu", {{"count", 9}}}}}},
               "spec.gpu.count: Invalid value: 9: spec.gpu.count in body should be less than or "
               "equal to 8"),
+        // Without fastSnapshot, whose rule (count > 0) would report a second error.
         Actor("bad-gpu-count-negative", "gpu.count negative", kCreate,
-              {{"spec", {{"gpu", {{"count", -1}}}}}},
+              {{"spec", {{"gpu", {{"count", -1}, {"fastSnapshot", false}}}}}},
               "spec.gpu.count: Invalid value: -1: spec.gpu.count in body should be greater than "
               "or equal to 0"),
         Actor(
@@ -363,6 +373,18 @@ const std::vector<BadObject>& BadActors() {
             "bad-cuda-path-under-private", "cudaCheckpointPath under the helper's private directory",
             kCreate, {{"spec", {{"gpu", {{"cudaCheckpointPath", "/opt/stasis/cuda-checkpoint/x"}}}}}},
             R"(spec.gpu.cudaCheckpointPath: Invalid value: "/opt/stasis/cuda-checkpoint/x": cudaCheckpointPath must not be in /opt/stasis/cuda-checkpoint, where the helper's own directory is mounted)"),
+        Actor("bad-fast-snapshot-cpu", "gpu.fastSnapshot on a CPU actor (count 0)", kCreate,
+              {{"spec", {{"gpu", {{"count", 0}}}}}},
+              "spec.gpu.fastSnapshot: Invalid value: fastSnapshot applies only to GPU actors "
+              "(gpu.count > 0)"),
+        Actor("bad-fast-snapshot-count-absent", "gpu.fastSnapshot with count absent (default 0)",
+              kCreate, {{"spec", {{"gpu", {{"count", nullptr}}}}}},
+              "spec.gpu.fastSnapshot: Invalid value: fastSnapshot applies only to GPU actors "
+              "(gpu.count > 0)"),
+        Actor(
+            "bad-fast-snapshot-type", "gpu.fastSnapshot written as a string", kCreate,
+            {{"spec", {{"gpu", {{"fastSnapshot", "true"}}}}}},
+            R"(spec.gpu.fastSnapshot: Invalid value: "string": spec.gpu.fastSnapshot in body must be of type boolean: "string")"),
         Actor(
             "bad-data-dir-relative", "a dataDirs entry not absolute", kCreate,
             {{"spec", {{"snapshots", {{"dataDirs", {"/data", "cache"}}}}}}},
@@ -729,6 +751,10 @@ const std::vector<BadObject>& BadActorTemplates() {
                  "spec.actor.timeouts.checkpointSeconds: Invalid value: 0: "
                  "spec.actor.timeouts.checkpointSeconds in body should be greater than or equal "
                  "to 1"),
+        Template("bad-tpl-fast-snapshot-cpu", "spec.actor.gpu.fastSnapshot with count 0",
+                 kCreate, {{"spec", {{"actor", {{"gpu", {{"count", 0}}}}}}}},
+                 "spec.actor.gpu.fastSnapshot: Invalid value: fastSnapshot applies only to GPU "
+                 "actors (gpu.count > 0)"),
         Template("bad-tpl-warm-high", "spec.warm above 64", kCreate, {{"spec", {{"warm", 65}}}},
                  "spec.warm: Invalid value: 65: spec.warm in body should be less than or equal "
                  "to 64"),

@@ -39,7 +39,7 @@ Actor FullActor() {
   a.spec.runtime = Runtime::kMicrovm;
   a.spec.bundle = "/var/lib/stasis/bundles/counter";
   a.spec.node_name = "node-a";
-  a.spec.gpu = {2, "/opt/cuda-checkpoint"};
+  a.spec.gpu = {2, "/opt/cuda-checkpoint", /*fast_snapshot=*/true};
   a.spec.desired_state = DesiredState::kSuspended;
   a.spec.checkpoint_policy = CheckpointPolicy::kLeaveRunningThenStop;
   a.spec.snapshots = {SnapshotScope::kData, SnapshotScope::kData, {"/data", "/models"}};
@@ -82,7 +82,9 @@ TEST(ApiJsonTest, ActorRoundTripsEveryField) {
   EXPECT_EQ(j["metadata"]["finalizers"], json::array({"stasis.dev/actor-cleanup"}));
   EXPECT_EQ(j["spec"]["runtime"], "microvm");
   EXPECT_EQ(j["spec"]["nodeName"], "node-a");
-  EXPECT_EQ(j["spec"]["gpu"], json({{"count", 2}, {"cudaCheckpointPath", "/opt/cuda-checkpoint"}}));
+  EXPECT_EQ(j["spec"]["gpu"], json({{"count", 2},
+                                    {"cudaCheckpointPath", "/opt/cuda-checkpoint"},
+                                    {"fastSnapshot", true}}));
   EXPECT_EQ(j["spec"]["desiredState"], "Suspended");
   EXPECT_EQ(j["spec"]["checkpointPolicy"], "LeaveRunningThenStop");
   EXPECT_EQ(j["spec"]["snapshots"],
@@ -428,6 +430,7 @@ TEST(ApiJsonTest, DefaultsAreAppliedOnRead) {
   EXPECT_EQ(a->spec.checkpoint_policy, CheckpointPolicy::kDirect);
   EXPECT_EQ(a->spec.gpu.count, 0);
   EXPECT_EQ(a->spec.gpu.cuda_checkpoint_path, "/usr/local/bin/cuda-checkpoint");
+  EXPECT_FALSE(a->spec.gpu.fast_snapshot);
   EXPECT_EQ(a->spec.snapshots.on_pause, SnapshotScope::kFull);
   EXPECT_EQ(a->spec.snapshots.on_commit, SnapshotScope::kFull);
   EXPECT_TRUE(a->spec.snapshots.data_dirs.empty());
@@ -442,6 +445,7 @@ TEST(ApiJsonTest, JsonDefaultsEqualTypedDefaults) {
   // must agree, or a read-modify-write would change what the server stored.
   for (const char* text :
        {R"({"spec": {"bundle": "/b"}})", R"({"spec": {"bundle": "/b", "gpu": {"count": 1}}})",
+        R"({"spec": {"bundle": "/b", "gpu": {"count": 1, "fastSnapshot": true}}})",
         R"({"spec": {"bundle": "/b", "snapshots": {"onCommit": "Data"}}})",
         R"({"spec": {"bundle": "/b", "timeouts": {"restoreSeconds": 5}}})",
         R"({"spec": {"image": "busybox"}})",
@@ -474,6 +478,7 @@ TEST(ApiJsonTest, WrongTypesAndUnknownEnumsAreErrorsWithThePath) {
       {R"({"spec": {"gpu": {"count": 1.5}}})", "spec.gpu.count: must be an integer"},
       {R"({"spec": {"gpu": {"count": 3000000000}}})",
        "spec.gpu.count: must be an integer in range"},
+      {R"({"spec": {"gpu": {"fastSnapshot": "true"}}})", "spec.gpu.fastSnapshot: must be a boolean"},
       {R"({"spec": {"runtime": "docker"}})", "spec.runtime: unsupported value \"docker\""},
       {R"({"spec": {"snapshots": {"dataDirs": "/data"}}})",
        "spec.snapshots.dataDirs: must be a list of strings"},

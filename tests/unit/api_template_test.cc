@@ -67,6 +67,7 @@ TEST(ApiTemplateTest, RoundTripKeepsEveryField) {
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(t->spec.actor.bundle, "/var/lib/stasis/bundles/counter");
   EXPECT_EQ(t->spec.actor.gpu.count, 1);
+  EXPECT_TRUE(t->spec.actor.gpu.fast_snapshot);
   ASSERT_TRUE(t->spec.actor.hooks.post_restore.has_value());
   ASSERT_TRUE(t->spec.readiness_gate.has_value());
   EXPECT_EQ(t->spec.readiness_gate->timeout_seconds, 600);
@@ -154,6 +155,8 @@ TEST(ApiTemplateTest, ActorSpecJsonIsTheActorsSpec) {
   copy.spec.source = ActorSourceRef{"t-golden-2", "20261202T150102Z-3f9a1c"};
   EXPECT_TRUE(ValidateActor(copy).empty()) << RenderErrors(ValidateActor(copy));
   EXPECT_EQ(*ActorFromJson(ActorTypedJson(copy)), copy);
+  EXPECT_TRUE(copy.spec.gpu.fast_snapshot);  // the template's opt-in reaches its actors
+  EXPECT_EQ(ActorTypedJson(copy)["spec"]["gpu"]["fastSnapshot"], true);
 }
 
 TEST(ApiTemplateTest, TemplatedActorFieldsRoundTrip) {
@@ -240,7 +243,8 @@ TEST(ApiTemplateTest, EveryMessageIsInTheCrds) {
   for (const char* m : {kMessageTemplateNodeName, kMessageTemplateDesiredState,
                         kMessageTemplateSource, kMessageTemplateTemplateRef,
                         kMessageTemplateRuntime, kMessageImageOrBundle,
-                        kMessageHooksNeedGvisor, kMessageReadinessGateNeedsGvisor}) {
+                        kMessageHooksNeedGvisor, kMessageReadinessGateNeedsGvisor,
+                        kMessageFastSnapshotNeedsGpu}) {
     EXPECT_NE(templates.find("message: \"" + std::string(m) + "\""), std::string::npos) << m;
   }
 }

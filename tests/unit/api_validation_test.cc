@@ -99,6 +99,30 @@ TEST(ApiValidationTest, EveryBadActorIsRejectedWithItsMessage) {
   }
 }
 
+// spec.gpu.fastSnapshot preloads the GPU fast-snapshot library: only a GPU actor may ask. The
+// rule holds on the schema's default gpu {} and names the field, not the gpu object.
+TEST(ApiValidationTest, FastSnapshotNeedsAGpu) {
+  const std::string refused = "spec.gpu.fastSnapshot: Invalid value: " +
+                              std::string(kMessageFastSnapshotNeedsGpu);
+  json cpu = GoodImageActor("a");
+  cpu["spec"]["gpu"] = {{"fastSnapshot", true}};  // count absent: defaulted to 0
+  EXPECT_EQ(RenderErrors(ValidateActor(cpu)), "\n  " + refused);
+  cpu["spec"]["gpu"]["count"] = 0;
+  EXPECT_EQ(RenderErrors(ValidateActor(cpu)), "\n  " + refused);
+  cpu["spec"]["gpu"]["fastSnapshot"] = false;
+  EXPECT_TRUE(ValidateActor(cpu).empty()) << RenderErrors(ValidateActor(cpu));
+  cpu["spec"]["gpu"] = json::object();
+  EXPECT_TRUE(ValidateActor(cpu).empty()) << RenderErrors(ValidateActor(cpu));
+  json gpu = GoodImageActor("a");
+  gpu["spec"]["gpu"] = {{"count", 1}, {"fastSnapshot", true}};
+  EXPECT_TRUE(ValidateActor(gpu).empty()) << RenderErrors(ValidateActor(gpu));
+  // The typed path: an Actor built in code is refused the same way.
+  Actor typed = *ActorFromJson(GoodActor("a"));
+  ASSERT_TRUE(typed.spec.gpu.fast_snapshot);
+  typed.spec.gpu.count = 0;
+  EXPECT_EQ(RenderErrors(ValidateActor(typed)), "\n  " + refused);
+}
+
 TEST(ApiValidationTest, EveryBadWorkerIsRejectedWithItsMessage) {
   for (const BadObject& bad : BadWorkers()) {
     SCOPED_TRACE(bad.name + ": " + bad.what);
@@ -304,6 +328,7 @@ TEST(ApiValidationTest, EveryMessageAndPatternIsInTheCrds) {
   ASSERT_FALSE(workers.empty());
   for (const char* m :
        {kMessageBundleAbsolute, kMessageBundleDotDot, kMessageCudaPathAbsolute,
+        kMessageFastSnapshotNeedsGpu,
         kMessageCudaPathDotDot, kMessageCudaPathPrivateDir, kMessageDataDirAbsolute, kMessageDataDirDotDot, kMessageNodeName,
         kMessageScopeSubset, kMessageDataScopeNeedsDirs, kMessageImmutableRuntime,
         kMessageImageOrBundle, kMessageImageReference, kMessageImageMicrovm,

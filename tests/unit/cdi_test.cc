@@ -276,6 +276,72 @@ TEST_F(GpuBundleTest, WritesTheDerivedBundleAndLeavesTheSourceAlone) {
   EXPECT_FALSE(fs::exists(fs::path(*out) / "config.json.tmp"));
 }
 
+// The process.env of the bundle WriteGpuBundle wrote.
+std::vector<std::string> WrittenEnv(const std::string& out_dir) {
+  return ReadJson(fs::path(out_dir) / "config.json")["process"]["env"].get<std::vector<std::string>>();
+}
+
+// An actor that does not opt into the fast path runs exactly the environment it had.
+TEST_F(GpuBundleTest, NoPreloadUnlessAsked) {
+  auto out = WriteGpuBundle(registry_, request_);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  for (const std::string& e : WrittenEnv(*out)) EXPECT_FALSE(e.starts_with("LD_PRELOAD=")) << e;
+  EXPECT_THAT(WrittenEnv(*out), ::testing::Contains("PATH=/bin"));
+}
+
+TEST_F(GpuBundleTest, PreloadsTheFastSnapshotLibraryWhenAsked) {
+  request_.preload_library = api::kFastSnapshotLibrary;
+  auto out = WriteGpuBundle(registry_, request_);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  const std::vector<std::string> env = WrittenEnv(*out);
+  EXPECT_THAT(env, ::testing::Contains(std::string("LD_PRELOAD=") + api::kFastSnapshotLibrary));
+  EXPECT_THAT(env, ::testing::Contains("PATH=/bin"));
+  EXPECT_EQ(ReadJson(source_ / "config.json"), original_);  // the user's bundle is untouched
+}
+
+// A preload the bundle or image sets is kept, after the library, in every LD_PRELOAD entry.
+TEST_F(GpuBundleTest, PreloadGoesBeforeTheConfigsOwn) {
+  json config = original_;
+  config["process"]["env"] = {"PATH=/bin", "LD_PRELOAD=/usr/lib/libjemalloc.so:/opt/x.so"};
+  WriteFile(source_ / "config.json", config.dump());
+  request_.preload_library = api::kFastSnapshotLibrary;
+  auto out = WriteGpuBundle(registry_, request_);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  const std::string want = std::string("LD_PRELOAD=") + api::kFastSnapshotLibrary +
+                           " /usr/lib/libjemalloc.so:/opt/x.so";
+  // Edited in place (the CDI spec's variable comes after it), never added a second time.
+  EXPECT_THAT(WrittenEnv(*out),
+              ::testing::ElementsAre("PATH=/bin", want, "NVIDIA_VISIBLE_DEVICES=void"));
+}
+
+TEST(PrependPreload, KeepsWhatIsThereAndNeverDoublesTheLibrary) {
+  const std::string lib = api::kFastSnapshotLibrary;
+  json oci = {{"process", {{"env", {"A=1", "LD_PRELOAD=", "LD_PRELOAD=/a.so /b.so"}}}}};
+  PrependPreload(oci, lib);
+  EXPECT_EQ(oci["process"]["env"],
+            json({"A=1", "LD_PRELOAD=" + lib, "LD_PRELOAD=" + lib + " /a.so /b.so"}));
+  const json once = oci;
+  PrependPreload(oci, lib);  // already first: unchanged
+  EXPECT_EQ(oci, once);
+  json listed = {{"process", {{"env", {"LD_PRELOAD=/a.so:" + lib}}}}};
+  PrependPreload(listed, lib);
+  EXPECT_EQ(listed["process"]["env"], json({"LD_PRELOAD=/a.so:" + lib}));
+  json bare = {{"process", json::object()}};
+  PrependPreload(bare, lib);
+  EXPECT_EQ(bare["process"]["env"], json({"LD_PRELOAD=" + lib}));
+  // A longer name that merely starts with the library's is another library.
+  json similar = {{"process", {{"env", {"LD_PRELOAD=" + lib + ".1"}}}}};
+  PrependPreload(similar, lib);
+  EXPECT_EQ(similar["process"]["env"], json({"LD_PRELOAD=" + lib + " " + lib + ".1"}));
+}
+
+TEST(FastSnapshotLibrary, LivesInTheHelpersPrivateDirectory) {
+  // The CDI spec mounts only that directory: a library elsewhere would not be in the container.
+  EXPECT_EQ(fs::path(api::kFastSnapshotLibrary).parent_path(),
+            fs::path(api::kCudaCheckpointPrivateDir));
+  EXPECT_EQ(fs::path(api::kFastSnapshotLibrary).filename(), "libstasis-fastsnap.so");
+}
+
 TEST_F(GpuBundleTest, MissingPiecesAreNamed) {
   GpuBundleRequest r = request_;
   r.gpu_uuids = {"GPU-nope"};

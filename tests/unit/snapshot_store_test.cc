@@ -280,6 +280,36 @@ TEST_F(SnapshotStoreTest, ManifestRecordsTheGpuItWasTakenOn) {
   EXPECT_EQ(parsed->gpu, SnapshotGpu{});
 }
 
+// A checkpoint of an actor that asked for the GPU fast path says so; a manifest without the key
+// (any other actor's, or one written before it was recorded) reads as not asked.
+TEST_F(SnapshotStoreTest, ManifestRecordsTheFastSnapshotRequest) {
+  SnapshotManifest with = Manifest("s1");
+  with.cuda_checkpointed = true;
+  with.gpu_fast_snapshot = true;
+  EXPECT_EQ(nlohmann::json::parse(ManifestText(with))["gpuFastSnapshot"], true);
+  auto round = ParseManifest(ManifestText(with), "s1");
+  ASSERT_TRUE(round.ok()) << round.status().ToString();
+  EXPECT_TRUE(round->gpu_fast_snapshot);
+
+  SnapshotManifest plain = Manifest("s2");
+  plain.cuda_checkpointed = true;
+  EXPECT_EQ(ManifestText(plain).find("gpuFastSnapshot"), std::string::npos);
+  auto parsed = ParseManifest(ManifestText(plain), "s2");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_FALSE(parsed->gpu_fast_snapshot);
+
+  // Verbatim, a manifest of a CUDA checkpoint as written before the field existed.
+  const std::string old_text = R"({"formatVersion": 2, "id": "s3", "namespace": "default",
+      "name": "counter", "scope": "Full", "trigger": "Pause", "runtimeVersion": "runsc",
+      "cudaCheckpointed": true, "takenAt": "2026-12-01T10:00:00.000001Z",
+      "durationSeconds": 1.5, "totalBytes": 0, "files": [], "chunkBytes": 4194304,
+      "chunkListSha256": ""})";
+  auto old = ParseManifest(old_text, "s3");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_TRUE(old->cuda_checkpointed);
+  EXPECT_FALSE(old->gpu_fast_snapshot);
+}
+
 TEST_F(SnapshotStoreTest, ManifestPathsThatEscapeAreCorrupt) {
   MakeComplete("s1");
   const fs::path manifest =
