@@ -55,7 +55,11 @@ FASTSNAP_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* out, size_t size) {
   GateEnter();
   // A failed VMM allocation (no VMM support, a full address space) falls back to the
   // driver's allocator, which the driver's checkpoint handles; out-of-memory fails there too.
-  CUresult result = size >= kServeMinBytes ? ServeVmm(d, out, size) : CUDA_ERROR_NOT_SUPPORTED;
+  // A process that can never stage (cudart asks for every entry point before its first
+  // allocation) gets the driver's allocator from the start: the plain path it will take then
+  // moves exactly what it would without the library.
+  const int serve = size >= kServeMinBytes && !RegistryUnsupported();
+  CUresult result = serve ? ServeVmm(d, out, size) : CUDA_ERROR_NOT_SUPPORTED;
   if (result == CUDA_SUCCESS) {
     ControlEnsureStarted();
   } else {

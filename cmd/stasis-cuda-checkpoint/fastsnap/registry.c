@@ -34,6 +34,13 @@ void RegistryMarkUnsupported(const char* format, ...) {
   va_end(args);
 }
 
+int RegistryUnsupported(void) {
+  pthread_mutex_lock(&mutex);
+  const int unsupported = registry.unsupported[0] != '\0';
+  pthread_mutex_unlock(&mutex);
+  return unsupported;
+}
+
 static void Mark(const char* format, ...) __attribute__((format(printf, 1, 2)));
 static void Mark(const char* format, ...) {
   va_list args;
