@@ -24,6 +24,8 @@ FAST_GIB="${STASIS_GPU_FAST_GIB:-1 8}"
 PATH_ROWS=()
 HOST_LIB=/usr/lib/stasis/libstasis-fastsnap.so
 SANDBOX_LIB=/opt/stasis/fastsnap/libstasis-fastsnap.so
+# shellcheck source=gpu-runsc-cycle.sh
+source "${REPO_ROOT}/hack/gpu-runsc-cycle.sh"
 
 if [[ "${CPU_ONLY}" == 1 ]]; then
   check "P0. the fast path needs a GPU" 1 "STASIS_RUNSC_PROOF_CPU=1: nothing to measure"
@@ -57,10 +59,6 @@ helper_lines() {
   { grep -l "$1" "${WORK}"/dbg/*boot* 2>/dev/null | xargs -r grep -hoE 'fast-snapshot: [^"\\]*'
     wlog "$1" | grep '^libstasis-fastsnap'; } | sort -u | one_line | head -c 400
 }
-sentry_times() {
-  grep -l "$1" "${WORK}"/dbg/*boot* 2>/dev/null | xargs -r grep -hE 'cuda-checkpoint on [0-9]+ processes took|Overall save took|Overall load took|Save failed' \
-    | sort -k2,2 | sed -E 's/.*(cuda-checkpoint on [0-9]+ processes took|Overall save took|Overall load took|Save failed)/\1/' | one_line | head -c 600
-}
 # start_with ID GIB fast|plain COMMAND: a sandbox running COMMAND, its workload ready.
 start_with() {
   if [[ "$3" == fast ]]; then ENV="${FAST_ENV}" MOUNTS="${FAST_MOUNTS}"; else ENV="${PLAIN_ENV}" MOUNTS="${PLAIN_MOUNTS}"; fi
@@ -69,25 +67,6 @@ start_with() {
   rs "run-$1" 120 run -detach -bundle "${WORK}/bundle-$1" "$1"
   step "P. start $1" "$1"
   [[ ${RC} == 0 ]] && wait_ready "$1" 180
-}
-# path_cycle ID GIB: checkpoint with the CUDA path, restore, wait for the restore; one row.
-path_cycle() {
-  local img="${WORK}/images/$1" ck rt wt bytes
-  mkdir -p "${img}"
-  rs "ckpt-$1" 300 checkpoint -image-path "${img}" -cuda-checkpoint-path "${CKPT_PATH}" "$1"
-  step "P. checkpoint $1" "$1"
-  ck=${DUR}; CYCLE_CK_ERR=${ERR_TEXT}
-  bytes=$(image_bytes "${img}")
-  [[ ${RC} == 0 ]] || { CYCLE_ROW="${ck} (exit ${RC}) | — | — | $(gib_of "${bytes}")"; return 1; }
-  wait_state "$1" stopped 30
-  rs "del-$1" 60 delete -force "$1"
-  rs "restore-$1" 300 restore -detach -bundle "${WORK}/bundle-$1" -image-path "${img}" "$1"
-  step "P. restore $1" "$1"
-  rt=${DUR}
-  [[ ${RC} == 0 ]] || { CYCLE_ROW="${ck} | ${rt} (exit ${RC}) | — | $(gib_of "${bytes}")"; return 1; }
-  rs "wait-$1" 300 wait -restore "$1"
-  wt=${DUR}
-  CYCLE_ROW="${ck} | ${rt} | ${wt} | $(gib_of "${bytes}")"
 }
 # workload_checks ID: after the cycle, the pattern in device memory and the ticks going on.
 workload_checks() {
@@ -108,7 +87,7 @@ run_path() {
     return
   fi
   local ok=1
-  path_cycle "$1" "$2" && workload_checks "$1" && ok=0
+  cycle "$1" "$2" && workload_checks "$1" && ok=0
   check "$5: ${2} GiB checkpointed and restored, pattern verified, ticks continue" "${ok}" \
     "${CYCLE_ROW}; ${v:-}; ${CYCLE_CK_ERR:-}; helper: $(helper_lines "$1"); sentry: $(sentry_times "$1"); log: $(wlog "$1" | grep -vE '^tick' | tail -3 | one_line)"
   PATH_ROWS+=("| ${2} | $5 | ${CYCLE_ROW:-— | — | — | —} | $(helper_lines "$1") | $(sentry_times "$1") |")
@@ -125,7 +104,7 @@ for g in ${FAST_GIB}; do
     id="vmm-${g}"
     CYCLE_ROW=""
     if start_with "${id}" "${g}" fast "exec /w/fast_snapshot_probe --gib ${g}"; then
-      path_cycle "${id}" "${g}"
+      cycle "${id}" "${g}"
       timeout 30 "${RUNSC}" "${FLAGS[@]}" kill "${id}" USR2 > /dev/null 2>&1
       sleep 2
       pc=$(wlog "${id}" | grep '^check' | tail -1)

@@ -24,6 +24,8 @@
 FAST_GIB="${STASIS_GPU_FAST_GIB:-1 8}"
 FAST_ROWS=()
 PROBE_CMD="exec /w/fast_snapshot_probe --gib"
+# shellcheck source=gpu-runsc-cycle.sh
+source "${REPO_ROOT}/hack/gpu-runsc-cycle.sh"
 
 if [[ "${CPU_ONLY}" == 1 ]]; then
   # Speaks the probe's protocol without a GPU: a check of this script, not a measurement.
@@ -66,36 +68,12 @@ probe_line() {
   echo "(no '$2' line in $3 s; log: $(wlog "$1" | tail -3 | one_line))"
   return 1
 }
-# sentry_times ID: the toggle, save and load times the sentries of ID logged, in order.
-sentry_times() {
-  grep -l "$1" "${WORK}"/dbg/*boot* 2>/dev/null | xargs -r grep -hE 'cuda-checkpoint on [0-9]+ processes took|Overall save took|Overall load took|Save failed' \
-    | sort -k2,2 | sed -E 's/.*(cuda-checkpoint on [0-9]+ processes took|Overall save took|Overall load took|Save failed)/\1/' | one_line | head -c 600
-}
 # start_probe ID GIB [FLAGS]: a sandbox running the probe, ready.
 start_probe() {
   write_config "${WORK}/bundle-$1" "$2" "${PROBE_CMD} $2 ${3:-}"
   rs "run-$1" 120 run -detach -bundle "${WORK}/bundle-$1" "$1"
   step "F. start $1" "$1"
   [[ ${RC} == 0 ]] && probe_line "$1" ready 180 > /dev/null
-}
-# cycle ID GIB: checkpoint with the CUDA path, restore, wait for the restore; one table row.
-cycle() {
-  local img="${WORK}/images/$1" ck rt wt bytes
-  mkdir -p "${img}"
-  rs "ckpt-$1" 300 checkpoint -image-path "${img}" -cuda-checkpoint-path "${CKPT_PATH}" "$1"
-  step "F. checkpoint $1" "$1"
-  ck=${DUR}; CYCLE_CK_RC=${RC}; CYCLE_CK_ERR=${ERR_TEXT}
-  bytes=$(image_bytes "${img}")
-  [[ ${RC} == 0 ]] || { CYCLE_ROW="${ck} (exit ${RC}) | — | — | $(gib_of "${bytes}")"; return 1; }
-  wait_state "$1" stopped 30
-  rs "del-$1" 60 delete -force "$1"
-  rs "restore-$1" 300 restore -detach -bundle "${WORK}/bundle-$1" -image-path "${img}" "$1"
-  step "F. restore $1" "$1"
-  rt=${DUR}
-  [[ ${RC} == 0 ]] || { CYCLE_ROW="${ck} | ${rt} (exit ${RC}) | — | $(gib_of "${bytes}")"; return 1; }
-  rs "wait-$1" 300 wait -restore "$1"
-  wt=${DUR}
-  CYCLE_ROW="${ck} | ${rt} | ${wt} | $(gib_of "${bytes}")"
 }
 # helper_overhead ID (F5): what one helper call costs before any device memory moves — a
 # process started in the sandbox, the driver loaded and asked — against `runsc exec` of

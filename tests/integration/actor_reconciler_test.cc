@@ -591,13 +591,8 @@ using ::testing::HasSubstr;
 // A bundle outside --bundle-root (bundle_confinement.h): FAILED with BundleNotAllowed and a
 // Warning Event before any worker is claimed or the runtime called; its snapshot is kept.
 TEST_F(ActorReconcilerTest, ABundleOutsideTheRootsFailsTheActor) {
-  Create("Paused");
-  ASSERT_TRUE(Settle("STATUS_SUSPENDED"));  // never started
-  const std::string id = CompleteLocalSnapshot("Pause");
-  ASSERT_FALSE(id.empty());
-  PatchStatus({{"status", "STATUS_PAUSED"},
-               {"latestSnapshot", {{"id", id}, {"trigger", "Pause"}, {"scope", "Full"},
-                                   {"location", store_->LocalPath(ns_, kActor, id)}, {"nodeName", node_}}}});
+  PausedOnALocalSnapshot();
+  const std::string id = Get().status.latest_snapshot->id;
   const fs::path outside = root_ / "elsewhere";
   fs::create_directories(outside / "rootfs");
   std::ofstream(outside / "config.json") << R"({"root": {"path": "rootfs"}})";

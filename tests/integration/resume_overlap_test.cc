@@ -30,13 +30,7 @@ class ResumeOverlapTest : public ActorReconcilerTest {
   // An actor PAUSED on a complete local snapshot and asking to run again, with no worker held:
   // what a resume starts from.
   void PausedWantingToRun() {
-    Create("Paused");
-    ASSERT_TRUE(Settle("STATUS_SUSPENDED"));  // never started
-    const std::string id = CompleteLocalSnapshot("Pause");
-    ASSERT_FALSE(id.empty());
-    PatchStatus({{"status", "STATUS_PAUSED"},
-                 {"latestSnapshot", {{"id", id}, {"trigger", "Pause"}, {"scope", "Full"},
-                                     {"location", store_->LocalPath(ns_, kActor, id)}, {"nodeName", node_}}}});
+    PausedOnALocalSnapshot();
     Desire("Running");
   }
   // What an agent killed right after runsc restore started leaves behind: the intent record for

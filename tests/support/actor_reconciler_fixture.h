@@ -147,6 +147,18 @@ class ActorReconcilerTest : public ::testing::Test {
     return store_->CompleteLocal(m).ok() ? id : "";
   }
 
+  // The actor created Paused (never started), then PAUSED on a complete local snapshot of this
+  // node, as a pause leaves it.
+  void PausedOnALocalSnapshot() {
+    Create("Paused");
+    ASSERT_TRUE(Settle("STATUS_SUSPENDED"));  // never started
+    const std::string id = CompleteLocalSnapshot("Pause");
+    ASSERT_FALSE(id.empty());
+    PatchStatus({{"status", "STATUS_PAUSED"},
+                 {"latestSnapshot", {{"id", id}, {"trigger", "Pause"}, {"scope", "Full"},
+                                     {"location", store_->LocalPath(ns_, kActor, id)}, {"nodeName", node_}}}});
+  }
+
   std::string SandboxId() const { return SandboxIdFor(ns_, kActor); }
 
   // A GPU actor RUNNING on this node's worker, its status as a resume leaves it (a GPU resume
