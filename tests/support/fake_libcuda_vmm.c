@@ -17,7 +17,8 @@
 //   cuLaunchKernel       the CUfunction is a host function `void (*)(void** params)`, called
 //                        with kernelParams on the calling thread;
 //   cuGetProcAddress(_v2) the exported variant for the version and per-thread-stream flag.
-// fake_vmm_live_device_bytes() (not a driver call) reports the live physical bytes.
+// fake_vmm_live_device_bytes() (not a driver call) reports the live physical bytes, and
+// fake_vmm_plain_bytes() those of them that cuMemAlloc_v2 (the driver's own allocator) made.
 // FAKE_LIBCUDA_VMM_UNMAPS=<n> (read by this stand-in in the workload): cuMemUnmap succeeds n
 // times, then fails with CUDA_ERROR_INVALID_VALUE, to exercise a stage that must roll back.
 #define _GNU_SOURCE
@@ -53,6 +54,8 @@ size_t fake_vmm_live_device_bytes(void) {
   pthread_mutex_unlock(&mutex);
   return bytes;
 }
+
+size_t fake_vmm_plain_bytes(void);
 
 // Contexts: a few static objects; the current one is per thread, as in the driver.
 static char contexts[4];
@@ -229,6 +232,14 @@ static CUresult PlainAlloc(CUdeviceptr* out, size_t size) {
   pthread_mutex_unlock(&mutex);
   *out = (CUdeviceptr)(uintptr_t)p;
   return 0;
+}
+
+size_t fake_vmm_plain_bytes(void) {
+  pthread_mutex_lock(&mutex);
+  size_t bytes = 0;
+  for (size_t i = 0; i < kMaxMappings; i++) bytes += plain[i].addr != 0 ? plain[i].size : 0;
+  pthread_mutex_unlock(&mutex);
+  return bytes;
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr* out, size_t size) { return PlainAlloc(out, size); }

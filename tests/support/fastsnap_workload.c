@@ -6,6 +6,8 @@
 //   check          copy every buffer back and compare: "check ok" | "check bad <buf> <word>"
 //   live           "live <bytes>": the stand-in's live physical device bytes
 //   managed | ipc  make a managed allocation / an IPC handle: "managed <rc>" | "ipc <rc>"
+//   alloc-big      cuMemAlloc_v2 of 4 MiB: "alloc <rc> driver=<bytes the driver's own allocator
+//                  made for it>" (0 when the library served it through VMM)
 //   launch-start   a thread launching "kernels" (through cuGetProcAddress's cuLaunchKernel)
 //                  that rewrite buffer A's pattern, in a loop: "launching"
 //   launches       "launches <count>" kernels completed so far
@@ -57,6 +59,7 @@ CUresult cuMemFree_v2(CUdeviceptr);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void*, size_t);
 CUresult cuMemcpyDtoH_v2(void*, CUdeviceptr, size_t);
 size_t fake_vmm_live_device_bytes(void);
+size_t fake_vmm_plain_bytes(void);
 
 typedef CUresult (*GetProc)(const char*, void**, int, unsigned long long, int*);
 typedef CUresult (*AllocFn)(CUdeviceptr*, size_t);
@@ -158,6 +161,10 @@ static void Command(const char* line) {
     printf("live %zu\n", fake_vmm_live_device_bytes());
   } else if (strcmp(line, "managed") == 0) {
     printf("managed %d\n", cuMemAllocManaged(&extra, 1u << 20, 1));
+  } else if (strcmp(line, "alloc-big") == 0) {
+    const size_t before = fake_vmm_plain_bytes();
+    CUresult rc = cuMemAlloc_v2(&extra, 4u << 20);
+    printf("alloc %d driver=%zu\n", rc, fake_vmm_plain_bytes() - before);
   } else if (strcmp(line, "ipc") == 0) {
     printf("ipc %d\n", cuIpcGetMemHandle(handle, buffers[1]));
   } else if (strcmp(line, "launch-start") == 0) {

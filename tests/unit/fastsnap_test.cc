@@ -253,6 +253,17 @@ TEST_F(FastsnapTest, ManagedMemoryAndIpcFallBackToThePlainPathWithTheProcessInta
   }
 }
 
+TEST_F(FastsnapTest, AProcessThatCanNeverStageGetsTheDriversOwnAllocator) {
+  Workload served(true, dir_ / "served.err");
+  served.Ready();
+  EXPECT_EQ(served.Ask("alloc-big"), "alloc 0 driver=0") << "served through VMM while the fast path is possible";
+  Workload unsupported(true, dir_ / "unsupported.err");
+  unsupported.Ready();
+  ASSERT_EQ(unsupported.Ask("managed"), "managed 0");
+  EXPECT_EQ(unsupported.Ask("alloc-big"), "alloc 0 driver=" + std::to_string(4u << 20))
+      << "a process that will take the plain path gets the driver's allocations";
+}
+
 TEST_F(FastsnapTest, AStageThatFailsMidwayPutsBackWhatItReleasedAndFallsBack) {
   // The second release fails: the first allocation is already unmapped and released.
   Workload w(true, dir_ / "workload.err", {"FAKE_LIBCUDA_VMM_UNMAPS=1"});
