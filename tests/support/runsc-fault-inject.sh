@@ -76,8 +76,12 @@ case "${action}" in
     "${runsc}" "${globals[@]}" kill "${id}" KILL >/dev/null 2>&1 || true
     deadline=$(( $(date +%s) + ${STASIS_INJECT_STOP_WAIT_S:-10} ))
     while (( $(date +%s) < deadline )); do
+      # Only runsc's own "stopped" will do: a `state` that printed nothing (it failed while the
+      # sandbox was being torn down, under load) is no answer, and a checkpoint started then
+      # finds the container still "running" and fails otherwise ("connecting to control
+      # server … connection refused").
       state="$("${runsc}" "${globals[@]}" state "${id}" 2>/dev/null || true)"
-      if [[ -z "${state}" || "${state}" == *'"status": "stopped"'* ]]; then break; fi
+      if [[ "${state}" == *'"status": "stopped"'* ]]; then break; fi
       sleep 0.05
     done
     ;;
