@@ -95,6 +95,8 @@ bool IsTransitioning(ActorState s) {
   return s == ActorState::kResuming || s == ActorState::kSuspending || s == ActorState::kPausing;
 }
 
+bool IsResting(ActorState s) { return s != ActorState::kRunning && !IsTransitioning(s); }
+
 namespace {
 
 struct StateConditions {

@@ -57,6 +57,8 @@ std::optional<PullPolicy> ParsePullPolicy(std::string_view s);
 
 // RESUMING, SUSPENDING, PAUSING: the statuses that carry transitionStartTime and a deadline.
 bool IsTransitioning(ActorState s);
+// Neither RUNNING nor transitioning: never started, PAUSED, SUSPENDED or FAILED.
+bool IsResting(ActorState s);
 
 struct GpuSpec {
   int32_t count = 0;  // 0 = a CPU actor; at most kMaxGpuCount

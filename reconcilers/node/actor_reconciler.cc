@@ -94,8 +94,10 @@ ActorReconciler::Ctx ActorReconciler::NewCtx(const api::Actor& a, const Request&
   c.key = request.Key();
   c.ref.bundle = a.spec.bundle;
   c.driver = DriverFor(a.spec.runtime);
+  std::error_code ec;
+  const bool root_exists = fs::exists(c.ref.root, ec);
   // A resume whose RESUMING write had not landed when the last agent stopped: read as if it had.
-  c.through_intent = ThroughIntent(c.ref, c.a);
+  c.through_intent = ThroughIntent(c.ref, root_exists, c.a);
   Observation& o = c.observed;
   o.source = source;
   o.status = c.a.status.status;
@@ -108,8 +110,7 @@ ActorReconciler::Ctx ActorReconciler::NewCtx(const api::Actor& a, const Request&
   o.transition_start_known = a.status.transition_start_time.has_value();
   o.restore_pending = a.status.status == ActorState::kRunning && AwaitsRestore(a);
   o.driver_available = c.driver != nullptr;
-  std::error_code ec;
-  o.sandbox_root_exists = fs::exists(c.ref.root, ec);
+  o.sandbox_root_exists = root_exists;
   // A transition the agent gave up on (host errors, host_failures.cc) waits for a new generation.
   const int64_t gen = a.metadata.generation;
   o.checkpoint_backoff = retries_.Wait(c.key, RetryOp::kCheckpoint, gen).count() > 0 ||
@@ -119,7 +120,11 @@ ActorReconciler::Ctx ActorReconciler::NewCtx(const api::Actor& a, const Request&
   return c;
 }
 
-bool ActorReconciler::ThroughIntent(const SandboxRef& ref, api::Actor& a) {
+bool ActorReconciler::ThroughIntent(const SandboxRef& ref, bool root_exists, api::Actor& a) {
+  // Only an actor at rest with a sandbox root can be one: the record comes before runsc, and a
+  // root before runsc too. Every other reconcile (most: at rest with nothing on disk, running)
+  // reads no file for it.
+  if (!root_exists || !api::IsResting(a.status.status)) return false;
   auto intent = ReadIntent(IntentPath(ref.root));
   if (!intent || !IntentApplies(*intent, a)) return false;
   Overlay(*intent, a);

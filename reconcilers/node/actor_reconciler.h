@@ -174,8 +174,8 @@ class ActorReconciler : public Reconciler {
   RuntimeDriver* DriverFor(api::Runtime runtime) const;
   Ctx NewCtx(const api::Actor& a, const Request& request, ActorSource source);
   // `a` through the resume intent record beside `ref`'s root when it still applies
-  // (resume_intent.h): true when it did.
-  static bool ThroughIntent(const SandboxRef& ref, api::Actor& a);
+  // (resume_intent.h): true when it did. root_exists: whether that root exists.
+  static bool ThroughIntent(const SandboxRef& ref, bool root_exists, api::Actor& a);
   // A quorum read replaces c's actor and observations; false: nothing to act on (gone, or
   // unreadable until it changes). `unsettled`: the actor may hold a worker it should not.
   [[nodiscard]] Result<bool> ReadQuorum(Ctx& c, const Request& request, bool unsettled);

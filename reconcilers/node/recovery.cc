@@ -219,7 +219,9 @@ Status ActorReconciler::RecoverAtStartup() {
     if (!obj) return false;
     auto a = api::ActorFromJson(*obj);
     if (!a.ok() || !OwnedHere(*a)) return false;
-    ThroughIntent(SandboxFor(ref.namespace_, ref.name, a->status.sandbox_id), *a);
+    const SandboxRef sandbox = SandboxFor(ref.namespace_, ref.name, a->status.sandbox_id);
+    std::error_code ec;
+    ThroughIntent(sandbox, fs::exists(sandbox.root, ec), *a);
     return a->status.status == ActorState::kRunning || api::IsTransitioning(a->status.status);
   });
 }

@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 namespace stasis {
 
@@ -43,11 +42,6 @@ std::optional<ResumeIntent> FromJson(const json& j) {
   return i;
 }
 
-bool Resting(api::ActorState s) {
-  return s == api::ActorState::kUnspecified || s == api::ActorState::kPaused ||
-         s == api::ActorState::kSuspended || s == api::ActorState::kFailed;
-}
-
 }  // namespace
 
 ResumeIntent IntentOf(const api::Actor& before, const api::ActorStatus& resuming) {
@@ -79,9 +73,7 @@ Status WriteIntent(const std::string& path, const ResumeIntent& intent) {
 std::optional<ResumeIntent> ReadIntent(const std::string& path) {
   std::ifstream in(path);
   if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return std::nullopt;
   return FromJson(j);
 }
@@ -90,7 +82,7 @@ void RemoveIntent(const std::string& path) { std::remove(path.c_str()); }
 
 bool IntentApplies(const ResumeIntent& intent, const api::Actor& a) {
   return intent.actor_uid == a.metadata.uid && intent.resource_version == a.metadata.resource_version &&
-         Resting(a.status.status);
+         api::IsResting(a.status.status);
 }
 
 void Overlay(const ResumeIntent& intent, api::Actor& a) {

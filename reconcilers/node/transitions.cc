@@ -26,8 +26,6 @@ bool AtRestAsWanted(const Observation& o) {
          o.status == ActorState::kFailed;  // left only by a new generation
 }
 
-bool Resting(ActorState s) { return s != ActorState::kRunning && !api::IsTransitioning(s); }
-
 Decision ResumeOrWait(const Observation& o) {
   return Do(o.resume_backoff ? Step::kWaitResumeBackoff : Step::kResume);
 }
@@ -127,7 +125,7 @@ Decision DecideOnQuorum(const Observation& o) {
   if (o.unsettled_worker) {
     // An actor at rest holds no worker: give back what a stale resume claimed or a failed
     // release kept (a resume below claims again). A running or transitioning one keeps its own.
-    return Do(Resting(o.status) ? Step::kFreeUnsettledWorker : Step::kForgetUnsettledWorker);
+    return Do(api::IsResting(o.status) ? Step::kFreeUnsettledWorker : Step::kForgetUnsettledWorker);
   }
   if (!o.owned_here) return Do(Step::kNothing);
   if (o.being_deleted) return Do(Step::kDelete);

@@ -58,7 +58,7 @@ FASTSNAP_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* out, size_t size) {
   // A process that can never stage (cudart asks for every entry point before its first
   // allocation) gets the driver's allocator from the start: the plain path it will take then
   // moves exactly what it would without the library.
-  const int serve = size >= kServeMinBytes && !RegistryUnsupported();
+  const int serve = size >= kServeMinBytes && !RegistryUnsupported(NULL, 0);
   CUresult result = serve ? ServeVmm(d, out, size) : CUDA_ERROR_NOT_SUPPORTED;
   if (result == CUDA_SUCCESS) {
     ControlEnsureStarted();

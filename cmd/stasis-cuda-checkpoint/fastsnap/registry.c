@@ -34,9 +34,10 @@ void RegistryMarkUnsupported(const char* format, ...) {
   va_end(args);
 }
 
-int RegistryUnsupported(void) {
+int RegistryUnsupported(char* why, size_t n) {
   pthread_mutex_lock(&mutex);
   const int unsupported = registry.unsupported[0] != '\0';
+  if (unsupported && why != NULL) snprintf(why, n, "%s", registry.unsupported);
   pthread_mutex_unlock(&mutex);
   return unsupported;
 }

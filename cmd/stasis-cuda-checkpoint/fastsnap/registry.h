@@ -47,8 +47,8 @@ void RegistryUnlock(void);
 
 // Records the first reason only: later ones are consequences or repeats.
 void RegistryMarkUnsupported(const char* format, ...) __attribute__((format(printf, 1, 2)));
-// Whether a reason was recorded: the process will never stage.
-int RegistryUnsupported(void);
+// Whether a reason was recorded (the process will never stage), copied into `why` when given.
+int RegistryUnsupported(char* why, size_t n);
 
 void RegistryAddServed(CUdeviceptr addr, size_t size, CUmemGenericAllocationHandle handle,
                        const CUmemAllocationProp* prop, CUcontext ctx);

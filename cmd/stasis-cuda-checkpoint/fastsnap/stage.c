@@ -35,6 +35,14 @@ static double NowMs(void) {
 
 static int Stageable(const Allocation* a) { return a->addr != 0 && a->access_count > 0; }
 
+// The one context tracked memory lives in (registry.c refuses a second).
+static CUcontext TrackedContext(const Registry* r) {
+  for (size_t i = 0; i < r->count; i++) {
+    if (r->items[i].ctx != NULL) return r->items[i].ctx;
+  }
+  return NULL;
+}
+
 static size_t TrackedBytes(const Registry* r, size_t* count) {
   size_t bytes = 0;
   *count = 0;
@@ -141,9 +149,7 @@ static CUresult Release(const RealDriver* d, Allocation* a, char* why, size_t n)
 // Synchronises, copies out and releases; on failure puts back what it had released.
 static int StageLocked(const RealDriver* d, Registry* r, size_t arena_bytes, char* why,
                        size_t n) {
-  CUcontext ctx = NULL;
-  for (size_t i = 0; i < r->count && ctx == NULL; i++) ctx = r->items[i].ctx;
-  CUresult result = d->cuCtxSetCurrent(ctx);
+  CUresult result = d->cuCtxSetCurrent(TrackedContext(r));
   const char* step = "cuCtxSetCurrent";
   if (result == CUDA_SUCCESS) result = d->cuCtxSynchronize(), step = "cuCtxSynchronize";
   if (result == CUDA_SUCCESS) result = EnsureArena(d, arena_bytes), step = "cuMemHostAlloc of the arena";
@@ -186,11 +192,11 @@ void StageRequest(char* reply, size_t n) {
   }
   // An unsupported process answers at once rather than after draining the gate for nothing;
   // the reason is checked again once the gate is closed, in case it came meanwhile.
-  Registry* early = RegistryLock();
-  const int unsupported = early->unsupported[0] != '\0';
-  if (unsupported) snprintf(reply, n, "fallback %s", early->unsupported);
-  RegistryUnlock();
-  if (unsupported) return;
+  char reason[200];
+  if (RegistryUnsupported(reason, sizeof reason)) {
+    snprintf(reply, n, "fallback %s", reason);
+    return;
+  }
   if (!GateClose(kDrainTimeoutMs)) {
     snprintf(reply, n, "fallback a CUDA call in flight did not return within %d ms",
              kDrainTimeoutMs);
@@ -228,10 +234,8 @@ void UnstageRequest(char* reply, size_t n) {
   }
   const double start = NowMs();
   Registry* r = RegistryLock();
-  CUcontext ctx = NULL;
-  for (size_t i = 0; i < r->count && ctx == NULL; i++) ctx = r->items[i].ctx;
   char why[200] = "";
-  CUresult result = d->cuCtxSetCurrent(ctx);
+  CUresult result = d->cuCtxSetCurrent(TrackedContext(r));
   if (result != CUDA_SUCCESS) {
     snprintf(why, sizeof why, "cuCtxSetCurrent failed (CUresult %d)", result);
   } else {
