@@ -5,7 +5,7 @@
 #
 #   hack/bench/fleet.sh [--nodes 1000] [--workers-per-node 8] [--actors 100000] [--run 10000]
 #                       [--dead 50] [--heartbeat-lease 40] [--threads 16] [--churn-minutes 3]
-#                       [--apf with|without|off] [--csv FILE] [--keep]
+#                       [--apf with|without|off] [--start-per-second 100] [--csv FILE] [--keep]
 #
 # The nodes are bench_fleet_sim processes (tests/bench/fleet_sim.cc): each node the production
 # node agent (its informers, Workers, heartbeat Lease and status writes) over the no-op runtime
@@ -15,6 +15,9 @@
 # API server runs API Priority and Fairness with the shipped FlowSchemas
 # (manifests/base/flowcontrol.yaml), --apf without runs it with the built-in ones only (stasis's
 # requests in `service-accounts`), --apf off without APF.
+#
+# --start-per-second is how many agents each simulator process starts a second (a fleet's
+# nodes boot over minutes; every agent's first LISTs walk all actors).
 #
 #   1. at rest: --actors suspended actors spread over the nodes (bench_fleet populate); etcd's
 #      database size; the controller started on them: ready (its caches synced) and settled (its
@@ -46,6 +49,7 @@ source "$(dirname "$0")/../lib.sh"
 source "${HACK_DIR}/bench/lib.sh"
 
 nodes=1000 per_node=8 actors=100000 run=10000 dead=50 lease=40 threads=16 churn_minutes=3 apf=with csv="" keep=0
+start_rate=100
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -57,6 +61,7 @@ while [[ $# -gt 0 ]]; do
     --threads) threads="$2"; shift 2 ;;
     --churn-minutes) churn_minutes="$2"; shift 2 ;;
     --apf) apf="$2"; shift 2 ;;
+    --start-per-second) start_rate="$2"; shift 2 ;;
     --csv) csv="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
     *) die "unknown argument: $1 (see the header of $0)" ;;
@@ -130,7 +135,7 @@ etcd_db_bytes() { stat -c %s "$(find "${cp_dir}" -path '*member/snap/db' | head 
 start_fleet() {  # start_fleet FIRST COUNT LOG: one bench_fleet_sim process, its pid in fleet_pid
   "${build}/tests/bench_fleet_sim" --kubeconfig "${work}/node.kubeconfig" --root "${work}/nodes" --bundle-root "${work}/bundles" \
     --first "$1" --nodes "$2" --workers-per-node "${per_node}" --heartbeat-lease "${lease}" \
-    --start-per-second 100 >>"${work}/$3.log" 2>&1 &
+    --start-per-second "${start_rate}" >>"${work}/$3.log" 2>&1 &
   fleet_pid=$!
 }
 # count_workers NODE_REGEX [PHASE]: how many Workers of the matching nodes there are (in PHASE).
