@@ -131,16 +131,17 @@ TEST_F(ClusterTest, AnUpgradeKeepsActorsSnapshotsAndMetrics) {
   EXPECT_LE(controller_gap, 2.0 * kScrapeSeconds + 1);
   EXPECT_LE(gauge_gap, 20.0);
   EXPECT_LE(agent_gap, 60.0);
-  // A replaced pod answers its scrapes until its grace period ends (rollout status returns once
-  // the new replicas are available, not once the old ones are gone), so 0.1.0 may still be
-  // scraped for up to terminationGracePeriodSeconds (30 s) and one scrape after it.
+  // A replaced pod may answer its scrapes until its grace period ends (rollout status returns
+  // once the new replicas are available, not once the old ones are gone), so 0.1.0 may still be
+  // scraped for up to the roles' terminationGracePeriodSeconds (controller 30 s, agent 60 s)
+  // and one scrape after.
   std::string old_series;
   EXPECT_TRUE(Eventually([&] {
     auto old = prom->Query("stasis_build_info{version=\"0.1.0\"} == 1", UnixNow());
     if (!old.ok()) return false;
     old_series = (*old)["result"].dump();
     return (*old)["result"].empty();
-  }, 60s)) << "a role still runs 0.1.0: " << old_series;
+  }, 90s)) << "a role still runs 0.1.0: " << old_series;
 }
 
 }  // namespace
