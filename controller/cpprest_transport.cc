@@ -11,6 +11,7 @@
 #include <boost/asio/ssl.hpp>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -47,6 +48,81 @@ bool ReadAvailable(Body& body, std::string& to) {
   to.resize(old + body.getn(reinterpret_cast<uint8_t*>(to.data() + old), n).get());
   return true;
 }
+
+// cpprest blocks inside a read with no way to interrupt it but the request's cancellation token
+// (which closes the connection). One thread for the whole process turns every open stream's
+// cancel flag into its token: a polling thread per stream cost each watch 20 wake-ups a second,
+// which in one process holding many node agents (the fleet benchmark) was most of its idle CPU.
+class CancelWatchdog {
+ public:
+  static CancelWatchdog& Get() {
+    static auto* watchdog = new CancelWatchdog();  // never destroyed: streams may end at exit
+    return *watchdog;
+  }
+
+  // Watches `flag` until Remove(id); cancels `cts` once the flag is set.
+  uint64_t Add(const std::atomic<bool>* flag, pplx::cancellation_token_source cts) {
+    std::lock_guard lock(mu_);
+    const uint64_t id = ++next_id_;
+    watched_.emplace(id, Watched{flag, std::move(cts)});
+    cv_.notify_one();
+    return id;
+  }
+
+  void Remove(uint64_t id) {
+    std::lock_guard lock(mu_);
+    watched_.erase(id);
+  }
+
+ private:
+  struct Watched {
+    const std::atomic<bool>* flag;
+    pplx::cancellation_token_source cts;
+  };
+  static constexpr std::chrono::milliseconds kPoll{50};
+
+  CancelWatchdog() { std::thread([this] { Run(); }).detach(); }
+
+  [[noreturn]] void Run() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return !watched_.empty(); });
+      std::vector<pplx::cancellation_token_source> cancelled;
+      for (auto it = watched_.begin(); it != watched_.end();) {
+        if (!it->second.flag->load()) {
+          ++it;
+          continue;
+        }
+        cancelled.push_back(it->second.cts);
+        it = watched_.erase(it);
+      }
+      lock.unlock();
+      for (auto& cts : cancelled) cts.cancel();  // closes connections: not under the lock
+      lock.lock();
+      cv_.wait_for(lock, kPoll);
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<uint64_t, Watched> watched_;
+  uint64_t next_id_ = 0;
+};
+
+// A stream's cancel flag watched for as long as the stream is open.
+class CancelOnFlag {
+ public:
+  CancelOnFlag(const std::atomic<bool>* flag, const pplx::cancellation_token_source& cts)
+      : id_(flag ? CancelWatchdog::Get().Add(flag, cts) : 0) {}
+  ~CancelOnFlag() {
+    if (id_ != 0) CancelWatchdog::Get().Remove(id_);
+  }
+  CancelOnFlag(const CancelOnFlag&) = delete;
+  CancelOnFlag& operator=(const CancelOnFlag&) = delete;
+
+ private:
+  uint64_t id_;
+};
 
 // The Retry-After header, "" when absent.
 std::string RetryAfter(const http::http_response& response) {
@@ -170,35 +246,19 @@ class CpprestTransport : public Transport {
                               const std::function<bool(std::string_view)>& on_line,
                               const std::atomic<bool>* cancel) override {
     pplx::cancellation_token_source cts;
-    // cpprest blocks inside a read with no way to interrupt it but the request's cancellation
-    // token (which closes the connection); a small watchdog turns the flag into that token.
-    std::atomic<bool> done{false};
-    std::thread watchdog([&] {
-      while (!done.load()) {
-        if (cancel && cancel->load()) {
-          cts.cancel();
-          return;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-    });
-    auto finish = [&](Result<HttpResponse> r) {
-      done = true;
-      watchdog.join();
-      return r;
-    };
+    CancelOnFlag watched(cancel, cts);
     try {
       auto sent = Send(request, cts);
-      if (!sent.ok()) return finish(sent.status());
+      if (!sent.ok()) return sent.status();
       auto& response = *sent;
       LetGoUnlessEnded guard(cts, response);
       HttpResponse out = Head(response);
       if (out.status != http::status_codes::OK) {
         auto body = ReadBody(response, config_.max_response_bytes, request);
-        if (!body.ok()) return finish(body.status());
+        if (!body.ok()) return body.status();
         guard.Ended();
         out.body = std::move(*body);
-        return finish(out);
+        return out;
       }
       Body body = response.body().streambuf();
       auto cancelled = [&] { return cancel && cancel->load(); };
@@ -219,29 +279,29 @@ class CpprestTransport : public Transport {
         for (size_t nl = pending.find('\n', kept); nl != std::string::npos;
              nl = pending.find('\n', start)) {
           if (nl - start > config_.max_line_bytes) {
-            return finish(TooLarge(request, "a line of the stream", config_.max_line_bytes));
+            return TooLarge(request, "a line of the stream", config_.max_line_bytes);
           }
           if (cancelled() || !deliver(std::string_view(pending).substr(start, nl - start))) {
-            return finish(out);
+            return out;
           }
           start = nl + 1;
         }
         pending.erase(0, start);
         if (pending.size() > config_.max_line_bytes) {
-          return finish(TooLarge(request, "a line of the stream", config_.max_line_bytes));
+          return TooLarge(request, "a line of the stream", config_.max_line_bytes);
         }
       }
-      return finish(out);
+      return out;
     } catch (const pplx::task_canceled&) {
       HttpResponse out;
       out.status = http::status_codes::OK;
-      return finish(out);  // cancelled by the caller: a clean end
+      return out;  // cancelled by the caller: a clean end
     } catch (const http::http_exception& e) {
-      if (cancel && cancel->load()) return finish(HttpResponse{200, "", ""});
-      return finish(Classify(request, e.what(), e.error_code().value()));
+      if (cancel && cancel->load()) return HttpResponse{200, "", ""};
+      return Classify(request, e.what(), e.error_code().value());
     } catch (const std::exception& e) {
-      if (cancel && cancel->load()) return finish(HttpResponse{200, "", ""});
-      return finish(Classify(request, e.what(), 0));
+      if (cancel && cancel->load()) return HttpResponse{200, "", ""};
+      return Classify(request, e.what(), 0);
     }
   }
 
