@@ -7,9 +7,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,10 +24,11 @@ namespace {
 using namespace std::chrono_literals;
 
 // Serves one connection: reads the request head, then sends `pieces` as the chunks of a chunked
-// 200 response, 20 ms apart so that each tends to arrive in a read of its own, then ends it.
+// 200 response, 20 ms apart so that each tends to arrive in a read of its own, then ends it —
+// or, with `hold`, keeps it open and idle until the client closes it (a quiet watch).
 class ScriptedServer {
  public:
-  explicit ScriptedServer(std::vector<std::string> pieces) {
+  explicit ScriptedServer(std::vector<std::string> pieces, bool hold = false) : hold_(hold) {
     listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -61,7 +64,12 @@ class ScriptedServer {
       std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
       Send(fd, size + piece + "\r\n");
     }
-    Send(fd, "0\r\n\r\n");
+    if (hold_) {
+      while (read(fd, &c, 1) > 0) {
+      }
+    } else {
+      Send(fd, "0\r\n\r\n");
+    }
     close(fd);
   }
   // The client may have stopped reading and closed: no SIGPIPE.
@@ -69,6 +77,7 @@ class ScriptedServer {
     send(fd, data.data(), data.size(), MSG_NOSIGNAL);
   }
 
+  bool hold_ = false;
   int listen_fd_ = -1;
   int port_ = 0;
   std::thread thread_;
@@ -114,6 +123,59 @@ TEST(CpprestTransportTest, StopsWhenOnLineSaysSo) {
   ASSERT_TRUE(got.response.ok()) << got.response.status().ToString();
   EXPECT_EQ(got.response->status, 200);
   EXPECT_EQ(got.lines, (std::vector<std::string>{"1", "2"}));
+}
+
+// A quiet stream whose cancel flag is set, in a thread of its own.
+class QuietStream {
+ public:
+  QuietStream() : server_({"{\"a\":1}\n"}, /*hold=*/true) {
+    RestConfig config;
+    config.server = server_.url();
+    transport_ = NewCpprestTransport(config);
+    thread_ = std::thread([this] {
+      HttpRequest request;
+      request.path = "/watch";
+      response_ = transport_->Stream(request, [](std::string_view) { return true; }, &cancel_);
+      ended_ = true;
+    });
+  }
+  ~QuietStream() {
+    cancel_ = true;
+    thread_.join();
+  }
+  void Cancel() { cancel_ = true; }
+  bool ended() const { return ended_; }
+  // Waits up to `deadline` for the stream to end.
+  bool Ends(std::chrono::milliseconds deadline) const {
+    for (auto waited = 0ms; waited < deadline && !ended_; waited += 10ms) std::this_thread::sleep_for(10ms);
+    return ended_;
+  }
+  const Result<HttpResponse>& response() const { return response_; }
+
+ private:
+  ScriptedServer server_;
+  std::unique_ptr<Transport> transport_;
+  std::atomic<bool> cancel_{false};
+  std::atomic<bool> ended_{false};
+  Result<HttpResponse> response_ = Status(Code::kInternal, "not ended");
+  std::thread thread_;
+};
+
+// One watchdog serves every open stream of the process: setting one stream's flag ends that
+// stream, promptly and cleanly, and no other.
+TEST(CpprestTransportTest, CancellingOneQuietStreamEndsOnlyIt) {
+  QuietStream first, second;
+  std::this_thread::sleep_for(300ms);  // both blocked in a read with nothing to come
+  ASSERT_FALSE(first.ended());
+  ASSERT_FALSE(second.ended());
+  first.Cancel();
+  ASSERT_TRUE(first.Ends(5s)) << "a cancelled quiet stream did not end";
+  EXPECT_TRUE(first.response().ok()) << first.response().status().ToString();  // a clean end
+  std::this_thread::sleep_for(300ms);  // several of the watchdog's rounds
+  EXPECT_FALSE(second.ended()) << "cancelling one stream ended another";
+  second.Cancel();
+  EXPECT_TRUE(second.Ends(5s));
+  EXPECT_TRUE(second.response().ok()) << second.response().status().ToString();
 }
 
 }  // namespace
