@@ -159,7 +159,7 @@ TEST_F(WatchTest, CancellingAnIdleWatchEndsItAtOnce) {
   ASSERT_TRUE(watcher.WaitForEvents(1, 10s)) << watcher.status().ToString();
   std::this_thread::sleep_for(500ms);  // blocked in a read with nothing to come
   const auto took = watcher.Stop();
-  // Cancellation is checked every 100 ms; a watch that missed it would block until the
+  // Cancellation is checked every 50 ms; a watch that missed it would block until the
   // server's 300 s timeout. The bound sits between the two, far from both.
   EXPECT_LT(took, 15s) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
                        << " ms";
