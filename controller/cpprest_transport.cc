@@ -11,10 +11,14 @@
 #include <boost/asio/ssl.hpp>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "controller/transport.h"
 
