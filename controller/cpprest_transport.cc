@@ -251,6 +251,7 @@ class CpprestTransport : public Transport {
                               const std::atomic<bool>* cancel) override {
     pplx::cancellation_token_source cts;
     CancelOnFlag watched(cancel, cts);
+    auto cancelled = [&] { return cancel && cancel->load(); };
     try {
       auto sent = Send(request, cts);
       if (!sent.ok()) return sent.status();
@@ -265,7 +266,6 @@ class CpprestTransport : public Transport {
         return out;
       }
       Body body = response.body().streambuf();
-      auto cancelled = [&] { return cancel && cancel->load(); };
       // False when the stream should stop.
       auto deliver = [&](std::string_view line) {
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
@@ -301,10 +301,10 @@ class CpprestTransport : public Transport {
       out.status = http::status_codes::OK;
       return out;  // cancelled by the caller: a clean end
     } catch (const http::http_exception& e) {
-      if (cancel && cancel->load()) return HttpResponse{200, "", ""};
+      if (cancelled()) return HttpResponse{200, "", ""};
       return Classify(request, e.what(), e.error_code().value());
     } catch (const std::exception& e) {
-      if (cancel && cancel->load()) return HttpResponse{200, "", ""};
+      if (cancelled()) return HttpResponse{200, "", ""};
       return Classify(request, e.what(), 0);
     }
   }

@@ -125,7 +125,7 @@ TEST(CpprestTransportTest, StopsWhenOnLineSaysSo) {
   EXPECT_EQ(got.lines, (std::vector<std::string>{"1", "2"}));
 }
 
-// A quiet stream whose cancel flag is set, in a thread of its own.
+// A quiet stream, read in a thread of its own until its cancel flag is set.
 class QuietStream {
  public:
   QuietStream() : server_({"{\"a\":1}\n"}, /*hold=*/true) {
