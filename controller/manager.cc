@@ -11,10 +11,22 @@
 
 namespace stasis {
 namespace {
-// How often Run looks at the stop flag (a signal handler's atomic, so it cannot be waited on),
-// the caches and the lease.
-constexpr std::chrono::milliseconds kPoll{50};
+// Run sleeps between the things it must do, woken early by a lease won or lost. What cannot
+// wake it is looked at on a timer: the caches' sync, every kSyncPoll until they have synced
+// (the controllers start within that delay of it), and the stop flag, a signal handler's atomic
+// that cannot notify, every kStopPoll (a stop begins within that delay of the signal; the
+// kubelet's grace is tens of seconds). An idle process wakes 4 times a second, not 20.
+constexpr std::chrono::milliseconds kSyncPoll{50};
+constexpr std::chrono::milliseconds kStopPoll{250};
 }  // namespace
+
+std::chrono::steady_clock::time_point NextRunWake(std::chrono::steady_clock::time_point now, bool synced, bool started,
+                                    const std::vector<std::chrono::steady_clock::time_point>& tickers_due) {
+  auto wake = now + (synced ? kStopPoll : kSyncPoll);
+  if (!started) return wake;
+  for (auto due : tickers_due) wake = std::min(wake, due);
+  return wake;
+}
 
 Manager::Manager(ManagerOptions options)
     : options_(std::move(options)),
@@ -63,10 +75,12 @@ Status Manager::BuildElector() {
   lc.on_started_leading = [this, then = lc.on_started_leading] {
     leading_ = true;
     if (then) then();
+    Wake();
   };
   lc.on_stopped_leading = [this, then = lc.on_stopped_leading] {
     lost_ = true;
     if (then) then();
+    Wake();
   };
   auto e = LeaderElector::New(*client_, std::move(lc));
   if (!e.ok()) return e.status();
@@ -125,7 +139,7 @@ Status Manager::Run(const std::atomic<bool>* stop) {
   while (!stop->load() && !lost_.load()) {
     if (!started_.load() && leading_.load() && Synced()) StartControllers();
     if (started_.load()) RunDueTickers();
-    std::this_thread::sleep_for(kPoll);
+    SleepUntilNextWake();
   }
   Shutdown();
   return lost_.load() ? Status(Code::kAborted, "leader lease lost") : OkStatus();
@@ -225,6 +239,24 @@ void Manager::RunDueTickers() {
     t.tick();
     t.next = std::chrono::steady_clock::now() + t.period;
   }
+}
+
+void Manager::SleepUntilNextWake() {
+  std::vector<std::chrono::steady_clock::time_point> due;
+  due.reserve(tickers_.size());
+  for (const auto& t : tickers_) due.push_back(t.next);
+  const auto wake = NextRunWake(std::chrono::steady_clock::now(), Synced(), started_.load(), due);
+  std::unique_lock lock(wake_mu_);
+  wake_cv_.wait_until(lock, wake, [this] { return woken_; });
+  woken_ = false;
+}
+
+void Manager::Wake() {
+  {
+    std::lock_guard lock(wake_mu_);
+    woken_ = true;
+  }
+  wake_cv_.notify_one();
 }
 
 void Manager::Shutdown() {

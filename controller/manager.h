@@ -17,8 +17,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -63,6 +65,13 @@ struct ManagerOptions {
   // How long queued Events get to reach the API server on stop.
   std::chrono::milliseconds events_grace{std::chrono::seconds(2)};
 };
+
+// When Run next wakes by itself: the earliest ticker due (once the controllers run), else the
+// next look at what cannot notify it (the caches' sync until they have synced, then the stop
+// flag). A lease won or lost wakes it sooner.
+std::chrono::steady_clock::time_point NextRunWake(
+    std::chrono::steady_clock::time_point now, bool synced, bool started,
+    const std::vector<std::chrono::steady_clock::time_point>& tickers_due);
 
 class Manager {
  public:
@@ -128,6 +137,8 @@ class Manager {
   bool Synced() const;
   void StartControllers();
   void RunDueTickers();
+  void SleepUntilNextWake();
+  void Wake();  // from the elector's callbacks
   void Shutdown();
   bool StopControllers();
   void StopRunnables(size_t started);
@@ -149,6 +160,10 @@ class Manager {
   std::vector<std::function<Status()>> readyz_checks_;
   std::vector<std::function<void()>> on_caches_synced_, on_controllers_started_, on_stopping_;
   std::vector<Ticker> tickers_;
+
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  bool woken_ = false;  // guarded by wake_mu_
 
   std::atomic<bool> informers_stop_{false};
   std::vector<std::thread> informer_threads_;

@@ -393,6 +393,24 @@ TEST_F(ManagerTest, ControllersStartOnlyWhenLeading) {
   EXPECT_TRUE(StopRun().ok());
 }
 
+// Run sleeps until the next ticker is due rather than polling: a 100 ms ticker keeps its period
+// (a loop that slept to its 250 ms stop poll would tick 8 times in 2 s, not about 20).
+TEST_F(ManagerTest, TickersKeepTheirPeriodWhileRunSleeps) {
+  auto m = NewManager(Options());
+  ASSERT_TRUE(m);
+  m->AddInformer(ConfigMaps("tick"));
+  std::atomic<int> ticks{0};
+  m->Every(100ms, [&] { ++ticks; }, /*first_at_start=*/true);
+  auto running = StartRun(*m);
+  ASSERT_TRUE(Eventually([&] { return ticks.load() > 0; }));
+  const int before = ticks.load();
+  std::this_thread::sleep_for(2s);
+  const int in_two_seconds = ticks.load() - before;
+  EXPECT_GE(in_two_seconds, 12);
+  EXPECT_LE(in_two_seconds, 21);
+  EXPECT_TRUE(StopRun().ok());
+}
+
 // Someone else overwrites the Lease: renewals fail until the renew deadline, and Run ends
 // with kAborted (the process exits so that a standby takes over).
 TEST_F(ManagerTest, LosingTheLeaseEndsRunAborted) {
