@@ -20,8 +20,9 @@ constexpr std::chrono::milliseconds kSyncPoll{50};
 constexpr std::chrono::milliseconds kStopPoll{250};
 }  // namespace
 
-std::chrono::steady_clock::time_point NextRunWake(std::chrono::steady_clock::time_point now, bool synced, bool started,
-                                    const std::vector<std::chrono::steady_clock::time_point>& tickers_due) {
+std::chrono::steady_clock::time_point NextRunWake(
+    std::chrono::steady_clock::time_point now, bool synced, bool started,
+    const std::vector<std::chrono::steady_clock::time_point>& tickers_due) {
   auto wake = now + (synced ? kStopPoll : kSyncPoll);
   if (!started) return wake;
   for (auto due : tickers_due) wake = std::min(wake, due);
