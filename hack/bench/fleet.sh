@@ -138,10 +138,16 @@ start_fleet() {  # start_fleet FIRST COUNT LOG: one bench_fleet_sim process, its
     --start-per-second "${start_rate}" >>"${work}/$3.log" 2>&1 &
   fleet_pid=$!
 }
-# count_workers NODE_REGEX [PHASE]: how many Workers of the matching nodes there are (in PHASE).
+# count_workers NODE_REGEX [PHASE]: how many Workers of the matching nodes there are (in PHASE);
+# "unknown (kubectl: …)" when the LIST itself failed, as it does on an overloaded API server: a
+# failed LIST must not read as "0 Free".
 count_workers() {
-  kubectl get workers -o jsonpath='{range .items[*]}{.spec.nodeName} {.status.phase}{"\n"}{end}' 2>/dev/null \
-    | awk -v re="$1" -v phase="$2" '$1 ~ re && (phase == "" || $2 == phase) { n++ } END { print n + 0 }'
+  local listed
+  if ! listed="$(kubectl get workers -o jsonpath='{range .items[*]}{.spec.nodeName} {.status.phase}{"\n"}{end}' 2>&1)"; then
+    echo "unknown (kubectl: $(tail -1 <<<"${listed}"))"
+    return
+  fi
+  awk -v re="$1" -v phase="$2" '$1 ~ re && (phase == "" || $2 == phase) { n++ } END { print n + 0 }' <<<"${listed}"
 }
 wait_settled() {  # wait_settled PORT PID: until the controller's queue is empty twice 0.5 s apart
   local quiet=0
