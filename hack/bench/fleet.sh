@@ -272,19 +272,25 @@ fi
 
 # ---- 3. node loss ----------------------------------------------------------------------------
 doomed_re="^fleet-node-($(seq -f '%04g' $((nodes - dead)) $((nodes - 1)) | paste -sd'|'))\$"
-on_doomed() {
-  kubectl get actors -n fleet-burst -o jsonpath='{range .items[*]}{.status.nodeName} {.status.status} {.status.conditions[?(@.type=="Stuck")].reason}{"\n"}{end}' 2>/dev/null \
-    | awk -v re="${doomed_re}" -v want="$1" '$1 ~ re && ((want == "live" && $2 != "STATUS_SUSPENDED") || $3 == want) { n++ } END { print n + 0 }'
+on_doomed() {  # "unknown (kubectl: …)" when the LIST failed, as count_workers
+  local listed
+  if ! listed="$(kubectl get actors -n fleet-burst -o jsonpath='{range .items[*]}{.status.nodeName} {.status.status} {.status.conditions[?(@.type=="Stuck")].reason}{"\n"}{end}' 2>&1)"; then
+    echo "unknown (kubectl: $(tail -1 <<<"${listed}"))"
+    return
+  fi
+  awk -v re="${doomed_re}" -v want="$1" '$1 ~ re && ((want == "live" && $2 != "STATUS_SUSPENDED") || $3 == want) { n++ } END { print n + 0 }' <<<"${listed}"
 }
 # The actors there that are not at rest (the churn suspended some, and a suspended actor on a
 # lost node has nothing to clean).
 doomed_actors="$(on_doomed live)"
+[[ "${doomed_actors}" =~ ^[0-9]+$ ]] || refuse "the burst's actors on the nodes to lose: ${doomed_actors}"
 echo "scenario 3: ${dead} nodes lost at once, running ${doomed_actors} actors"
 t0="$(now)"
 kill -KILL "${dead_pid}"; wait "${dead_pid}" 2>/dev/null || true; dead_pid=""
 cleaned_s="" freed_s="" deadline=$((SECONDS + lease + 300))
 while ((SECONDS < deadline)); do
-  [[ -z "${cleaned_s}" && "$(on_doomed NodeLost)" -ge "${doomed_actors}" ]] && cleaned_s="$(calc "$(now) - ${t0}")"
+  cleaned="$(on_doomed NodeLost)"  # a failed LIST (not a number) is tried again
+  [[ -z "${cleaned_s}" && "${cleaned}" =~ ^[0-9]+$ ]] && ((cleaned >= doomed_actors)) && cleaned_s="$(calc "$(now) - ${t0}")"
   [[ -z "${freed_s}" && "$(count_workers "${doomed_re}" Free)" == $((dead * per_node)) ]] && freed_s="$(calc "$(now) - ${t0}")"
   [[ -n "${cleaned_s}" && -n "${freed_s}" ]] && break
   require_alive controller "${ctl_pid}"
