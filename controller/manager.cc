@@ -15,7 +15,7 @@ namespace {
 // wake it is looked at on a timer: the caches' sync, every kSyncPoll until they have synced
 // (the controllers start within that delay of it), and the stop flag, a signal handler's atomic
 // that cannot notify, every kStopPoll (a stop begins within that delay of the signal; the
-// kubelet's grace is tens of seconds). An idle process wakes 4 times a second, not 20.
+// kubelet's grace is tens of seconds). An idle process wakes 4 times a second.
 constexpr std::chrono::milliseconds kSyncPoll{50};
 constexpr std::chrono::milliseconds kStopPoll{250};
 }  // namespace

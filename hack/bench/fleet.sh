@@ -138,16 +138,23 @@ start_fleet() {  # start_fleet FIRST COUNT LOG: one bench_fleet_sim process, its
     --start-per-second "${start_rate}" >>"${work}/$3.log" 2>&1 &
   fleet_pid=$!
 }
-# count_workers NODE_REGEX [PHASE]: how many Workers of the matching nodes there are (in PHASE);
-# "unknown (kubectl: …)" when the LIST itself failed, as it does on an overloaded API server: a
-# failed LIST must not read as "0 Free".
-count_workers() {
+# kubectl_rows ARGS…: `kubectl get ARGS…`'s output; when the LIST itself fails, as it does on an
+# overloaded API server, "unknown (kubectl: …)" and status 1: a failed LIST must not count as 0.
+kubectl_rows() {
   local listed
-  if ! listed="$(kubectl get workers -o jsonpath='{range .items[*]}{.spec.nodeName} {.status.phase}{"\n"}{end}' 2>&1)"; then
+  if ! listed="$(kubectl get "$@" 2>&1)"; then
     echo "unknown (kubectl: $(tail -1 <<<"${listed}"))"
-    return
+    return 1
   fi
-  awk -v re="$1" -v phase="$2" '$1 ~ re && (phase == "" || $2 == phase) { n++ } END { print n + 0 }' <<<"${listed}"
+  printf '%s\n' "${listed}"
+}
+# count_workers NODE_REGEX [PHASE]: how many Workers of the matching nodes there are (in PHASE),
+# or kubectl_rows's "unknown (…)".
+count_workers() {
+  local rows
+  rows="$(kubectl_rows workers -o jsonpath='{range .items[*]}{.spec.nodeName} {.status.phase}{"\n"}{end}')" ||
+    { echo "${rows}"; return; }
+  awk -v re="$1" -v phase="$2" '$1 ~ re && (phase == "" || $2 == phase) { n++ } END { print n + 0 }' <<<"${rows}"
 }
 wait_settled() {  # wait_settled PORT PID: until the controller's queue is empty twice 0.5 s apart
   local quiet=0
@@ -272,13 +279,11 @@ fi
 
 # ---- 3. node loss ----------------------------------------------------------------------------
 doomed_re="^fleet-node-($(seq -f '%04g' $((nodes - dead)) $((nodes - 1)) | paste -sd'|'))\$"
-on_doomed() {  # "unknown (kubectl: …)" when the LIST failed, as count_workers
-  local listed
-  if ! listed="$(kubectl get actors -n fleet-burst -o jsonpath='{range .items[*]}{.status.nodeName} {.status.status} {.status.conditions[?(@.type=="Stuck")].reason}{"\n"}{end}' 2>&1)"; then
-    echo "unknown (kubectl: $(tail -1 <<<"${listed}"))"
-    return
-  fi
-  awk -v re="${doomed_re}" -v want="$1" '$1 ~ re && ((want == "live" && $2 != "STATUS_SUSPENDED") || $3 == want) { n++ } END { print n + 0 }' <<<"${listed}"
+on_doomed() {  # a count, or kubectl_rows's "unknown (…)"
+  local rows
+  rows="$(kubectl_rows actors -n fleet-burst -o jsonpath='{range .items[*]}{.status.nodeName} {.status.status} {.status.conditions[?(@.type=="Stuck")].reason}{"\n"}{end}')" ||
+    { echo "${rows}"; return; }
+  awk -v re="${doomed_re}" -v want="$1" '$1 ~ re && ((want == "live" && $2 != "STATUS_SUSPENDED") || $3 == want) { n++ } END { print n + 0 }' <<<"${rows}"
 }
 # The actors there that are not at rest (the churn suspended some, and a suspended actor on a
 # lost node has nothing to clean).
