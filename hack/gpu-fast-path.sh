@@ -20,7 +20,9 @@
 # What the library did (staged/unstaged bytes and ms, or a fallback and why) is read from the
 # workload's log (and the helper's lines, where the sentries' debug logs keep them), the toggle
 # and save times from the sentries' logs. Uses gpu-runsc-proof.sh's helpers.
+# STASIS_GPU_FAST_P34=0 leaves P3 and P4 out (a large size alone in one call).
 FAST_GIB="${STASIS_GPU_FAST_GIB:-1 8}"
+FAST_P34="${STASIS_GPU_FAST_P34:-1}"
 PATH_ROWS=()
 HOST_LIB=/usr/lib/stasis/libstasis-fastsnap.so
 SANDBOX_LIB=/opt/stasis/fastsnap/libstasis-fastsnap.so
@@ -99,7 +101,7 @@ first=1
 for g in ${FAST_GIB}; do
   run_path "fast-${g}" "${g}" fast "exec /w/workload --gib ${g} --spin-ms 5000" "P1. fast path, runtime API"
   run_path "plain-${g}" "${g}" plain "exec /w/workload --gib ${g} --spin-ms 5000" "P2. plain path, runtime API"
-  if [[ ${first} == 1 ]]; then
+  if [[ ${first} == 1 && ${FAST_P34} == 1 ]]; then
     run_path "graph-${g}" "${g}" fast "exec /w/workload --gib ${g} --spin-ms 5000 --graph 1" "P3. fast path, CUDA graph ticks"
     id="vmm-${g}"
     CYCLE_ROW=""
