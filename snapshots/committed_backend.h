@@ -4,7 +4,8 @@
 // checked local snapshot to keep, and asks it for a directory runsc may restore from.
 //
 // Backends: FilesystemBackend (filesystem_backend.h: a directory, possibly a shared
-// filesystem mounted on every node). Every backend keeps these invariants:
+// filesystem mounted on every node) and ObjectStoreBackend (object_store_backend.h: S3).
+// Every backend keeps these invariants:
 //  - a snapshot is committed only once every byte the backend took is checked against the
 //    manifest and the manifest is in place last: a crash mid-put leaves nothing that looks
 //    committed;
@@ -68,6 +69,10 @@ class CommittedBackend {
   virtual std::string LocalRoot() const = 0;
   // Threads that hash (and copy or transfer) chunks; 0: every CPU this process may use.
   virtual void SetDigestThreads(int threads) = 0;
+  // Whether a Put writes its own copy of every byte of a snapshot under `local_root` (an
+  // upload; a copy onto another file system) rather than taking the local files themselves
+  // (hard links): then the local files' fsyncs do nothing for the committed snapshot.
+  virtual bool CommitCopies(const std::filesystem::path& local_root) const = 0;
 };
 
 }  // namespace stasis

@@ -61,11 +61,23 @@ Result<SnapshotManifest> SnapshotStore::Commit(const std::string& ns, const std:
   auto local = ReadForCommit(ns, name, id);
   if (!local.ok()) return fail(local.status());
   auto put = committed_->Put(LocalPath(ns, name, id), *local, just_completed);
-  if (!put.ok()) return fail(put.status());
+  if (!put.ok()) {
+    // Completed for this commit without its fsyncs (kUntilCommit): it now rests on the node.
+    if (just_completed && !local->deferred_sync_boot_id.empty() && local->deferred_sync_boot_id == boot_id_) {
+      std::vector<fs::path> files;
+      for (const auto& f : local->files) files.emplace_back(f.path);
+      EnqueueDeferred(LocalPath(ns, name, id), files);
+    }
+    return fail(put.status());
+  }
   spdlog::info(
       "component=snapshots op=commit actor={}/{} snapshot={} result=ok bytes={} how={} duration_ms={}",
       ns, name, id, put->manifest.total_bytes, put->how, MillisSince(start));
   return std::move(put->manifest);
+}
+
+Durability SnapshotStore::SuspendDurability() const {
+  return committed_ && committed_->CommitCopies(local_root_) ? Durability::kUntilCommit : Durability::kSynced;
 }
 
 Result<SnapshotManifest> SnapshotStore::VerifyCommitted(const std::string& ns, const std::string& name,

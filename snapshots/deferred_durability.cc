@@ -75,6 +75,8 @@ Status UpgradeToChunked(const fs::path& dir, const std::string& ns, const std::s
 
 bool SnapshotStore::FlushDeferred(std::chrono::milliseconds timeout) { return deferred_->Flush(timeout); }
 
+uint64_t SnapshotStore::deferred_jobs_done() const { return deferred_->synced_jobs(); }
+
 void SnapshotStore::EnqueueDeferred(const fs::path& dir, const std::vector<fs::path>& files) {
   // The fsyncs of kSynced, in the same order, under the final name.
   std::vector<std::string> paths;

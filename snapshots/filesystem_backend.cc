@@ -133,6 +133,14 @@ Status SealCommit(const fs::path& source, const fs::path& partial, const fs::pat
 FilesystemBackend::FilesystemBackend(std::string root, bool link_same_fs)
     : root_(std::move(root)), link_same_fs_(link_same_fs) {}
 
+bool FilesystemBackend::CommitCopies(const fs::path& local_root) const {
+  if (!link_same_fs_) return true;
+  struct stat local_st {}, store_st {};
+  // Either not there yet: a link may come, so the local files must be durable themselves.
+  if (stat(local_root.c_str(), &local_st) != 0 || stat(root_.c_str(), &store_st) != 0) return false;
+  return local_st.st_dev != store_st.st_dev;
+}
+
 std::string FilesystemBackend::Location(const std::string& ns, const std::string& name, const std::string& id) const {
   return SnapshotDir(root_, ns, name, id).string();
 }

@@ -26,6 +26,7 @@ class FilesystemBackend final : public CommittedBackend {
   Result<int> RemoveLeftovers() override;
   std::string LocalRoot() const override { return root_; }
   void SetDigestThreads(int threads) override { digest_threads_ = threads; }
+  bool CommitCopies(const std::filesystem::path& local_root) const override;
 
  private:
   std::string root_;

@@ -123,17 +123,17 @@ Result<SnapshotManifest> SnapshotStore::CompleteLocal(SnapshotManifest manifest,
   manifest.chunk_bytes = kDefaultChunkBytes;
   manifest.deferred_sync_boot_id = sync_now ? "" : boot_id_;
   // A deferred Full image is not read here at all: its checksums come in the background job.
-  manifest.checksums_pending = !sync_now && manifest.scope == "Full";
+  manifest.checksums_pending = durability == Durability::kDeferred && manifest.scope == "Full";
   if (Status s = DescribeFiles(partial, *files, sync_now, digest_threads_, manifest); !s.ok()) return s;
   // Microseconds: snapshots listed oldest first stay in the order they were taken when two fall
   // in one second (the id's own timestamp has seconds, its suffix is random).
   if (manifest.taken_at.empty()) manifest.taken_at = FormatMicroTime(clock_.WallNow());
   if (Status s = Seal(partial, complete, *files, manifest, sync_now); !s.ok()) return s;
-  if (!sync_now) EnqueueDeferred(complete, *files);
+  if (durability == Durability::kDeferred) EnqueueDeferred(complete, *files);
   spdlog::info(
       "component=snapshots op=complete actor={}/{} snapshot={} files={} bytes={} sync={} duration_ms={}",
       manifest.ns, manifest.name, manifest.id, manifest.files.size(), manifest.total_bytes,
-      sync_now ? "before" : "deferred", MillisSince(start));
+      sync_now ? "before" : durability == Durability::kDeferred ? "deferred" : "by_commit", MillisSince(start));
   return manifest;
 }
 

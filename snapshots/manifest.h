@@ -80,8 +80,9 @@ struct SnapshotManifest {
   double duration_seconds = 0;  // of the checkpoint that made it
   std::vector<SnapshotFile> files;
   int64_t total_bytes = 0;
-  // Durability::kDeferred: the boot (/proc/sys/kernel/random/boot_id) it was completed in,
-  // before its bytes were on disk. Empty: everything was fsynced before it was complete.
+  // Durability::kDeferred and kUntilCommit: the boot (/proc/sys/kernel/random/boot_id) it was
+  // completed in, before its bytes were on disk. Empty: everything was fsynced before it was
+  // complete.
   std::string deferred_sync_boot_id;
   // Durability::kDeferred, scope Full: the files' digests are not computed yet (files[].chunks
   // empty); the background job fills them in.

@@ -58,6 +58,8 @@ class ObjectStoreBackend final : public CommittedBackend {
   std::string LocalRoot() const override { return cache_root_; }
   // --snapshot-digest-threads, when set, bounds the transfers too (each hashes its chunk).
   void SetDigestThreads(int threads) override;
+  // Every chunk is uploaded.
+  bool CommitCopies(const std::filesystem::path& /*local_root*/) const override { return true; }
   // --snapshot-cache-bytes: the download cache's bound (<= 0: unbounded, the default).
   void SetCacheBound(int64_t bytes);
 

@@ -11,6 +11,11 @@
 //    and the manifest records the boot it was written in: only a reboot can lose what the
 //    page cache held (a crashed or killed agent cannot), so a restore of a deferred snapshot
 //    from an earlier boot, or one whose background fsync failed, verifies every checksum first.
+//    kUntilCommit (a Suspend into a store that writes its own copy of every byte: an object
+//    store, a directory on another file system) hashes as kSynced does but syncs nothing and
+//    records the boot as kDeferred does: the store's copy is the one that must be durable, and
+//    the local one is removed once it is. A commit of it that fails queues kDeferred's fsyncs,
+//    and the snapshot rests on the node as a pause's would.
 //    A deferred Full snapshot's checksums are computed in the background too, before its
 //    fsyncs (its manifest says checksumsPending until then, and is rewritten, synced, with
 //    them): on the boot it was written in, nothing reads it but runsc, which would not look
@@ -49,8 +54,9 @@
 namespace stasis {
 
 enum class Durability {
-  kSynced,    // fsynced before CompleteLocal returns
-  kDeferred,  // fsynced in the background after it returns (see the invariants above)
+  kSynced,       // fsynced before CompleteLocal returns
+  kDeferred,     // fsynced in the background after it returns (see the invariants above)
+  kUntilCommit,  // hashed, not fsynced: a failed commit queues the fsyncs (the invariants above)
 };
 
 class SnapshotStore {
@@ -73,7 +79,8 @@ class SnapshotStore {
   // to <id>/. kSynced: the files are fsynced meanwhile in a second thread, the manifest and the
   // directories before and after the rename. kDeferred: the same fsyncs are queued after the
   // rename — and for scope Full the hashing too (checksums_pending; a Data snapshot is hashed
-  // here: every restore of one verifies it). `manifest.files` and `total_bytes` are filled in.
+  // here: every restore of one verifies it). kUntilCommit: hashed here, no fsync (Commit queues
+  // them if it fails). `manifest.files` and `total_bytes` are filled in.
   Result<SnapshotManifest> CompleteLocal(SnapshotManifest manifest,
                                          Durability durability = Durability::kSynced);
   // A complete local snapshot as a restore may trust it without reading it: one completed with
@@ -102,6 +109,8 @@ class SnapshotStore {
                                         const std::string& owner_uid, bool verify_local = false) const;
   // Waits until the background jobs (checksums, fsyncs) queued so far are done; false on timeout.
   bool FlushDeferred(std::chrono::milliseconds timeout);
+  // How many background jobs have run to their end, for the logs and tests.
+  uint64_t deferred_jobs_done() const;
   // Queues the checksums (and fsyncs) of local snapshots of this boot whose manifest still
   // says checksumsPending: an agent stopped before its background job ran. Returns how many.
   int ResumePendingChecksums();
@@ -110,8 +119,14 @@ class SnapshotStore {
   // the caller completed it in this same step (CompleteLocal hashed these very files), so a
   // hard-linked file is not read again; a copy is always hashed. Either way every file is on
   // disk in the store before the rename (a hard link of a kDeferred file is fsynced).
+  // A failed commit of a snapshot completed in this boot without its fsyncs (kUntilCommit)
+  // queues them: the snapshot stays on the node, as durable as a pause's.
   Result<SnapshotManifest> Commit(const std::string& ns, const std::string& name,
                                   const std::string& id, bool just_completed = false);
+  // How a Suspend's snapshot is completed before its commit: kUntilCommit where the store
+  // writes its own copy of every byte (CommittedBackend::CommitCopies), else kSynced — a
+  // directory store on this file system takes the local files themselves, by hard link.
+  Durability SuspendDurability() const;
   // Reads and verifies a complete snapshot (local or committed) against its manifest.
   Result<SnapshotManifest> VerifyLocal(const std::string& ns, const std::string& name,
                                        const std::string& id) const;

@@ -160,7 +160,9 @@ Result<ReconcileOutcome> ActorReconciler::Checkpoint(Ctx& c, SnapshotTrigger tri
   co.deadline = std::chrono::seconds(c.a.spec.timeouts.checkpoint_seconds);
   // A Pause's image stays on this node: its fsyncs need not hold up the PAUSED write (a crash
   // of the agent cannot lose the page cache; a reboot can, and then the restore verifies it).
-  ck.durability = pause ? options_.pause_durability : Durability::kSynced;
+  // A Suspend's must be durable where the store keeps it: on this disk only when the store
+  // takes the local files themselves.
+  ck.durability = pause ? options_.pause_durability : snapshots_.SuspendDurability();
   const auto start = clock_.Now();
   Status result;
   {
