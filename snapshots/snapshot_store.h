@@ -11,16 +11,16 @@
 //    and the manifest records the boot it was written in: only a reboot can lose what the
 //    page cache held (a crashed or killed agent cannot), so a restore of a deferred snapshot
 //    from an earlier boot, or one whose background fsync failed, verifies every checksum first.
-//    kUntilCommit (a Suspend into a store that writes its own copy of every byte: an object
-//    store, a directory on another file system) hashes as kSynced does but syncs nothing and
-//    records the boot as kDeferred does: the store's copy is the one that must be durable, and
-//    the local one is removed once it is. A commit of it that fails queues kDeferred's fsyncs,
-//    and the snapshot rests on the node as a pause's would.
 //    A deferred Full snapshot's checksums are computed in the background too, before its
 //    fsyncs (its manifest says checksumsPending until then, and is rewritten, synced, with
 //    them): on the boot it was written in, nothing reads it but runsc, which would not look
 //    at a checksum; what needs them — a commit to the store, a restore after a reboot — waits
 //    for them, computes them, or (a reboot came first) refuses the snapshot as unverifiable.
+//    kUntilCommit (a Suspend into a store that writes its own copy of every byte: an object
+//    store, a directory on another file system) hashes as kSynced does but syncs nothing and
+//    records the boot as kDeferred does: the store's copy is the one that must be durable, and
+//    the local one is removed once it is. A commit of it that fails queues kDeferred's fsyncs,
+//    and the snapshot rests on the node as a pause's would.
 //  - A committed snapshot is handed to the store's backend (committed_backend.h) only complete,
 //    with every checksum and in the current manifest format; the backend checks every byte it
 //    takes against the manifest and puts the manifest last (a directory store: as <id>.partial/
