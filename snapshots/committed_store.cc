@@ -64,9 +64,7 @@ Result<SnapshotManifest> SnapshotStore::Commit(const std::string& ns, const std:
   if (!put.ok()) {
     // Completed for this commit without its fsyncs (kUntilCommit): it now rests on the node.
     if (just_completed && !local->deferred_sync_boot_id.empty() && local->deferred_sync_boot_id == boot_id_) {
-      std::vector<fs::path> files;
-      for (const auto& f : local->files) files.emplace_back(f.path);
-      EnqueueDeferred(LocalPath(ns, name, id), files);
+      EnqueueDeferred(LocalPath(ns, name, id), *local);
     }
     return fail(put.status());
   }

@@ -88,14 +88,18 @@ void SnapshotStore::EnqueueDeferred(const fs::path& dir, const std::vector<fs::p
   deferred_->Enqueue(dir.string(), std::move(paths), [dir, threads = digest_threads_] { return FillPendingChecksums(dir, threads); });
 }
 
+void SnapshotStore::EnqueueDeferred(const fs::path& dir, const SnapshotManifest& m) {
+  std::vector<fs::path> files;
+  for (const auto& f : m.files) files.emplace_back(f.path);
+  EnqueueDeferred(dir, files);
+}
+
 int SnapshotStore::ResumePendingChecksums() {
   int queued = 0;
   for (const auto& [ns, name] : LocalActors()) {
     for (const auto& m : ListLocal(ns, name)) {
       if (!m.checksums_pending || m.deferred_sync_boot_id != boot_id_) continue;
-      std::vector<fs::path> files;
-      for (const auto& f : m.files) files.emplace_back(f.path);
-      EnqueueDeferred(LocalPath(ns, name, m.id), files);
+      EnqueueDeferred(LocalPath(ns, name, m.id), m);
       ++queued;
     }
   }

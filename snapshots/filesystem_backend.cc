@@ -135,10 +135,10 @@ FilesystemBackend::FilesystemBackend(std::string root, bool link_same_fs)
 
 bool FilesystemBackend::CommitCopies(const fs::path& local_root) const {
   if (!link_same_fs_) return true;
-  struct stat local_st {}, store_st {};
+  std::error_code ec;
   // Either not there yet: a link may come, so the local files must be durable themselves.
-  if (stat(local_root.c_str(), &local_st) != 0 || stat(root_.c_str(), &store_st) != 0) return false;
-  return local_st.st_dev != store_st.st_dev;
+  if (!fs::exists(local_root, ec) || !fs::exists(root_, ec)) return false;
+  return !SameFileSystem(local_root, root_);
 }
 
 std::string FilesystemBackend::Location(const std::string& ns, const std::string& name, const std::string& id) const {

@@ -18,6 +18,16 @@ namespace fs = std::filesystem;
 using snapshot_reason::kIoError;
 using snapshot_reason::kSnapshotNotFound;
 
+// When a completion's fsyncs run, for its log line.
+const char* SyncWhen(Durability d) {
+  switch (d) {
+    case Durability::kSynced: return "before";
+    case Durability::kDeferred: return "deferred";
+    case Durability::kUntilCommit: return "by_commit";
+  }
+  return "unknown";
+}
+
 // A partial directory that CompleteLocal may turn into `complete`.
 Status CheckCompletable(const fs::path& partial, const fs::path& complete) {
   std::error_code ec;
@@ -133,7 +143,7 @@ Result<SnapshotManifest> SnapshotStore::CompleteLocal(SnapshotManifest manifest,
   spdlog::info(
       "component=snapshots op=complete actor={}/{} snapshot={} files={} bytes={} sync={} duration_ms={}",
       manifest.ns, manifest.name, manifest.id, manifest.files.size(), manifest.total_bytes,
-      sync_now ? "before" : durability == Durability::kDeferred ? "deferred" : "by_commit", MillisSince(start));
+      SyncWhen(durability), MillisSince(start));
   return manifest;
 }
 

@@ -109,7 +109,7 @@ class SnapshotStore {
                                         const std::string& owner_uid, bool verify_local = false) const;
   // Waits until the background jobs (checksums, fsyncs) queued so far are done; false on timeout.
   bool FlushDeferred(std::chrono::milliseconds timeout);
-  // How many background jobs have run to their end, for the logs and tests.
+  // How many background jobs have run to their end (tests read what was queued from it).
   uint64_t deferred_jobs_done() const;
   // Queues the checksums (and fsyncs) of local snapshots of this boot whose manifest still
   // says checksumsPending: an agent stopped before its background job ran. Returns how many.
@@ -173,6 +173,8 @@ class SnapshotStore {
   // `files` are relative to `dir`; they, the manifest, their subdirectories, `dir` and its
   // parent are fsynced after the checksums.
   void EnqueueDeferred(const std::filesystem::path& dir, const std::vector<std::filesystem::path>& files);
+  // The same for every file `m` lists.
+  void EnqueueDeferred(const std::filesystem::path& dir, const SnapshotManifest& m);
   // The local manifest of a snapshot about to be committed, its checksums computed if they
   // are still pending, its names and paths checked.
   Result<SnapshotManifest> ReadForCommit(const std::string& ns, const std::string& name,
