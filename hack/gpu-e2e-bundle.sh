@@ -56,14 +56,8 @@ if [[ "${STASIS_GPU_BUNDLE_BENCH:-1}" != 0 ]]; then
   bins+=("${build_dir}/tests/bench_pause_overhead")
 fi
 
-# stasis's libraries, minus glibc itself (libc, libm, libpthread, libdl, librt, the loader):
-# those come from the GPU machine, whose glibc must be at least as new as this one's.
-ldd "${bins[@]}" | awk '$3 ~ /^\// { print $3 }' | sort -u | while read -r lib; do
-  case "$(basename "${lib}")" in
-    libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*) continue ;;
-  esac
-  cp -L "${lib}" "${stage}/lib/"
-done
+# stasis's libraries (the GPU machine may run another distribution).
+copy_shared_libs "${stage}/lib" "${bins[@]}"
 ldd --version | sed -n 1p | awk '{ print $NF }' > "${stage}/glibc-version"
 "${stage}/bin/runsc" --version | sed -n 1p > "${stage}/runsc-version"
 

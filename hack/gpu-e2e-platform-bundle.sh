@@ -36,13 +36,8 @@ mkdir -p "${stage}/bin" "${stage}/lib" "${stage}/cache/bin/seaweedfs-${SEAWEEDFS
 strip -o "${stage}/cache/bin/seaweedfs-${SEAWEEDFS_VERSION}/weed" "${weed}"
 for tool in docker-registry umoci skopeo; do strip -o "${stage}/bin/${tool}" "/usr/bin/${tool}"; done
 strip -o "${stage}/bin/bench_object_store_transfer" "${build_dir}/tests/bench_object_store_transfer"
-# skopeo's libraries minus glibc itself, which the GPU machine brings (as the main archive).
-ldd /usr/bin/skopeo | awk '$3 ~ /^\// { print $3 }' | sort -u | while read -r lib; do
-  case "$(basename "${lib}")" in
-    libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*) continue ;;
-  esac
-  cp -L "${lib}" "${stage}/lib/"
-done
+# skopeo's libraries (glibc comes from the GPU machine, as for the main archive).
+copy_shared_libs "${stage}/lib" /usr/bin/skopeo
 
 mkdir -p "${out_dir}"
 tar -C "${stage}" -cf - . | xz --x86 --lzma2=preset=9e,dict=256MiB > "${archive}.tmp"

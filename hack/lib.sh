@@ -10,6 +10,19 @@ GO_PROXY_BASE="$(go env GOPROXY 2>/dev/null | cut -d, -f1 || true)"  # no go: on
 log() { printf '%s %s\n' "[$(basename "$0")]" "$*" >&2; }
 die() { printf '%s ERROR: %s\n' "[$(basename "$0")]" "$*" >&2; exit 1; }
 
+# copy_shared_libs DEST BINARY…: the shared libraries the binaries load, copied into DEST,
+# minus glibc itself (libc, libm, libpthread, libdl, librt, the loader), which the machine they
+# are carried to brings: its glibc must be at least this one's (the bundles record it).
+copy_shared_libs() {
+  local dest="$1" lib; shift
+  ldd "$@" | awk '$3 ~ /^\// { print $3 }' | sort -u | while read -r lib; do
+    case "$(basename "${lib}")" in
+      libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*) continue ;;
+    esac
+    cp -L "${lib}" "${dest}/"
+  done
+}
+
 # Builds with the go command into a throwaway module; the result is cached by version.
 # Args: dest-binary go-package-path [ldflags] [build-tags], with GO_MODULE_FILE holding the
 # go.mod text.

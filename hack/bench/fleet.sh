@@ -122,9 +122,10 @@ probe=("${build}/tests/bench_fleet" probe --kubeconfig "${work}/probe.kubeconfig
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 ctl_port="$(free_port)"
 now() { date +%s.%N; }
-calc() { printf '%.2f' "$(echo "scale=4; $*" | bc)"; }
+# awk, not bc: the machines hack/bench/fleet-from-bundle.sh carries this to may have no bc.
+calc() { awk "BEGIN { printf \"%.2f\", $* }"; }
 kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
-mb() { echo "scale=0; $1 / 1024" | bc; }
+mb() { awk -v kb="$1" 'BEGIN { printf "%d", kb / 1024 }'; }
 metric() { curl -fs "127.0.0.1:$1/metrics" | awk -v m="$2" -v f="${3:-}" \
   'index($0, m) == 1 && (f == "" || index($0, f)) && substr($0, length(m) + 1, 1) ~ /[{ ]/ {s += $NF} END {printf "%d", s}'; }
 echo "scenario,figure,value,unit" >"${csv}"
@@ -306,7 +307,7 @@ record 3 "every actor of the lost nodes cleaned (Stuck=True NodeLost)" "${cleane
 record 3 "every worker of the lost nodes Free" "${freed_s}" s
 record 3 "  the heartbeat lease" "${lease}" s
 echo
-worst="$(echo "if (${cleaned_s} > ${freed_s}) ${cleaned_s} else ${freed_s}" | bc)"
+worst="$(awk -v a="${cleaned_s}" -v b="${freed_s}" 'BEGIN { print (a > b) ? a : b }')"
 echo "target controller peak RSS < 1 GiB: $(verdict "$(kb "${ctl_pid}" VmHWM)" '<' $((1024 * 1024)))"
 echo "target initial sync < 60 s: $(verdict "${ready_s}" '<' 60) (${ready_s} s)"
 echo "target binding ≥ 0.7 of the API server's ceiling: $(verdict "${bind_ratio}" '>=' 0.7) (${bind_ratio})"

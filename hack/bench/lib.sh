@@ -15,8 +15,18 @@ stop_process() {
 # bench_build TARGET…: builds the targets in the non-sanitized ${STASIS_BENCH_BUILD_DIR:-build}/
 # (configured first if it is not) and sets `build` to it; a sanitized build is refused (its
 # figures would measure the sanitizer).
+# STASIS_BENCH_PREBUILT=1: the targets were built elsewhere and carried here (a machine with no
+# compiler: hack/bench/fleet-from-bundle.sh); each must exist, nothing is built.
 bench_build() {
   build="${STASIS_BENCH_BUILD_DIR:-${REPO_ROOT}/build}"
+  if [[ "${STASIS_BENCH_PREBUILT:-0}" == 1 ]]; then
+    local target
+    for target in "$@"; do
+      [[ -x "${build}/${target}" || -x "${build}/tests/${target}" ]] \
+        || die "STASIS_BENCH_PREBUILT=1 but ${build} has no ${target}"
+    done
+    return 0
+  fi
   [[ -f "${build}/build.ninja" ]] || cmake -S "${REPO_ROOT}" -B "${build}" -G Ninja -DSTASIS_SANITIZE=OFF >/dev/null
   grep -q '^STASIS_SANITIZE:BOOL=ON' "${build}/CMakeCache.txt" \
     && die "${build} is a sanitized build; set STASIS_BENCH_BUILD_DIR to a non-sanitized one"
@@ -105,7 +115,7 @@ require_number() {
 # require_positive NAME VALUE: a number above zero (a rate or a ceiling of 0 is a failed run).
 require_positive() {
   require_number "$1" "$2"
-  [[ "$(echo "$2 > 0" | bc)" == 1 ]] || refuse "$1 is $2"
+  awk -v v="$2" 'BEGIN { exit !(v > 0) }' || refuse "$1 is $2"
 }
 
 # require_cases EXPECTED GOT: refuses unless every case named in EXPECTED (words) is in GOT.
@@ -120,5 +130,11 @@ require_cases() {
 # verdict VALUE OP TARGET: "met" or "missed" (OP: < <= >= >), from two numbers.
 verdict() {
   require_number value "$1"
-  [[ "$(echo "$1 $2 $3" | bc)" == 1 ]] && echo met || echo missed
+  local rc=0
+  awk -v a="$1" -v op="$2" -v b="$3" 'BEGIN {
+    met = op == "<" ? a < b : op == "<=" ? a <= b : op == ">=" ? a >= b : op == ">" ? a > b : -1
+    if (met < 0) exit 2
+    exit !met
+  }' || rc=$?
+  case "${rc}" in 0) echo met ;; 1) echo missed ;; *) refuse "verdict: no operator '$2'" ;; esac
 }
