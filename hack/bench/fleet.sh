@@ -307,7 +307,7 @@ record 3 "every actor of the lost nodes cleaned (Stuck=True NodeLost)" "${cleane
 record 3 "every worker of the lost nodes Free" "${freed_s}" s
 record 3 "  the heartbeat lease" "${lease}" s
 echo
-worst="$(awk -v a="${cleaned_s}" -v b="${freed_s}" 'BEGIN { print (a > b) ? a : b }')"
+worst="$(max_of "${cleaned_s}" "${freed_s}")"
 echo "target controller peak RSS < 1 GiB: $(verdict "$(kb "${ctl_pid}" VmHWM)" '<' $((1024 * 1024)))"
 echo "target initial sync < 60 s: $(verdict "${ready_s}" '<' 60) (${ready_s} s)"
 echo "target binding ≥ 0.7 of the API server's ceiling: $(verdict "${bind_ratio}" '>=' 0.7) (${bind_ratio})"

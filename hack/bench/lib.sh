@@ -127,6 +127,10 @@ require_cases() {
   [[ -z "${missing}" ]] || refuse "case(s) missing from the run:${missing}"
 }
 
+# max_of A B: the larger of two figures, as awk prints it (bc would print 0.18 as ".18", which
+# require_number refuses).
+max_of() { awk -v a="$1" -v b="$2" 'BEGIN { print (a > b) ? a : b }'; }
+
 # verdict VALUE OP TARGET: "met" or "missed" (OP: < <= >= >), from two numbers.
 verdict() {
   require_number value "$1"

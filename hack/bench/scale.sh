@@ -190,7 +190,7 @@ for v in hwm_ctl hwm_node rss_ctl rss_node hwm2_ctl hwm2_node; do require_positi
 for v in first_ctl_ready first_node_ready first_ctl_settled first_node_settled; do require_number "${v}" "${R[${v}]}"; done
 require_positive "the paged LIST (s)" "${list_s}"
 max_hwm=$(( hwm_ctl > hwm_node ? hwm_ctl : hwm_node ))
-max_ready="$(echo "if (${R[first_ctl_ready]} > ${R[first_node_ready]}) ${R[first_ctl_ready]} else ${R[first_node_ready]}" | bc)"
+max_ready="$(max_of "${R[first_ctl_ready]}" "${R[first_node_ready]}")"
 echo "target peak RSS < 200 MB: $(verdict "${max_hwm}" '<' $((200 * 1024))) ($(mb "${max_hwm}") MB)"
 echo "target synced < 10 s: $(verdict "${max_ready}" '<' 10) (${max_ready} s)"
 result="RESULT actors=${actors} workers=${workers} list_s=${list_s} ctl_rss_mb=$(mb "${hwm_ctl}") node_rss_mb=$(mb "${hwm_node}")"

@@ -211,7 +211,7 @@ mix_ceilings() {
   b="$(result ceiling_transitions_per_s "${OUT[mixed-$1-x2]}")"
   require_positive "the mix ceiling $1 the rounds, ${concurrency} clients" "${a}"
   require_positive "the mix ceiling $1 the rounds, $((2 * concurrency)) clients" "${b}"
-  M[$1]="$(echo "if (${a} > ${b}) ${a} else ${b}" | bc)"
+  M[$1]="$(max_of "${a}" "${b}")"
   M[$1-detail]="${a} with ${concurrency} clients, ${b} with $((2 * concurrency))"
 }
 ceiling_run ceiling1

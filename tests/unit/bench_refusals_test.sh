@@ -66,6 +66,11 @@ accepted "met" verdict 0.81 "'>='" 0.70
 accepted "missed" verdict 0.52 "'>='" 0.70
 accepted "met" verdict 140000 "'<'" 204800
 refused "value: no figure" verdict "''" "'>='" 0.70
+accepted "met" verdict 0.18 "'<='" 70
+refused "no operator" verdict 1 "'=='" 2
+accepted "0.18" max_of 0.10 0.18
+accepted "12.5" max_of 12.5 9.18
+accepted "met" 'verdict "$(max_of 0.10 0.18)" "<=" 70'
 
 # request_mix.py on an audit log written here: actor a is paused (spec PATCH, two status
 # PATCHes, its worker freed by a JSON patch, an Event) and resumed (its worker claimed by a
