@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The benchmarks' refusals (hack/bench/lib.sh): no target verdict from a process that died or
-# exited, an empty sample, or a missing case — each refused with its reason and exit 1 — and a
+# exited, an empty sample, or a missing case — each refused with its reason and exit 1 — a
+# carried build (STASIS_BENCH_PREBUILT=1) used as it is, and a
 # verdict from sound figures. And hack/bench/request_mix.py, which cuts the audit log of a
 # recorded flip into the transitions the transitions ceiling replays: the right requests of the
 # right actor in the right order, and a refusal when a direction was never recorded. And
@@ -30,6 +31,20 @@ accepted() {
   ((rc == 0)) || fail "'$*' exited ${rc}: ${out}"
   [[ "${out}" == "${want}" ]] || fail "'$*' printed '${out}', not '${want}'"
 }
+
+# Carried binaries (hack/bench/fleet-from-bundle.sh): with STASIS_BENCH_PREBUILT=1 nothing is
+# built; a target that is not there is a clear error, not a build.
+prebuilt() {
+  bash -c "source '${root}/hack/lib.sh'; source '${root}/hack/bench/lib.sh'
+    STASIS_BENCH_BUILD_DIR='${tmp}/carried' STASIS_BENCH_PREBUILT=1 bench_build $*; echo \"built in \${build}\"" 2>&1
+}
+mkdir -p "${tmp}/carried/tests"
+out="$(prebuilt stasis bench_fleet)" && fail "a missing carried binary was accepted: ${out}"
+[[ "${out}" == *"has no stasis"* ]] || fail "a missing carried binary was not named: ${out}"
+touch "${tmp}/carried/stasis" "${tmp}/carried/tests/bench_fleet"
+chmod +x "${tmp}/carried/stasis" "${tmp}/carried/tests/bench_fleet"
+out="$(prebuilt stasis bench_fleet)" || fail "carried binaries were refused: ${out}"
+[[ "${out}" == "built in ${tmp}/carried" ]] || fail "carried binaries: ${out}"
 
 # A process that has exited, and one that died but was not reaped (a zombie: its /proc entry
 # is still there, and reads as 0 kB and 0 CPU).
