@@ -333,14 +333,34 @@ CUresult cuLaunchKernel_ptsz(Opaque f, unsigned gx, unsigned gy, unsigned gz, un
   return Launch(f, params);
 }
 
+// Two entry points libstasis-fastsnap's table does not have, for its trampolines: a variant of
+// a wrapped name newer than the table (handed out from version 90000, as the driver hands out
+// cuMemcpyBatchAsync_v2 to CUDA 13), and a name the library does not know. The second checks
+// arguments in every register class and on the stack: a trampoline that lost one fails it.
+CUresult cuMemcpyDtoH_v9(void* d, CUdeviceptr s, size_t n) {
+  memcpy(d, (const void*)(uintptr_t)s, n);
+  return 0;
+}
+CUresult cuMemcpyFutureAsync(CUdeviceptr d, CUdeviceptr s, size_t n, void* attrs, size_t count,
+                             void* stream, unsigned long long tag7, unsigned long long tag8,
+                             double check) {
+  if (attrs != (void*)0xa77 || count != 1 || stream != (void*)0x5 || tag7 != 7 || tag8 != 8 ||
+      check != 2.5) {
+    return kInvalidValue;
+  }
+  memmove((void*)(uintptr_t)d, (const void*)(uintptr_t)s, n);
+  return 0;
+}
+
 // Candidates in the driver's order of preference: the per-thread-stream variant when asked for
-// (flag 2, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), the _v2 of CUDA 3.2+, the base name.
+// (flag 2, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), the stand-in's _v9 of "version
+// 90000", the _v2 of CUDA 3.2+, the base name.
 static CUresult GetProc(const char* symbol, void** pfn, int version, unsigned long long flags) {
   void* self = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  const char* versions[] = {version >= 3020 ? "_v2" : "", ""};
+  const char* versions[] = {version >= 90000 ? "_v9" : "", version >= 3020 ? "_v2" : "", ""};
   const char* streams_suffix[] = {(flags & 2) ? "_ptds" : "", (flags & 2) ? "_ptsz" : "", ""};
   *pfn = NULL;
-  for (int v = 0; v < 2 && *pfn == NULL; v++) {
+  for (int v = 0; v < 3 && *pfn == NULL; v++) {
     for (int s = 0; s < 3 && *pfn == NULL; s++) {
       char name[128];
       snprintf(name, sizeof name, "%s%s%s", symbol, versions[v], streams_suffix[s]);

@@ -12,6 +12,11 @@
 //                  that rewrite buffer A's pattern, in a loop: "launching"
 //   launches       "launches <count>" kernels completed so far
 //   launch-stop    "stopped <count>"
+//   resolve-new    resolve, through cuGetProcAddress, two entry points the library does not
+//                  gate (the stand-in's cuMemcpyDtoH_v9 and cuMemcpyFutureAsync): "resolved <rc>
+//                  <rc> direct|indirect" (indirect: not the driver's own definitions)
+//   call-new       call both on buffer A (the future copy of A onto itself, then A read back):
+//                  "called <rc> <rc> ok|bad"
 //   free           free A and D (cuMemFree_v2, exported and through cuGetProcAddress) and C
 //                  (unmap, release of the handle cuMemCreate gave, address free), with the
 //                  handle and pointers it got at start: "freed <rc> <rc> <rc> <rc> <rc>"
@@ -64,6 +69,9 @@ size_t fake_vmm_plain_bytes(void);
 typedef CUresult (*GetProc)(const char*, void**, int, unsigned long long, int*);
 typedef CUresult (*AllocFn)(CUdeviceptr*, size_t);
 typedef CUresult (*FreeFn)(CUdeviceptr);
+typedef CUresult (*DtoHFn)(void*, CUdeviceptr, size_t);
+typedef CUresult (*FutureFn)(CUdeviceptr, CUdeviceptr, size_t, void*, size_t, void*,
+                             unsigned long long, unsigned long long, double);
 typedef CUresult (*LaunchFn)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, void*, void**, void**);
 
@@ -74,6 +82,8 @@ static CUdeviceptr buffers[kBuffers];
 static LaunchFn launch;
 static FreeFn proc_free;
 static unsigned long long handle_c;
+static DtoHFn dtoh_v9;
+static FutureFn future;
 
 static void Die(const char* what, CUresult rc) {
   printf("failed %s %d\n", what, rc);
@@ -107,6 +117,28 @@ static void Allocate(void) {
   if ((rc = get_proc("cuMemFree", (void**)&proc_free, 12000, 0, &status)) != 0) Die("proc free", rc);
   rc = get_proc("cuLaunchKernel", (void**)&launch, 12000, kPerThreadStream, &status);
   if (rc != 0) Die("proc launch", rc);
+}
+
+static void ResolveNew(void) {
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  GetProc get_proc = driver != NULL ? (GetProc)dlsym(driver, "cuGetProcAddress_v2") : NULL;
+  if (get_proc == NULL) Die("dlsym cuGetProcAddress_v2", -1);
+  int status = 0;
+  CUresult a = get_proc("cuMemcpyDtoH", (void**)&dtoh_v9, 90000, 0, &status);
+  CUresult b = get_proc("cuMemcpyFutureAsync", (void**)&future, 13000, 0, &status);
+  int direct = (void*)dtoh_v9 == dlsym(driver, "cuMemcpyDtoH_v9") &&
+               (void*)future == dlsym(driver, "cuMemcpyFutureAsync");
+  printf("resolved %d %d %s\n", a, b, direct ? "direct" : "indirect");
+}
+
+static void CallNew(void) {
+  CUresult a = future(buffers[0], buffers[0], kSizes[0], (void*)0xa77, 1, (void*)0x5, 7, 8, 2.5);
+  uint64_t* host = malloc(kSizes[0]);
+  CUresult b = dtoh_v9(host, buffers[0], kSizes[0]);
+  const size_t last = kSizes[0] / 8 - 1;
+  int ok = b == 0 && host[0] == Word(0, 0) && host[last] == Word(0, last);
+  free(host);
+  printf("called %d %d %s\n", a, b, ok ? "ok" : "bad");
 }
 
 static int Check(void) {
@@ -177,6 +209,10 @@ static void Command(const char* line) {
     __atomic_store_n(&launching, 0, __ATOMIC_RELEASE);
     pthread_join(launcher, NULL);
     printf("stopped %lu\n", launches);
+  } else if (strcmp(line, "resolve-new") == 0) {
+    ResolveNew();
+  } else if (strcmp(line, "call-new") == 0) {
+    CallNew();
   } else if (strcmp(line, "free") == 0) {
     CUresult a = cuMemFree_v2(buffers[0]), d = proc_free(buffers[3]);
     CUresult unmap = cuMemUnmap(buffers[2], kSizes[2]), release = cuMemRelease(handle_c);

@@ -304,6 +304,55 @@ TEST_F(FastsnapTest, TheGateHoldsLaunchesWhileStagedAndReleasesThemAfter) {
   EXPECT_EQ(w.Ask("check"), "check ok") << w.Log();
 }
 
+// Entry points the library cannot gate: a variant newer than its table of a name it wraps, and
+// a copy it does not know (the stand-in's, with arguments in every register class and on the
+// stack). cudart 13 resolves every entry point at start: resolving one must cost nothing.
+TEST_F(FastsnapTest, AnUngatedEntryPointResolvedCostsNothingAndCalledTakesThePlainPath) {
+  Workload w(true, dir_ / "workload.err");
+  const size_t tracked = w.Ready();
+  ASSERT_EQ(w.Ask("resolve-new"), "resolved 0 0 indirect") << w.Log();
+  EXPECT_NE(w.Log().find("cuGetProcAddress(cuMemcpyDtoH, version 90000, flags 0): a variant the "
+                         "library does not wrap; a call takes the process to the plain path"),
+            std::string::npos) << w.Log();
+  EXPECT_NE(w.Log().find("cuGetProcAddress(cuMemcpyFutureAsync, version 13000, flags 0): an entry "
+                         "point the library does not know"),
+            std::string::npos) << w.Log();
+  EXPECT_EQ(Toggle(w.pid(), "running").err.rfind(Staged(tracked), 0), 0u);
+  EXPECT_EQ(Toggle(w.pid(), "checkpointed").err.rfind(Unstaged(tracked), 0), 0u);
+  TakeCalls();
+
+  // Every argument arrives through the trampolines (a lost one fails the stand-in's call).
+  ASSERT_EQ(w.Ask("call-new"), "called 0 0 ok") << w.Log();
+  CommandResult stage = Toggle(w.pid(), "running");
+  EXPECT_EQ(stage.exit_code, 0) << stage.err;
+  EXPECT_EQ(stage.err, "fast-snapshot: fallback: cuMemcpyFutureAsync called: an entry point the "
+                       "library does not gate\n");
+  EXPECT_EQ(TakeCalls(), Checkpointed(w.pid()));
+  EXPECT_EQ(w.Live(), tracked + kSmallBytes);
+  EXPECT_EQ(Toggle(w.pid(), "checkpointed").exit_code, 0);
+  EXPECT_EQ(w.Ask("check"), "check ok") << w.Log();
+
+  Workload plain(false, dir_ / "plain.err");
+  plain.Ready();
+  EXPECT_EQ(plain.Ask("resolve-new"), "resolved 0 0 direct");
+  EXPECT_EQ(plain.Ask("call-new"), "called 0 0 ok");
+}
+
+TEST_F(FastsnapTest, AnUngatedCallWaitsWhileStagedAndRunsAfterTheUnstage) {
+  Workload w(true, dir_ / "workload.err");
+  const size_t tracked = w.Ready();
+  ASSERT_EQ(w.Ask("resolve-new"), "resolved 0 0 indirect");
+  ASSERT_EQ(Toggle(w.pid(), "running").err.rfind(Staged(tracked), 0), 0u);
+  // Held: the call copies buffer A, unmapped while staged; let through, the workload would die of
+  // SIGSEGV and never answer.
+  EXPECT_EQ(w.Ask("call-new", 300ms), "");
+  ASSERT_EQ(Toggle(w.pid(), "checkpointed").err.rfind(Unstaged(tracked), 0), 0u);
+  EXPECT_EQ(w.ReadLine(), "called 0 0 ok") << w.Log();
+  EXPECT_EQ(w.Ask("check"), "check ok");
+  EXPECT_EQ(Toggle(w.pid(), "running").err, "fast-snapshot: fallback: cuMemcpyFutureAsync called: "
+                                            "an entry point the library does not gate\n");
+}
+
 TEST_F(FastsnapTest, AFailedLockOrCheckpointAfterAStagePutsTheMemoryBack) {
   struct Case {
     std::string fail;

@@ -6,7 +6,9 @@
 // answer is compared with the driver's exported definitions of the wrapped names.
 //
 // An answer that matches none of them for a name the library wraps (a variant newer than this
-// table, or a legacy 32-bit one) cannot be gated or tracked: it marks the process unsupported.
+// table, or a legacy 32-bit one), or any answer for a name it does not know that may touch
+// device memory, cannot be gated or tracked: it is handed out behind a trampoline that marks
+// the process unsupported when it is called (ungated.h).
 #define _GNU_SOURCE
 
 #include <dlfcn.h>
@@ -15,6 +17,7 @@
 
 #include "interpose.h"
 #include "registry.h"
+#include "ungated.h"
 
 typedef CUresult (*GetProcV1)(const char*, void**, int, cuuint64_t);
 typedef CUresult (*GetProcV2)(const char*, void**, int, cuuint64_t,
@@ -70,14 +73,21 @@ static void* Wrap(const char* symbol, void* real, int version, cuuint64_t flags)
     if (real == real_of[i]) return all[i].wrapper;
     wrapped_base = wrapped_base || SameBase(symbol, all[i].name);
   }
-  if (wrapped_base) {
-    // Every such variant on its own line (the process keeps the first as its reason), so one run
-    // on a new driver or runtime names all that a newer table needs.
-    FastsnapLog("cuGetProcAddress(%s, version %d, flags %llu): a variant the library does not wrap",
-                symbol, version, (unsigned long long)flags);
-    RegistryMarkUnsupported("cuGetProcAddress(%s, version %d, flags %llu) returned a variant "
-                            "the library does not wrap", symbol, version, flags);
+  if (!wrapped_base && !UngatedMayTouchDeviceMemory(symbol)) return real;
+  // Every such name on its own line, so one run on a new driver or runtime names all that a
+  // newer table needs.
+  const char* what = wrapped_base ? "a variant the library does not wrap"
+                                  : "an entry point the library does not know";
+  void* trampoline = UngatedTrampoline(symbol, real);
+  if (trampoline != NULL) {
+    FastsnapLog("cuGetProcAddress(%s, version %d, flags %llu): %s; a call takes the process to "
+                "the plain path", symbol, version, (unsigned long long)flags, what);
+    return trampoline;
   }
+  FastsnapLog("cuGetProcAddress(%s, version %d, flags %llu): %s", symbol, version,
+              (unsigned long long)flags, what);
+  RegistryMarkUnsupported("cuGetProcAddress(%s, version %d, flags %llu) returned %s", symbol,
+                          version, flags, what);
   return real;
 }
 
