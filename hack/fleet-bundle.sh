@@ -20,7 +20,6 @@ source "$(dirname "$0")/lib.sh"
 build_dir="${1:-${REPO_ROOT}/build-gpu}"
 out_dir="${REPO_ROOT}/.gpu-carry/fleet"
 archive="${out_dir}/fleet.tar.xz"
-limit=$((64 * 1024 * 1024))
 tests=(bench_fleet bench_fleet_sim bench_node_noop bench_transitions)
 
 mapfile -t cp_bins < <("${HACK_DIR}/build-control-plane.sh")
@@ -63,12 +62,5 @@ done
 copy_shared_libs "${stage}/lib" "${bins[@]}"
 ldd --version | sed -n 1p | awk '{ print $NF }' >"${stage}/glibc-version"
 
-mkdir -p "${out_dir}"
-# As hack/gpu-e2e-bundle.sh: one stream whose dictionary spans the Go binaries, which share
-# most of client-go.
-tar -C "${stage}" -cf - . | xz --x86 --lzma2=preset=9e,dict=512MiB >"${archive}.tmp"
-mv "${archive}.tmp" "${archive}"
-size=$(stat -c %s "${archive}")
-log "$(du -sh "${stage}" | cut -f1) staged → ${archive}: $((size / 1024 / 1024)) MiB"
-((size < limit)) || die "the archive is $((size / 1024 / 1024)) MiB; the device tool carries at most 64 MiB"
+pack_carry_archive "${stage}" "${archive}"
 echo "${archive}"

@@ -24,7 +24,6 @@ source "$(dirname "$0")/lib.sh"
 build_dir="${1:-${REPO_ROOT}/build-gpu}"
 out_dir="${REPO_ROOT}/.gpu-carry"
 archive="${out_dir}/stasis-gpu-e2e.tar.xz"
-limit=$((64 * 1024 * 1024))
 
 "${HACK_DIR}/install-deps.sh"
 mapfile -t cp_bins < <("${HACK_DIR}/build-control-plane.sh")
@@ -61,14 +60,5 @@ copy_shared_libs "${stage}/lib" "${bins[@]}"
 ldd --version | sed -n 1p | awk '{ print $NF }' > "${stage}/glibc-version"
 "${stage}/bin/runsc" --version | sed -n 1p > "${stage}/runsc-version"
 
-mkdir -p "${out_dir}"
-# One xz stream with a dictionary larger than everything staged (~350 MB): kube-apiserver, kubectl,
-# etcd and runsc share much of the Go runtime and of client-go, which -9's 64 MiB window does not
-# reach across (65 MiB with it, 60 with this; decompressing needs 512 MiB of memory). The x86
-# branch filter first: about 6 % less for these executables (runsc: 18.7 → 17.6 MB at -6).
-tar -C "${stage}" -cf - . | xz --x86 --lzma2=preset=9e,dict=512MiB > "${archive}.tmp"
-mv "${archive}.tmp" "${archive}"
-size=$(stat -c %s "${archive}")
-log "$(du -sh "${stage}" | cut -f1) staged → ${archive}: $((size / 1024 / 1024)) MiB"
-((size < limit)) || die "the archive is $((size / 1024 / 1024)) MiB; the device tool carries at most 64 MiB"
+pack_carry_archive "${stage}" "${archive}"
 echo "${archive}"

@@ -39,8 +39,5 @@ strip -o "${stage}/bin/bench_object_store_transfer" "${build_dir}/tests/bench_ob
 # skopeo's libraries (glibc comes from the GPU machine, as for the main archive).
 copy_shared_libs "${stage}/lib" /usr/bin/skopeo
 
-mkdir -p "${out_dir}"
-tar -C "${stage}" -cf - . | xz --x86 --lzma2=preset=9e,dict=256MiB > "${archive}.tmp"
-mv "${archive}.tmp" "${archive}"
-log "$(du -sh "${stage}" | cut -f1) staged → ${archive}: $(($(stat -c %s "${archive}") / 1024 / 1024)) MiB"
+pack_carry_archive "${stage}" "${archive}" 256MiB
 echo "${archive}"
