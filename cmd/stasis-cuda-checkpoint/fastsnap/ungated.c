@@ -1,9 +1,9 @@
 // Trampolines for the entry points the library cannot gate (ungated.h says why and when).
 //
 // x86-64 only: each of kSlots stubs puts its slot number in %r11 (scratch in the SysV ABI,
-// never an argument) and jumps to one common routine, which saves the argument registers
-// (%rdi, %rsi, %rdx, %rcx, %r8, %r9, %rax for a variadic call's vector count, %xmm0-%xmm7),
-// calls UngatedEnter with the slot, restores them and jumps to the address it returned. The
+// never an argument) and jumps to one common routine. That saves the argument registers (%rdi,
+// %rsi, %rdx, %rcx, %r8, %r9, %rax for a variadic call's vector count, %xmm0-%xmm7), calls
+// fastsnap_ungated_enter with the slot, restores them and jumps to the address it returned. The
 // caller's return address and stack arguments are never touched, so the driver's definition
 // runs as if called directly and returns to the caller.
 #define _GNU_SOURCE
@@ -18,7 +18,11 @@
 #include "real.h"
 #include "registry.h"
 
-enum { kSlots = 256, kSlotBytes = 16, kNameBytes = 96 };
+// The stubs' count, spelled once for the assembler and for C.
+#define FASTSNAP_SLOTS 256
+#define FASTSNAP_STR(x) #x
+#define FASTSNAP_XSTR(x) FASTSNAP_STR(x)
+enum { kSlots = FASTSNAP_SLOTS, kSlotBytes = 16, kNameBytes = 96 };
 
 #if defined(__x86_64__)
 // Each stub is 15 bytes (endbr64, movl $slot, %r11d, jmp rel32) in a 16-byte slot. The stack is
@@ -31,7 +35,7 @@ __asm__(
     "  .hidden fastsnap_ungated_slots\n"
     "fastsnap_ungated_slots:\n"
     "  .set fastsnap_slot, 0\n"
-    "  .rept 256\n"
+    "  .rept " FASTSNAP_XSTR(FASTSNAP_SLOTS) "\n"
     "  .p2align 4\n"
     "  endbr64\n"
     "  movl $fastsnap_slot, %r11d\n"
