@@ -56,10 +56,17 @@ FAST_MOUNTS="${MOUNTS},
  {\"destination\":\"${SANDBOX_LIB}\",\"type\":\"bind\",\"source\":\"${HOST_LIB}\",\"options\":[\"bind\",\"ro\",\"nosuid\",\"nodev\"]}"
 
 # helper_lines ID: what the helper said in the sandbox's sentry logs (stage, unstage, fallback).
-# The library logs each request it served to the workload's stderr (libstasis-fastsnap: …).
+# The library logs each request it served to the workload's stderr (libstasis-fastsnap: …);
+# its lines about the runtime's lookups are ungated_names's.
 helper_lines() {
   { grep -l "$1" "${WORK}"/dbg/*boot* 2>/dev/null | xargs -r grep -hoE 'fast-snapshot: [^"\\]*'
-    wlog "$1" | grep '^libstasis-fastsnap'; } | sort -u | one_line | head -c 400
+    wlog "$1" | grep '^libstasis-fastsnap' | grep -v ': cuGetProcAddress('; } | sort -u | one_line | head -c 400
+}
+# ungated_names ID: the entry points the runtime looked up that the library handed out behind a
+# trampoline (a call takes the process to the plain path): what a newer table has to wrap.
+ungated_names() {
+  wlog "$1" | sed -n 's/^libstasis-fastsnap: cuGetProcAddress(\([^,]*\), version \([0-9]*\).*/\1@\2/p' |
+    sort -u | tr '\n' ' '
 }
 # start_with ID GIB fast|plain COMMAND: a sandbox running COMMAND, its workload ready.
 start_with() {
@@ -93,6 +100,10 @@ run_path() {
   check "$5: ${2} GiB checkpointed and restored, pattern verified, ticks continue" "${ok}" \
     "${CYCLE_ROW}; ${v:-}; ${CYCLE_CK_ERR:-}; helper: $(helper_lines "$1"); sentry: $(sentry_times "$1"); log: $(wlog "$1" | grep -vE '^tick' | tail -3 | one_line)"
   PATH_ROWS+=("| ${2} | $5 | ${CYCLE_ROW:-— | — | — | —} | $(helper_lines "$1") | $(sentry_times "$1") |")
+  if [[ "$3" == fast && -z "${UNGATED_LISTED:-}" ]]; then
+    UNGATED_LISTED=1
+    FIGURES+=("- entry points the runtime looked up that the library does not gate (name@version; behind trampolines): $(ungated_names "$1")")
+  fi
   end_sandbox "$1"
 }
 
