@@ -352,6 +352,12 @@ CUresult cuMemcpyFutureAsync(CUdeviceptr d, CUdeviceptr s, size_t n, void* attrs
   return 0;
 }
 
+// Pinned host memory, which the fast path leaves alone: its lookup must reach the driver's own.
+CUresult cuMemAllocHost_v2(void** p, size_t n) {
+  *p = malloc(n);
+  return *p != NULL ? 0 : kOutOfMemory;
+}
+
 // Candidates in the driver's order of preference: the per-thread-stream variant when asked for
 // (flag 2, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), the stand-in's _v9 of "version
 // 90000", the _v2 of CUDA 3.2+, the base name.

@@ -13,8 +13,9 @@
 //   launches       "launches <count>" kernels completed so far
 //   launch-stop    "stopped <count>"
 //   resolve-new    resolve, through cuGetProcAddress, two entry points the library does not
-//                  gate (the stand-in's cuMemcpyDtoH_v9 and cuMemcpyFutureAsync): "resolved <rc>
-//                  <rc> direct|indirect" (indirect: not the driver's own definitions)
+//                  gate (the stand-in's cuMemcpyDtoH_v9 and cuMemcpyFutureAsync), and
+//                  cuMemAllocHost, which it leaves alone: "resolved <rc> <rc> direct|indirect,
+//                  host <rc> direct|indirect" (indirect: not the driver's own definitions)
 //   call-new       call both on buffer A (the future copy of A onto itself, then A read back):
 //                  "called <rc> <rc> ok|bad"
 //   free           free A and D (cuMemFree_v2, exported and through cuGetProcAddress) and C
@@ -128,7 +129,11 @@ static void ResolveNew(void) {
   CUresult b = get_proc("cuMemcpyFutureAsync", (void**)&future, 13000, 0, &status);
   int direct = (void*)dtoh_v9 == dlsym(driver, "cuMemcpyDtoH_v9") &&
                (void*)future == dlsym(driver, "cuMemcpyFutureAsync");
-  printf("resolved %d %d %s\n", a, b, direct ? "direct" : "indirect");
+  void* host_alloc = NULL;
+  CUresult c = get_proc("cuMemAllocHost", &host_alloc, 13000, 0, &status);
+  int host_direct = host_alloc != NULL && host_alloc == dlsym(driver, "cuMemAllocHost_v2");
+  printf("resolved %d %d %s, host %d %s\n", a, b, direct ? "direct" : "indirect", c,
+         host_direct ? "direct" : "indirect");
 }
 
 static void CallNew(void) {

@@ -128,18 +128,27 @@ void* UngatedTrampoline(const char* symbol, void* real) {
 #endif
 }
 
+static int HasPrefix(const char* symbol, const char* prefix) {
+  return strncmp(symbol, prefix, strlen(prefix)) == 0;
+}
+
 int UngatedMayTouchDeviceMemory(const char* symbol) {
-  // Copies, sets, launches (graphs too) and stream memory operations write device memory;
-  // allocations, imports and mappings make memory the registry would not know.
+  // Copies, sets, launches (graphs too) and stream memory operations write or read device
+  // memory; allocations, frees, mappings and imports make or unmake memory the registry would
+  // not know. Pinned host memory is none of the fast path's business, and pools, IPC events and
+  // multicast queries touch no memory by themselves (what allocates from them is wrapped).
+  static const char* const kHost[] = {"cuMemAllocHost", "cuMemFreeHost"};
   static const char* const kPrefixes[] = {
-      "cuMemcpy", "cuMemset", "cuLaunch", "cuGraphLaunch", "cuStreamWriteValue",
+      "cuMemcpy",  "cuMemset",   "cuLaunch",   "cuGraphLaunch", "cuStreamWriteValue",
       "cuStreamWaitValue", "cuStreamBatchMemOp", "cuMemAlloc", "cuMemFree", "cuMemCreate",
-      "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemImport", "cuMemPool", "cuMemPrefetch",
-      "cuMemDiscard", "cuIpc", "cuImportExternalMemory", "cuExternalMemoryGetMapped",
-      "cuMulticast",
+      "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemImport", "cuMemPrefetch", "cuMemDiscard",
+      "cuImportExternalMemory",
   };
+  for (size_t i = 0; i < sizeof kHost / sizeof kHost[0]; i++) {
+    if (HasPrefix(symbol, kHost[i])) return 0;
+  }
   for (size_t i = 0; i < sizeof kPrefixes / sizeof kPrefixes[0]; i++) {
-    if (strncmp(symbol, kPrefixes[i], strlen(kPrefixes[i])) == 0) return 1;
+    if (HasPrefix(symbol, kPrefixes[i])) return 1;
   }
   return 0;
 }

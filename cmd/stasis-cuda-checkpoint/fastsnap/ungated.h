@@ -19,6 +19,7 @@
 // the caller marks the process unsupported at once, as the library did before it had them.
 void* UngatedTrampoline(const char* symbol, void* real);
 
-// Whether a name the library does not wrap may write device memory, allocate it or launch
-// work (cuMemcpy*, cuMemset*, cuLaunch*, cuMemAlloc*, …): such a name gets a trampoline.
+// Whether a name the library does not wrap may write or read device memory, allocate or map it,
+// or launch work (cuMemcpy*, cuMemset*, cuLaunch*, cuStreamWaitValue*, cuMemAlloc* but not
+// cuMemAllocHost*, …): such a name gets a trampoline.
 int UngatedMayTouchDeviceMemory(const char* symbol);
