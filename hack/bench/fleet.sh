@@ -122,10 +122,7 @@ probe=("${build}/tests/bench_fleet" probe --kubeconfig "${work}/probe.kubeconfig
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 ctl_port="$(free_port)"
 now() { date +%s.%N; }
-# awk, not bc: the machines hack/bench/fleet-from-bundle.sh carries this to may have no bc.
-calc() { awk "BEGIN { printf \"%.2f\", $* }"; }
 kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
-mb() { awk -v kb="$1" 'BEGIN { printf "%d", kb / 1024 }'; }
 metric() { curl -fs "127.0.0.1:$1/metrics" | awk -v m="$2" -v f="${3:-}" \
   'index($0, m) == 1 && (f == "" || index($0, f)) && substr($0, length(m) + 1, 1) ~ /[{ ]/ {s += $NF} END {printf "%d", s}'; }
 echo "scenario,figure,value,unit" >"${csv}"

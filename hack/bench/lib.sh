@@ -127,6 +127,11 @@ require_cases() {
   [[ -z "${missing}" ]] || refuse "case(s) missing from the run:${missing}"
 }
 
+# calc EXPRESSION: the arithmetic of two-decimal figures (awk, not bc: a machine the benchmarks
+# are carried to may have no bc). mb KB: kibibytes as whole mebibytes.
+calc() { awk "BEGIN { printf \"%.2f\", $* }"; }
+mb() { awk -v kb="$1" 'BEGIN { printf "%d", kb / 1024 }'; }
+
 # max_of A B: the larger of two figures, as awk prints it (bc would print 0.18 as ".18", which
 # require_number refuses).
 max_of() { awk -v a="$1" -v b="$2" 'BEGIN { print (a > b) ? a : b }'; }

@@ -56,7 +56,6 @@ ctl_port="$(free_port)" node_port="$(free_port)"
 tck="$(getconf CLK_TCK)"
 now() { date +%s.%N; }
 # bc arithmetic, printed with two decimals.
-calc() { printf '%.2f' "$(echo "scale=4; $*" | bc)"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 # The sum of a metric's samples (all label sets) on a /metrics endpoint; $3 filters the labels.
@@ -165,7 +164,6 @@ require_alive controller "${ctl_pid}"
 require_alive "node agent" "${node_pid}"
 hwm2_ctl="$(kb "${ctl_pid}" VmHWM)" hwm2_node="$(kb "${node_pid}" VmHWM)"
 
-mb() { echo "scale=0; $1 / 1024" | bc; }
 ratio() { calc "$1 / $2"; }
 echo
 echo "fleet: ${actors} suspended actors pinned to ${node}, ${workers} free workers"
