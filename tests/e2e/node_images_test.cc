@@ -213,8 +213,8 @@ TEST_F(ImagesTest, ATagThatDoesNotExistIsImageNotFoundWithAWarning) {
   EXPECT_TRUE(warned) << "no Warning Event ImageNotFound";
 }
 
-// Twenty actors of one image on one node: one unpacked copy, and every start after the first
-// one a cache hit. The start times are printed (the first pulls; the rest do not).
+// Twenty actors of one image on one node: one unpacked copy, one pull, and every lookup after
+// the first a cache hit. The start times are printed (the first pulls; the rest do not).
 TEST_F(ImagesTest, TwentyActorsOfOneImageShareOneUnpackedCopy) {
   constexpr int kActors = 20;
   const std::string digest = Push("shared");
@@ -239,7 +239,10 @@ TEST_F(ImagesTest, TwentyActorsOfOneImageShareOneUnpackedCopy) {
   std::printf("[ images ] create to RUNNING: first %.3f s (pull), 20th %.3f s (cache hit)\n", seconds.front(),
               seconds.back());
   const std::string metrics = ScrapeMetrics(a->proc->Log());
-  EXPECT_THAT(metrics, HasSubstr("stasis_image_cache_lookups_total{result=\"hit\"} " + std::to_string(kActors - 1)));
+  // A start tried again (its status write lost a conflict on a loaded machine) looks the image
+  // up again: a hit too. What sharing means is one miss and one pull.
+  EXPECT_EQ(MetricValue(metrics, "stasis_image_cache_lookups_total{result=\"miss\"}"), 1) << metrics;
+  EXPECT_GE(MetricValue(metrics, "stasis_image_cache_lookups_total{result=\"hit\"}"), kActors - 1) << metrics;
   EXPECT_THAT(metrics, HasSubstr("stasis_image_pulls_total{result=\"success\"} 1"));
   for (int i = 0; i < kActors; ++i) WaitCounter(*a, "shared-" + std::to_string(i), 3);
 }
