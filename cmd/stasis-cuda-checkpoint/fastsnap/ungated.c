@@ -3,7 +3,7 @@
 // x86-64 only: each of kSlots stubs puts its slot number in %r11 (scratch in the SysV ABI,
 // never an argument) and jumps to one common routine. That saves the argument registers (%rdi,
 // %rsi, %rdx, %rcx, %r8, %r9, %rax for a variadic call's vector count, %xmm0-%xmm7), calls
-// fastsnap_ungated_enter with the slot, restores them and jumps to the address it returned. The
+// FastsnapUngatedEnter with the slot, restores them and jumps to the address it returned. The
 // caller's return address and stack arguments are never touched, so the driver's definition
 // runs as if called directly and returns to the caller.
 #define _GNU_SOURCE
@@ -63,7 +63,7 @@ __asm__(
     "  movdqu %xmm6, 96(%rsp)\n"
     "  movdqu %xmm7, 112(%rsp)\n"
     "  movl %r11d, %edi\n"
-    "  call fastsnap_ungated_enter\n"
+    "  call FastsnapUngatedEnter\n"
     "  movq %rax, %r11\n"
     "  movdqu 0(%rsp), %xmm0\n"
     "  movdqu 16(%rsp), %xmm1\n"
@@ -94,10 +94,11 @@ static int called[kSlots];         // the slot's first call was logged and marke
 static size_t used;
 
 // Called by the common routine with the slot's number; returns the driver's definition.
-__attribute__((used, visibility("hidden"))) void* fastsnap_ungated_enter(unsigned int slot) {
+__attribute__((used, visibility("hidden"))) void* FastsnapUngatedEnter(unsigned int slot) {
   void* real = __atomic_load_n(&real_of[slot], __ATOMIC_ACQUIRE);
   if (!__atomic_load_n(&called[slot], __ATOMIC_ACQUIRE)) {
-    // Marked before the gate is passed: the order ungated.h explains.
+    // Marked before the gate is passed: the order ungated.h explains. `called` is set only
+    // after the mark, so a thread that finds it set and skips this finds the mark in place.
     RegistryMarkUnsupported("%s called: an entry point the library does not gate", name_of[slot]);
     if (!__atomic_exchange_n(&called[slot], 1, __ATOMIC_ACQ_REL)) {
       FastsnapLog("%s called: an entry point the library does not gate; the process takes the "
